@@ -1,0 +1,237 @@
+"""The one contract every autoscaler implements.
+
+Autoscalers are policies: they never read the wall clock and never talk to
+Kubernetes or Prometheus. The harness hands them the current (virtual or wall)
+time and a read-only ``ClusterView`` built from a ``MetricsSource``; they return
+immutable ``Decision`` objects that an ``Actuator`` applies. The same policy
+object therefore runs unchanged on the simulator, on local processes and on
+Kubernetes.
+
+A policy may keep history (HPA's stabilisation window, cooldown timestamps,
+EWMA state) but that history is a function of the sequence of (now, view)
+calls only, so runs are deterministic.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Metric names as vLLM and llm-d-inference-sim expose them.
+KV_USAGE = "vllm:kv_cache_usage_perc"
+NUM_WAITING = "vllm:num_requests_waiting"
+NUM_RUNNING = "vllm:num_requests_running"
+REQUEST_SUCCESS = "vllm:request_success_total"
+CACHE_CONFIG = "vllm:cache_config_info"
+TTFT_HIST = "vllm:time_to_first_token_seconds"
+ITL_HIST = "vllm:inter_token_latency_seconds"
+E2E_HIST = "vllm:e2e_request_latency_seconds"
+GPU_UTIL = "gpu_utilization"  # busy fraction per scrape interval (DCGM_FI_DEV_GPU_UTIL/100 on real GPUs)
+
+
+@dataclass(frozen=True)
+class PodMetrics:
+    """The latest scraped sample of one pod (what an instant query returns)."""
+
+    pod: str
+    ts: float  # scrape time of this sample, seconds
+    kv_usage: float  # vllm:kv_cache_usage_perc, 0..1
+    waiting: int  # vllm:num_requests_waiting
+    running: int  # vllm:num_requests_running
+    gpu_util: float | None = None  # busy fraction over the last scrape interval, 0..1
+    num_gpu_blocks: int | None = None  # from vllm:cache_config_info
+    block_size: int | None = None
+
+
+class MetricsReader(Protocol):
+    """Windowed queries over scraped metrics, the PromQL the upstreams use.
+
+    Every method raises ``harness.errors.MetricsUnavailable`` when the backend
+    cannot be reached or holds no fresh data.
+    """
+
+    def pod_max_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
+        """``max by (pod)(max_over_time(metric{variant}[window]))`` -> {pod: value}."""
+        ...
+
+    def pod_avg_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
+        """``avg by (pod)(avg_over_time(metric{variant}[window]))`` -> {pod: value}."""
+        ...
+
+    def counter_increase(self, variant: str, metric: str, window_s: float) -> float:
+        """``sum(increase(metric{variant}[window]))`` over the variant's pods."""
+        ...
+
+    def histogram_quantile(self, variant: str, metric: str, q: float, window_s: float) -> float | None:
+        """``histogram_quantile(q, sum by (le)(rate(metric_bucket{variant}[window])))`` in seconds,
+        None when no observation fell in the window."""
+        ...
+
+
+@dataclass(frozen=True)
+class VariantView:
+    """One variant (one Deployment) as a controller sees it."""
+
+    name: str
+    model: str
+    gpu: str
+    gpus_per_replica: int
+    cost: float
+    min_replicas: int
+    max_replicas: int
+    spec_replicas: int  # desired replicas currently set on the deployment
+    ready: int  # pods serving
+    pending: int  # pods created but not ready (scheduling + cold start)
+    terminating: int
+    pods: tuple[PodMetrics, ...]  # latest sample of each ready pod that metrics cover
+    metrics_available: bool  # False: the metrics backend could not be read at all
+    target_exists: bool = True  # False: the scale target (Deployment) is missing
+
+
+@dataclass(frozen=True)
+class ArrivalForecast:
+    """The future arrival schedule; only the ``oracle`` autoscaler reads it."""
+
+    model: str
+    arrival_s: Sequence[float]
+    input_tokens: Sequence[int]
+    output_tokens: Sequence[int]
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    now: float
+    variants: tuple[VariantView, ...]
+    metrics: MetricsReader
+    router_queue: Mapping[str, int] = field(default_factory=dict)  # model -> requests queued at the gateway
+    gpu_capacity: Mapping[str, int] | None = None  # gpu type -> GPUs in the pool (CapacityDiscovery); None = unknown
+    forecast: tuple[ArrivalForecast, ...] = ()
+
+    def variant(self, name: str) -> VariantView:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    def by_model(self) -> dict[str, list[VariantView]]:
+        out: dict[str, list[VariantView]] = {}
+        for v in self.variants:
+            out.setdefault(v.model, []).append(v)
+        return out
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One step of the audit trail: which rule fired and with which numbers."""
+
+    rule: str
+    message: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "message": self.message, "values": dict(self.values)}
+
+
+Action = Literal["scale_up", "scale_down", "hold", "alert"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What an autoscaler wants for one variant, and why."""
+
+    variant: str
+    current_replicas: int
+    desired_replicas: int
+    reasons: tuple[Reason, ...]
+    alerts: tuple[str, ...] = ()
+    limited: bool = False  # cut short by a capacity limiter (WVA constrained mode)
+    audit: Mapping[str, Any] = field(default_factory=dict)  # stage outputs: analyzer, optimizer, limiter
+
+    def __post_init__(self) -> None:
+        if not self.reasons:
+            raise ValueError(f"decision for {self.variant} carries no reason")
+        if self.desired_replicas < 0:
+            raise ValueError(f"decision for {self.variant}: negative desired replicas {self.desired_replicas}")
+
+    @property
+    def action(self) -> Action:
+        if self.desired_replicas > self.current_replicas:
+            return "scale_up"
+        if self.desired_replicas < self.current_replicas:
+            return "scale_down"
+        return "alert" if self.alerts else "hold"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "current_replicas": self.current_replicas,
+            "desired_replicas": self.desired_replicas,
+            "action": self.action,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "alerts": list(self.alerts),
+            "limited": self.limited,
+            "audit": dict(self.audit),
+        }
+
+
+class AutoscalerConfig(BaseModel):
+    """Fields every autoscaler config has; each autoscaler subclasses this with
+    ``kind: Literal["<name>"]`` and its own parameters (upstream defaults)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = Field(description="Which autoscaler (registry name).")
+    name: str | None = Field(
+        default=None,
+        description="Label for this configuration in results (defaults to kind); lets one suite compare "
+        "two settings of the same autoscaler.",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    )
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class Autoscaler(Protocol):
+    """An autoscaling policy.
+
+    ``period_s``: how often the harness calls ``decide``. ``fast_period_s``
+    (optional, e.g. WVA's 100 ms scale-from-zero loop): when not None the
+    harness also calls ``decide_fast`` at that period; it should return
+    decisions only when it acts.
+    """
+
+    kind: ClassVar[str]
+    period_s: float
+    fast_period_s: float | None
+
+    def decide(self, now: float, view: ClusterView) -> list[Decision]: ...
+
+    def decide_fast(self, now: float, view: ClusterView) -> list[Decision]: ...
+
+
+class AutoscalerBase:
+    """Convenience base: holds the config, no fast loop by default."""
+
+    kind: ClassVar[str] = ""
+    fast_period_s: float | None = None
+
+    def __init__(self, config: AutoscalerConfig) -> None:
+        self.config = config
+
+    @property
+    def period_s(self) -> float:
+        return float(getattr(self.config, "period_s", 15.0))
+
+    def decide(self, now: float, view: ClusterView) -> list[Decision]:
+        raise NotImplementedError
+
+    def decide_fast(self, now: float, view: ClusterView) -> list[Decision]:
+        return []
+
+
+def clamp(value: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, value))

@@ -1,0 +1,76 @@
+"""The explicit registry of bundled autoscalers.
+
+One entry per autoscaler: its registry name, its config model (pydantic,
+``kind`` literal) and its policy class. The registry refuses duplicate names.
+The scenario schema builds its discriminated union of autoscaler configs from
+this registry, so adding an autoscaler here is all it takes to make it
+selectable from YAML and the CLI.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalearena.harness.errors import UserError
+
+from .base import Autoscaler, AutoscalerConfig
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    config: type[AutoscalerConfig]
+    policy: type
+    summary: str  # one line for the README / `scalearena autoscalers`
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] = {}
+
+    def register(self, name: str, config: type[AutoscalerConfig], policy: type, summary: str) -> None:
+        if name in self._entries:
+            raise ValueError(f"autoscaler {name!r} registered twice")
+        self._entries[name] = Entry(name, config, policy, summary)
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UserError(
+                f"unknown autoscaler {name!r}", expected="one of " + ", ".join(sorted(self._entries))
+            ) from None
+
+    def default_config(self, name: str) -> AutoscalerConfig:
+        return self.get(name).config(kind=name)
+
+    def build(self, config: AutoscalerConfig) -> Autoscaler:
+        return self.get(config.kind).policy(config)
+
+
+def _build_registry() -> Registry:
+    from .hpa import HPA, HPAConfig
+    from .keda import KEDA, KEDAConfig
+    from .kpa import KPA, KPAConfig
+    from .multimetric import MultiMetric, MultiMetricConfig
+    from .oracle import Oracle, OracleConfig
+    from .static import Static, StaticConfig
+    from .wva.controller import WVA, WVAConfig
+
+    r = Registry()
+    r.register("wva", WVAConfig, WVA, "llm-d Workload Variant Autoscaler: saturation analyzer, cost-aware variants")
+    r.register("hpa", HPAConfig, HPA, "Kubernetes HPA (autoscaling/v2) on queue depth and KV usage")
+    r.register("keda", KEDAConfig, KEDA, "KEDA ScaledObject with a prometheus trigger over the generated HPA")
+    r.register("multimetric", MultiMetricConfig, MultiMetric, "GPU-util EWMA + queue + KV + p99 rules A-D")
+    r.register("kpa", KPAConfig, KPA, "Knative Pod Autoscaler: stable/panic windows on concurrency")
+    r.register("static", StaticConfig, Static, "fixed replica count (no autoscaling)")
+    r.register("oracle", OracleConfig, Oracle, "hindsight-optimal provisioning with cold-start lead time")
+    return r
+
+
+REGISTRY = _build_registry()

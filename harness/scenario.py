@@ -1,0 +1,364 @@
+"""The scenario schema: one YAML file fully describes one experiment.
+
+Pydantic v2 models with ``extra="forbid"`` (a silently dropped key hides a
+stale config) and a description on every field. Precedence: model defaults,
+then the YAML file, then ``--set dotted.key=value`` overrides from the CLI.
+Every validation error is turned into a ``UserError`` naming the file, the
+field path and what was expected.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from scalearena.controllers.registry import REGISTRY
+from scalearena.workloads.spec import WorkloadSpec
+
+from .errors import UserError
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---- serving engine ---------------------------------------------------------------------------
+
+
+class ConstantLatency(_Spec):
+    """llm-d-inference-sim semantics."""
+
+    kind: Literal["constant"] = Field(description="Fixed per-token latencies (llm-d-inference-sim).")
+    ttft_ms: float = Field(default=0.0, ge=0, description="time-to-first-token base, ms.")
+    itl_ms: float = Field(default=0.0, ge=0, description="inter-token-latency, ms.")
+    prefill_overhead_ms: float = Field(default=0.0, ge=0, description="prefill-overhead added to TTFT, ms.")
+    prefill_time_per_token_ms: float = Field(
+        default=0.0, ge=0, description="prefill-time-per-token: TTFT grows by this per prompt token, ms."
+    )
+    time_factor_under_load: float = Field(
+        default=1.0,
+        ge=1.0,
+        description="Latency multiplier at a full batch: factor 1 + (f-1)(nRunning-1)/(maxNumSeqs-1).",
+    )
+
+
+class RooflineLatency(_Spec):
+    kind: Literal["roofline"] = Field(description="Step time = overhead + max(compute, memory) from GPU x model.")
+    model_shape: str = Field(description="Model shape from the catalog, e.g. qwen3-0.6b, llama3-8b, llama3-70b.")
+    tp: int = Field(default=1, ge=1, description="Tensor-parallel degree (GPUs per replica share the model).")
+    compute_efficiency: float | None = Field(
+        default=None, gt=0, le=1, description="Fraction of peak FLOP/s reached; null = calibrated default."
+    )
+    memory_efficiency: float | None = Field(
+        default=None, gt=0, le=1, description="Fraction of HBM bandwidth reached; null = calibrated default."
+    )
+    step_overhead_ms: float | None = Field(
+        default=None, ge=0, description="Fixed per-step overhead, ms; null = calibrated default."
+    )
+
+
+LatencyModel = Annotated[ConstantLatency | RooflineLatency, Field(discriminator="kind")]
+
+
+class EngineSpec(_Spec):
+    max_num_seqs: int = Field(default=256, ge=1, description="vLLM --max-num-seqs: sequences in a batch.")
+    kv_cache_blocks: int | None = Field(
+        default=None, ge=1, description="num_gpu_blocks; null = derived from free GPU memory (roofline)."
+    )
+    block_size: int = Field(default=16, ge=1, description="Tokens per KV block.")
+    max_waiting_queue: int = Field(
+        default=1000, ge=0, description="Waiting-queue limit; a request beyond it gets HTTP 429."
+    )
+    max_model_len: int | None = Field(default=None, ge=1, description="Longest prompt+output accepted.")
+    gpu_memory_utilization: float = Field(
+        default=0.9, gt=0, le=1, description="Share of GPU memory vLLM may use (KV derivation)."
+    )
+    enable_prefix_caching: bool = Field(default=False, description="Reuse KV blocks of shared prefixes.")
+    latency: LatencyModel = Field(description="Latency model.")
+
+
+class VariantSpec(_Spec):
+    name: str = Field(description="Variant (one Deployment / VariantAutoscaling).", pattern=r"^[a-z0-9][a-z0-9-]*$")
+    model: str = Field(description="Logical model (modelID) this variant serves.")
+    gpu: str = Field(description="GPU type from the catalog, e.g. A100-80GB, H100-SXM, H200, L40S.")
+    gpus_per_replica: int = Field(default=1, ge=1, description="GPUs one replica occupies.")
+    cost: float = Field(default=10.0, gt=0, description="variantCost: relative cost per replica per hour.")
+    min_replicas: int = Field(default=1, ge=0, description="Lower bound on replicas.")
+    max_replicas: int = Field(default=10, ge=1, description="Upper bound on replicas.")
+    initial_replicas: int | None = Field(default=None, ge=0, description="Replicas at t=0; null = min_replicas.")
+    startup_s: float = Field(default=60.0, ge=0, description="Cold start (image pull + model load), seconds.")
+    termination_grace_s: float = Field(
+        default=30.0, ge=0, description="Grace period; requests still running at its end fail as killed."
+    )
+    engine: EngineSpec = Field(description="Serving engine settings.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> VariantSpec:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas {self.min_replicas} exceeds max_replicas {self.max_replicas}")
+        if self.initial_replicas is not None and not (
+            self.min_replicas <= self.initial_replicas <= self.max_replicas
+        ):
+            raise ValueError("initial_replicas must lie within [min_replicas, max_replicas]")
+        return self
+
+    @property
+    def start_replicas(self) -> int:
+        return self.min_replicas if self.initial_replicas is None else self.initial_replicas
+
+
+class ClusterSpec(_Spec):
+    variants: list[VariantSpec] = Field(min_length=1, description="Deployments, one per variant.")
+    gpu_capacity: dict[str, int] | None = Field(
+        default=None, description="GPUs available per GPU type (CapacityDiscovery); null = unlimited."
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> ClusterSpec:
+        names = [v.name for v in self.variants]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate variant names: {sorted(dup)}")
+        return self
+
+
+# ---- router (llm-d EPP-like) ------------------------------------------------------------------
+
+
+class ScorerWeights(_Spec):
+    queue: float = Field(default=1.0, ge=0, description="queue-scorer weight (fewer waiting is better).")
+    kv_cache: float = Field(default=1.0, ge=0, description="kv-cache-scorer weight (lower KV usage is better).")
+    prefix_cache: float = Field(default=1.0, ge=0, description="prefix-cache-scorer weight (affinity).")
+
+
+class AdmissionSpec(_Spec):
+    kind: Literal["saturation", "none"] = Field(
+        default="saturation", description="saturation: reject with 429 when every ready pod is saturated."
+    )
+    kv_threshold: float = Field(default=0.8, gt=0, le=1, description="A pod is saturated at KV usage >= this.")
+    queue_threshold: int = Field(default=5, ge=0, description="A pod is saturated at waiting >= this.")
+    queue_limit: int = Field(
+        default=1000, ge=0, description="Requests the gateway holds while no pod is ready (scale from zero)."
+    )
+
+
+class RouterSpec(_Spec):
+    scorers: ScorerWeights = Field(default_factory=ScorerWeights, description="Scorer weights.")
+    admission: AdmissionSpec = Field(default_factory=AdmissionSpec, description="Admission control.")
+    refresh_s: float = Field(default=0.05, gt=0, description="How often the router refreshes pod metrics, s.")
+
+
+# ---- faults ------------------------------------------------------------------------------------
+
+
+class MetricsOutage(_Spec):
+    kind: Literal["metrics_outage"] = Field(description="The metrics backend is unreachable for a window.")
+    start_s: float = Field(ge=0, description="Start, seconds.")
+    end_s: float = Field(gt=0, description="End, seconds.")
+
+
+class PodCrash(_Spec):
+    kind: Literal["pod_crash"] = Field(description="One ready pod dies at once; its requests fail as error.")
+    at_s: float = Field(ge=0, description="When, seconds.")
+    variant: str | None = Field(default=None, description="Variant whose pod crashes; null = first variant.")
+
+
+class SlowColdStart(_Spec):
+    kind: Literal["slow_cold_start"] = Field(description="Pods created in the window start this much slower.")
+    start_s: float = Field(ge=0, description="Window start, seconds.")
+    end_s: float = Field(gt=0, description="Window end, seconds.")
+    factor: float = Field(gt=1, description="Multiplier on startup_s.")
+
+
+Fault = Annotated[MetricsOutage | PodCrash | SlowColdStart, Field(discriminator="kind")]
+
+# ---- the rest ----------------------------------------------------------------------------------
+
+
+class SLOSpec(_Spec):
+    ttft_ms: float = Field(default=2000.0, gt=0, description="TTFT objective, ms (goodput counts requests meeting it).")
+    itl_ms: float = Field(default=100.0, gt=0, description="Mean inter-token latency objective, ms.")
+
+
+class MetricsSpec(_Spec):
+    scrape_interval_s: float = Field(default=15.0, gt=0, description="Prometheus scrape interval, seconds.")
+    staleness_s: float = Field(
+        default=300.0, gt=0, description="A series with no sample for this long is stale (Prometheus: 5m)."
+    )
+    sample_interval_s: float = Field(
+        default=5.0, gt=0, description="How often the harness records timeseries.parquet rows, seconds."
+    )
+
+
+class ClientSpec(_Spec):
+    timeout_s: float = Field(default=120.0, gt=0, description="Client gives up after this long (status timeout).")
+
+
+# The discriminated union of every registered autoscaler's config, keyed on `kind`.
+AutoscalerConfigUnion = Annotated[
+    Union[tuple(e.config for e in REGISTRY.entries())],  # type: ignore[valid-type]  # noqa: UP007
+    Field(discriminator="kind"),
+]
+
+
+class Scenario(_Spec):
+    name: str = Field(description="Scenario name (results folder).", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = Field(default="", description="What this scenario shows.")
+    duration_s: float = Field(gt=0, description="Length of the run, seconds (arrivals stop here).")
+    drain_s: float = Field(
+        default=0.0, ge=0, description="Extra time after the last arrival for in-flight requests to finish."
+    )
+    seed: int = Field(default=0, ge=0, description="Seed for every random generator of the run.")
+    cluster: ClusterSpec = Field(description="Variants and GPU pool.")
+    router: RouterSpec = Field(default_factory=RouterSpec, description="Gateway / endpoint picker.")
+    workload: WorkloadSpec | list[WorkloadSpec] = Field(description="Traffic: one workload or one per model.")
+    autoscalers: list[AutoscalerConfigUnion] = Field(  # type: ignore[valid-type]
+        default_factory=list,
+        description="Autoscalers to compare with their parameters; empty = every registered one with defaults.",
+    )
+    slo: SLOSpec = Field(default_factory=SLOSpec, description="Service-level objectives.")
+    metrics: MetricsSpec = Field(default_factory=MetricsSpec, description="Scraping and sampling.")
+    client: ClientSpec = Field(default_factory=ClientSpec, description="Load-generator client settings.")
+    faults: list[Fault] = Field(default_factory=list, description="Scheduled faults.")
+
+    @model_validator(mode="after")
+    def _cross(self) -> Scenario:
+        models = {v.model for v in self.cluster.variants}
+        for w in self.workloads:
+            if w.model is not None and w.model not in models:
+                raise ValueError(f"workload model {w.model!r} is served by no variant (have {sorted(models)})")
+        labels = [a.label for a in self.autoscalers]
+        dup = {n for n in labels if labels.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate autoscaler labels {sorted(dup)}: give each a distinct `name`")
+        names = {v.name for v in self.cluster.variants}
+        for f in self.faults:
+            if getattr(f, "variant", None) and f.variant not in names:
+                raise ValueError(f"fault names unknown variant {f.variant!r}")
+        return self
+
+    @property
+    def workloads(self) -> list[WorkloadSpec]:
+        w = self.workload
+        return list(w) if isinstance(w, list) else [w]
+
+    def model_of(self, w: WorkloadSpec) -> str:
+        return w.model or self.cluster.variants[0].model
+
+    def autoscaler(self, name: str) -> Any:
+        """The config for an autoscaler label or kind: from the scenario, else registry defaults."""
+        for a in self.autoscalers:
+            if a.label == name:
+                return a
+        for a in self.autoscalers:
+            if a.kind == name:
+                return a
+        return REGISTRY.default_config(name)
+
+    def autoscaler_configs(self) -> list[Any]:
+        return list(self.autoscalers) or [REGISTRY.default_config(n) for n in REGISTRY.names()]
+
+
+# ---- loading -----------------------------------------------------------------------------------
+
+
+def format_validation_error(err: ValidationError, where: str) -> UserError:
+    """One message: file, field path, what was expected (first error, count of the rest)."""
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    path = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif first["type"] == "missing":
+        msg = "required field is missing"
+    more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    inp = first.get("input")
+    got = "" if first["type"] in ("missing",) or isinstance(inp, dict) else f"; got {inp!r}"
+    return UserError(f"{path}: {msg}{got}{more}", where=where)
+
+
+def read_yaml(path: str | Path) -> Any:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError("file not found", where=str(path), expected="a readable YAML file")
+    try:
+        return yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise UserError(f"not valid YAML: {getattr(e, 'problem', e)}", where=f"{path}{line}") from None
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    if "=" not in item:
+        raise UserError(f"--set {item!r}: missing '='", expected="dotted.key=value")
+    key, raw = item.split("=", 1)
+    if not key:
+        raise UserError(f"--set {item!r}: empty key", expected="dotted.key=value")
+    return key.split("."), yaml.safe_load(raw)
+
+
+def apply_overrides(data: Any, overrides: list[str], where: str = "--set") -> Any:
+    """Apply ``dotted.key=value`` overrides; list items are addressed by index."""
+    data = copy.deepcopy(data)
+    for item in overrides:
+        keys, value = parse_override(item)
+        node = data
+        for i, k in enumerate(keys):
+            last = i == len(keys) - 1
+            if isinstance(node, list):
+                if not k.isdigit() or int(k) >= len(node):
+                    raise UserError(f"--set {item!r}: {'.'.join(keys[: i + 1])} is not a list index", where=where)
+                if last:
+                    node[int(k)] = value
+                else:
+                    node = node[int(k)]
+            elif isinstance(node, dict):
+                if last:
+                    node[k] = value
+                else:
+                    node = node.setdefault(k, {})
+            else:
+                raise UserError(f"--set {item!r}: {'.'.join(keys[:i])} is not a mapping", where=where)
+    return data
+
+
+def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> Scenario:
+    if not isinstance(data, dict):
+        raise UserError("a scenario must be a YAML mapping", where=where)
+    try:
+        sc = Scenario.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as e:
+        raise format_validation_error(e, where) from None
+    return _resolve_paths(sc, base_dir)
+
+
+def _resolve_paths(sc: Scenario, base_dir: Path | None) -> Scenario:
+    """Make trace / empirical file paths absolute (relative to the scenario file)."""
+    if base_dir is None:
+        return sc
+    data = sc.model_dump(mode="python")
+    ws = data["workload"] if isinstance(data["workload"], list) else [data["workload"]]
+    for w in ws:
+        for part in (w.get("arrivals"), w.get("input_tokens"), w.get("output_tokens")):
+            if isinstance(part, dict) and "path" in part and not Path(part["path"]).is_absolute():
+                cand = (base_dir / part["path"]).resolve()
+                if cand.exists():
+                    part["path"] = str(cand)
+    return Scenario.model_validate(data)
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None, seed: int | None = None) -> Scenario:
+    data = read_yaml(path)
+    if overrides:
+        data = apply_overrides(data, overrides, where=str(path))
+    if seed is not None and isinstance(data, dict):
+        data["seed"] = seed
+    return scenario_from_data(data, str(path), Path(path).resolve().parent)
+
+
+ScenarioAdapter = TypeAdapter(Scenario)
