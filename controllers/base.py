@@ -88,6 +88,10 @@ class VariantView:
     pods: tuple[PodMetrics, ...]  # latest sample of each ready pod that metrics cover
     metrics_available: bool  # False: the metrics backend could not be read at all
     target_exists: bool = True  # False: the scale target (Deployment) is missing
+    startup_s: float | None = None  # expected cold start of a new replica (oracle lead time), if known
+    engine: Mapping[str, Any] = field(default_factory=dict)
+    # ^ the variant's engine settings as its Deployment args reveal them: max_num_seqs, kv_cache_blocks,
+    #   block_size, max_waiting_queue, latency {kind, ...}; empty when unknown
 
 
 @dataclass(frozen=True)
