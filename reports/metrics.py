@@ -1,66 +1,204 @@
-"""Metric definitions (INITIAL minimal version; the Reports work extends it).
+"""The one definition of every number in summary.json, the report and compare.
 
-``summarize(requests, timeseries, decisions, meta)`` is the one definition of
-every number in summary.json and the report.
+``summarize(requests, timeseries, decisions, meta)`` is called by
+``harness.results.RunWriter`` for every checkpoint and at the end of a run; the
+HTML report and the regression gate read the summary it wrote instead of
+recomputing anything, so a metric cannot mean two things. docs/metrics.md
+gives the formula of every key.
+
+Latency percentiles are over requests that finished ok (a rejected request has
+no TTFT); failures are counted separately and goodput charges them. Resource
+integrals (replica time, GPU-hours, cost, energy) live in ``reports.usage``.
+Every value is JSON-clean: NaN and infinities become null.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from scalearena.harness.records import FAILURE_CAUSES
+from scalearena.harness.records import FAILURE_CAUSES, REQUEST_COLUMNS, TIMESERIES_COLUMNS
+
+from .usage import IDLE_POWER_FRACTION, integrate, sum_or_none
+
+PERCENTILES = (50, 90, 99)
+SCALING_ACTIONS = ("scale_up", "scale_down")
 
 
-def _pct(s: pd.Series) -> dict[str, float | None]:
-    s = s.dropna()
-    if s.empty:
-        return {"mean": None, "p50": None, "p90": None, "p99": None}
-    a = s.to_numpy(dtype=float)
+def pct_stats(values: pd.Series | np.ndarray) -> dict[str, float | None]:
+    """mean, p50, p90, p99 (linear interpolation between order statistics); nulls when empty."""
+    a = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
+    if a.size == 0:
+        return {"mean": None, **{f"p{q}": None for q in PERCENTILES}}
+    return {"mean": float(a.mean()), **{f"p{q}": float(np.percentile(a, q)) for q in PERCENTILES}}
+
+
+def meets_slo(ok: pd.DataFrame, slo: dict[str, Any]) -> pd.Series:
+    """Requests meeting both objectives. A request with one output token has no
+    inter-token gap (itl_ms null) and meets the ITL objective by definition."""
+    ttft = pd.to_numeric(ok["ttft_ms"], errors="coerce")
+    itl = pd.to_numeric(ok["itl_ms"], errors="coerce")
+    return ttft.le(float(slo["ttft_ms"])) & (itl.isna() | itl.le(float(slo["itl_ms"])))
+
+
+def json_clean(obj: Any) -> Any:
+    """Plain Python types only, NaN/inf -> None, so json.dumps never writes NaN."""
+    if isinstance(obj, dict):
+        return {str(k): json_clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _frame(df: pd.DataFrame | None, columns: tuple[str, ...]) -> pd.DataFrame:
+    if df is None:
+        return pd.DataFrame(columns=list(columns))
+    missing = [c for c in columns if c not in df.columns]
+    return df.assign(**{c: None for c in missing}) if missing else df
+
+
+def _per_s(count: float, duration: float) -> float | None:
+    return count / duration if duration > 0 else None
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
+
+
+def _decision_counts(decisions: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {"scale_up": 0, "scale_down": 0, "hold": 0, "alert": 0, "limited": 0, "alerts_raised": 0}
+    for d in decisions:
+        action = d.get("action", "hold")
+        counts[action] = counts.get(action, 0) + 1
+        counts["limited"] += bool(d.get("limited"))
+        counts["alerts_raised"] += len(d.get("alerts") or [])
+    return counts
+
+
+def _workload(req: pd.DataFrame, duration: float) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "offered_rps": _per_s(len(req), duration),
+        "input_tokens": pct_stats(req["input_tokens"]),
+        "output_tokens": pct_stats(req["output_tokens"]),
+    }
+    if req["requested_output_tokens"].notna().any():
+        out["requested_output_tokens"] = pct_stats(req["requested_output_tokens"])
+    return out
+
+
+def _timeseries_stats(ts: pd.DataFrame) -> dict[str, Any]:
+    if ts.empty:
+        return {"kv_usage_mean": None, "kv_usage_max": None, "queue_mean": None, "queue_max": None}
+    kv_mean = pd.to_numeric(ts["kv_usage_mean"], errors="coerce")
+    kv_max = pd.to_numeric(ts["kv_usage_max"], errors="coerce")
+    # Queue = waiting in engines (all variants) + held at the gateway (one value per model).
+    waiting = ts.groupby("t_s")["waiting"].sum()
+    gateway = ts.groupby(["t_s", "model"])["router_queue"].first().groupby("t_s").sum()
+    queue = waiting.add(gateway, fill_value=0)
     return {
-        "mean": float(a.mean()),
-        "p50": float(np.percentile(a, 50)),
-        "p90": float(np.percentile(a, 90)),
-        "p99": float(np.percentile(a, 99)),
+        "kv_usage_mean": float(kv_mean.mean()) if kv_mean.notna().any() else None,
+        "kv_usage_max": float(kv_max.max()) if kv_max.notna().any() else None,
+        "queue_mean": float(queue.mean()),
+        "queue_max": int(queue.max()),
     }
 
 
-def summarize(req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    duration = float(meta["duration_s"])
-    slo = meta["slo"]
+def summarize(
+    req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, Any]], meta: dict[str, Any]
+) -> dict[str, Any]:
+    """summary.json for one run (keys fixed by DESIGN.md, plus documented extras)."""
+    req = _frame(req, REQUEST_COLUMNS)
+    ts = _frame(ts, TIMESERIES_COLUMNS)
+    decisions = list(decisions or [])
+    duration = float(meta.get("duration_s") or 0.0)
+    slo = dict(meta.get("slo") or {"ttft_ms": float("inf"), "itl_ms": float("inf")})
+
+    total = len(req)
     ok = req[req["status"] == "ok"]
-    good = ok[(ok["ttft_ms"] <= slo["ttft_ms"]) & (ok["itl_ms"].fillna(0.0) <= slo["itl_ms"])]
+    good = int(meets_slo(ok, slo).sum()) if len(ok) else 0
     failures = {c: int((req["status"] == c).sum()) for c in FAILURE_CAUSES}
-    by_variant = {}
-    total = None
-    if not ts.empty:
-        per_t = ts.groupby("t_s")["ready_replicas"].sum()
-        total = per_t
-        for name, g in ts.groupby("variant"):
-            by_variant[str(name)] = {"mean": float(g["ready_replicas"].mean()), "max": int(g["ready_replicas"].max())}
-    return {
-        "scenario": meta["scenario"],
-        "autoscaler": meta["autoscaler"],
-        "cluster": meta["cluster"],
-        "seed": meta["seed"],
+    n_failed = sum(failures.values())
+    ttft_ok = int(pd.to_numeric(ok["ttft_ms"], errors="coerce").le(float(slo["ttft_ms"])).sum())
+    itl = pd.to_numeric(ok["itl_ms"], errors="coerce")
+    itl_ok = int((itl.isna() | itl.le(float(slo["itl_ms"]))).sum())
+
+    usage = integrate(ts, meta)
+    vus = list(usage.variants.values())
+    counts = _decision_counts(decisions)
+
+    summary: dict[str, Any] = {
+        # -- DESIGN.md keys --------------------------------------------------------------------
+        "scenario": meta.get("scenario"),
+        "autoscaler": meta.get("autoscaler"),
+        "cluster": meta.get("cluster"),
+        "seed": meta.get("seed"),
         "duration_s": duration,
-        "requests_total": int(len(req)),
-        "requests_ok": int(len(ok)),
+        "requests_total": total,
+        "requests_ok": len(ok),
         "failures": failures,
-        "throughput_rps": len(ok) / duration,
-        "goodput_rps": len(good) / duration,
-        "slo": dict(slo),
-        "ttft_ms": _pct(ok["ttft_ms"]),
-        "itl_ms": _pct(ok["itl_ms"]),
-        "e2e_ms": _pct(ok["e2e_ms"]),
+        "throughput_rps": _per_s(len(ok), duration),
+        "goodput_rps": _per_s(good, duration),
+        "slo": slo,
+        "ttft_ms": pct_stats(ok["ttft_ms"]),
+        "itl_ms": pct_stats(ok["itl_ms"]),
+        "e2e_ms": pct_stats(ok["e2e_ms"]),
         "replicas": {
-            "mean": float(total.mean()) if total is not None else 0.0,
-            "max": int(total.max()) if total is not None else 0,
-            "by_variant": by_variant,
+            "mean": usage.ready_mean,
+            "max": usage.ready_max,
+            "by_variant": {v.name: {"mean": v.ready_mean, "max": v.ready_max} for v in vus},
         },
-        "gpu_hours": 0.0,
-        "cost": 0.0,
-        "energy_kwh": 0.0,
-        "scaling_actions": sum(1 for d in decisions if d["action"] in ("scale_up", "scale_down")),
+        "gpu_hours": float(sum(v.gpu_hours for v in vus)),
+        "cost": float(sum(v.cost for v in vus)),
+        "energy_kwh": sum_or_none([v.energy_kwh for v in vus]),
+        "scaling_actions": counts["scale_up"] + counts["scale_down"],
+        # -- extras (docs/metrics.md) ----------------------------------------------------------
+        "requests_failed": n_failed,
+        "failure_ratio": _ratio(n_failed, total),
+        "slo_attainment": {
+            "both": _ratio(good, total),
+            "ttft": _ratio(ttft_ok, total),
+            "itl": _ratio(itl_ok, total),
+        },
+        "output_tokens_per_s": _per_s(float(ok["output_tokens"].sum()) if len(ok) else 0.0, duration),
+        "billed_replicas": {"mean": usage.billed_mean, "max": usage.billed_max},
+        "replica_hours": float(sum(v.replica_hours for v in vus)),
+        "cost_usd": sum_or_none([v.cost_usd for v in vus]) if vus else None,
+        "energy": {
+            "nameplate_kwh": sum_or_none([v.energy_kwh for v in vus]),
+            "busy_kwh": sum_or_none([v.energy_busy_kwh for v in vus]),
+            "idle_kwh": sum_or_none([v.energy_idle_kwh for v in vus]),
+            "estimated_kwh": sum_or_none(
+                [None if v.energy_busy_kwh is None else v.energy_busy_kwh + (v.energy_idle_kwh or 0.0) for v in vus]
+            ),
+            "idle_power_fraction": IDLE_POWER_FRACTION,
+            "util_known_share": _ratio(
+                sum(v.util_known_gpu_s for v in vus), sum(v.ready_replica_s * v.gpus_per_replica for v in vus)
+            ),
+        },
+        "variants": {
+            v.name: {
+                "replica_hours": v.replica_hours,
+                "gpu_hours": v.gpu_hours,
+                "cost": v.cost,
+                "cost_usd": v.cost_usd,
+                "energy_kwh": v.energy_kwh,
+                "billed_replicas": {"mean": v.billed_mean, "max": v.billed_max},
+            }
+            for v in vus
+        },
+        "decisions": counts,
+        "alerts": counts["alerts_raised"],
+        "workload": _workload(req, duration),
+        "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
+        "events": len(meta.get("events") or []),
     }
+    if req["scheduled_s"].notna().any():
+        lag_ms = (pd.to_numeric(req["arrival_s"]) - pd.to_numeric(req["scheduled_s"])) * 1000.0
+        summary["send_lag_ms"] = {**pct_stats(lag_ms), "max": float(lag_ms.max())}
+    return json_clean(summary)

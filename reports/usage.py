@@ -1,0 +1,187 @@
+"""Replica time, GPU-hours, cost and energy: integrals of timeseries.parquet.
+
+Kept apart from the request metrics because every resource number comes from
+one integration rule, and that rule must be the same for the summary, the
+report and the comparison.
+
+Integration rule (right-endpoint, "since the previous sample"): the sample at
+``t_i`` stands for the ``w_i = t_i - t_{i-1}`` seconds before it; the first
+sample stands for ``min(t_0, sample_interval_s)`` seconds (0 when the first
+sample is taken at t = 0). This is the convention the rate columns
+(``gpu_util_mean``, ``offered_rps``, ``completed_rps``) already use, so replica
+counts and busy fractions are weighted alike. A series sampled at 0, 5, ...,
+600 s therefore covers exactly 600 s.
+
+Billed replicas are the pods that hold GPUs: ready + pending (cold start:
+image pull and model load keep the GPU allocated) + terminating (the grace
+period still holds the GPU). On a real cluster a pending pod that is not yet
+scheduled holds no GPU; that over-count lasts only until scheduling.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# Share of TDP a GPU draws when it holds a model but computes nothing (H100/A100
+# measured idle with weights loaded: roughly 25-35 % of TDP).
+IDLE_POWER_FRACTION = 0.30
+DEFAULT_VARIANT_COST = 10.0  # variantCost default of WVA when meta lacks the variant
+
+
+def sample_weights(t_s: np.ndarray, sample_interval_s: float) -> np.ndarray:
+    """Seconds each (sorted, unique) sample time stands for (right-endpoint rule)."""
+    t = np.asarray(t_s, dtype=float)
+    if t.size == 0:
+        return t
+    first = min(max(t[0], 0.0), float(sample_interval_s))
+    return np.diff(t, prepend=t[0] - first)
+
+
+@dataclass
+class VariantUsage:
+    """Integrated resource use of one variant over the run."""
+
+    name: str
+    gpus_per_replica: int
+    cost_rate: float  # variantCost per replica-hour
+    tdp_w: float | None
+    price_per_gpu_hour: float | None
+    ready_replica_s: float = 0.0
+    billed_replica_s: float = 0.0
+    busy_gpu_s: float = 0.0  # ready GPU-seconds x busy fraction (unknown fraction counts as busy)
+    util_known_gpu_s: float = 0.0  # ready GPU-seconds whose busy fraction was measured
+    ready_mean: float = 0.0
+    ready_max: int = 0
+    billed_mean: float = 0.0
+    billed_max: int = 0
+
+    @property
+    def replica_hours(self) -> float:
+        return self.billed_replica_s / 3600.0
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.replica_hours * self.gpus_per_replica
+
+    @property
+    def cost(self) -> float:
+        return self.replica_hours * self.cost_rate
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.price_per_gpu_hour is None else self.gpu_hours * self.price_per_gpu_hour
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """Nameplate energy: every billed GPU at TDP for the whole time."""
+        return None if self.tdp_w is None else self.tdp_w * self.gpu_hours / 1000.0
+
+    @property
+    def energy_busy_kwh(self) -> float | None:
+        return None if self.tdp_w is None else self.tdp_w * self.busy_gpu_s / 3600.0 / 1000.0
+
+    @property
+    def energy_idle_kwh(self) -> float | None:
+        """Idle GPU time (billed minus busy) at IDLE_POWER_FRACTION of TDP."""
+        if self.tdp_w is None:
+            return None
+        idle_gpu_s = max(self.billed_replica_s * self.gpus_per_replica - self.busy_gpu_s, 0.0)
+        return IDLE_POWER_FRACTION * self.tdp_w * idle_gpu_s / 3600.0 / 1000.0
+
+
+@dataclass
+class Usage:
+    variants: dict[str, VariantUsage] = field(default_factory=dict)
+    covered_s: float = 0.0  # seconds the timeseries covers
+    ready_mean: float = 0.0
+    ready_max: int = 0
+    billed_mean: float = 0.0
+    billed_max: int = 0
+
+
+def _variant_meta(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for v in meta.get("variants") or []:
+        if isinstance(v, dict) and "name" in v:
+            out[str(v["name"])] = v
+    return out
+
+
+def _opt_float(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(f) else f
+
+
+def _weighted_mean(values: np.ndarray, w: np.ndarray) -> float:
+    if values.size == 0:
+        return 0.0
+    total = float(w.sum())
+    if total <= 0:  # a single sample at t = 0: nothing to weigh by
+        return float(values.mean())
+    return float((values * w).sum() / total)
+
+
+def integrate(ts: pd.DataFrame, meta: dict[str, Any]) -> Usage:
+    """Integrate a run's timeseries into per-variant and total resource use."""
+    usage = Usage()
+    vmeta = _variant_meta(meta)
+    if ts is None or ts.empty:
+        return usage
+    interval = float(meta.get("sample_interval_s") or 0.0)
+    times = np.sort(ts["t_s"].astype(float).unique())
+    w = sample_weights(times, interval)
+    weight_of = dict(zip(times.tolist(), w.tolist(), strict=True))
+    usage.covered_s = float(w.sum())
+
+    df = ts.copy()
+    df["w"] = df["t_s"].astype(float).map(weight_of)
+    df["billed"] = df["ready_replicas"] + df["pending_replicas"] + df["terminating_replicas"]
+    util = pd.to_numeric(df["gpu_util_mean"], errors="coerce")
+    df["util_known"] = util.notna()
+    df["util"] = util.fillna(1.0).clip(0.0, 1.0)
+
+    for name, g in df.groupby("variant", sort=True):
+        vm = vmeta.get(str(name), {})
+        gpus = int(vm.get("gpus_per_replica") or 1)
+        vu = VariantUsage(
+            name=str(name),
+            gpus_per_replica=gpus,
+            cost_rate=float(vm.get("cost", DEFAULT_VARIANT_COST)),
+            tdp_w=_opt_float(vm.get("tdp_w")),
+            price_per_gpu_hour=_opt_float(vm.get("price_per_hour")),
+        )
+        gw = g["w"].to_numpy(dtype=float)
+        ready = g["ready_replicas"].to_numpy(dtype=float)
+        billed = g["billed"].to_numpy(dtype=float)
+        vu.ready_replica_s = float((ready * gw).sum())
+        vu.billed_replica_s = float((billed * gw).sum())
+        vu.busy_gpu_s = float((ready * gpus * gw * g["util"].to_numpy()).sum())
+        vu.util_known_gpu_s = float((ready * gpus * gw * g["util_known"].to_numpy()).sum())
+        vu.ready_mean = _weighted_mean(ready, gw)
+        vu.ready_max = int(ready.max())
+        vu.billed_mean = _weighted_mean(billed, gw)
+        vu.billed_max = int(billed.max())
+        usage.variants[vu.name] = vu
+
+    per_t = df.groupby("t_s", sort=True)[["ready_replicas", "billed"]].sum()
+    tw = per_t.index.to_series().astype(float).map(weight_of).to_numpy()
+    usage.ready_mean = _weighted_mean(per_t["ready_replicas"].to_numpy(dtype=float), tw)
+    usage.ready_max = int(per_t["ready_replicas"].max())
+    usage.billed_mean = _weighted_mean(per_t["billed"].to_numpy(dtype=float), tw)
+    usage.billed_max = int(per_t["billed"].max())
+    return usage
+
+
+def sum_or_none(values: list[float | None]) -> float | None:
+    """Sum where every part is known; None (JSON null) as soon as one is not."""
+    if any(v is None for v in values):
+        return None
+    return float(sum(v for v in values if v is not None))
