@@ -1,0 +1,163 @@
+"""Turn a scenario's ``workload`` section into the run's request stream.
+
+``iter_requests`` is the one implementation; ``build_requests`` is the same
+sequence as a list. Both merge every workload of the scenario (one per model
+when several models share a GPU budget), order by ``(arrival_s, model)`` —
+ties between two workloads of the same model keep the workload order — and
+number the requests 0..n-1 in that order. Arrivals lie in ``[0, duration_s)``.
+
+Seeding. Each workload ``i`` gets four independent numpy generators, one per
+stream: arrivals, input lengths, output lengths and prefix groups, each from
+``SeedSequence(scenario.seed, spawn_key=(i, stream))``. The key is fixed per
+(workload, stream), so changing the output-length distribution, adding a
+second workload or turning on shared prefixes never moves an arrival. Trace
+replay draws its thinning / duplication decisions from the arrival stream.
+"""
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import count
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from .arrivals import CHUNK, arrival_times
+from .base import RequestSpec
+from .lengths import token_lengths
+from .spec import SharedPrefix, TraceArrivals, WorkloadSpec
+
+if TYPE_CHECKING:
+    from scalearena.harness.scenario import Scenario
+
+    from .traces.base import TraceStats
+
+# stream numbers in the seed's spawn key; never renumber (it would change every seeded run)
+ARRIVALS, INPUT_TOKENS, OUTPUT_TOKENS, PREFIX_GROUPS = 0, 1, 2, 3
+
+
+def stream_rng(seed: int, workload_index: int, stream: int) -> np.random.Generator:
+    """The generator of one stream of one workload (see the module docstring)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(workload_index, stream))))
+
+
+class Draft(NamedTuple):
+    """A request before it has a run-wide id (what one workload's stream yields)."""
+
+    arrival_s: float
+    model: str
+    input_tokens: int
+    output_tokens: int
+    prefix_group: int = -1
+    prefix_tokens: int = 0
+    hash_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class WorkloadStats:
+    """What happened while generating, per workload (filled in as the stream is read).
+
+    ``traces[i]`` is the ``TraceStats`` of workload ``i`` when it replays a trace
+    (rows read, kept, thinned, duplicated, clipped), else ``None``.
+    """
+
+    requests: list[int] = field(default_factory=list)
+    traces: list[TraceStats | None] = field(default_factory=list)
+
+    @property
+    def clipped(self) -> int:
+        """Requests whose tokens were clipped to max_model_len, over all traces."""
+        return sum(t.clipped for t in self.traces if t is not None)
+
+
+def _prefixes(sp: SharedPrefix, rng: np.random.Generator) -> Iterator[int]:
+    """Prefix group per request (-1: none); one uniform and one group draw per request."""
+    while True:
+        carry = rng.random(CHUNK) < sp.fraction
+        group = rng.integers(0, sp.groups, size=CHUNK)
+        yield from np.where(carry, group, -1).tolist()
+
+
+def _synthetic(w: WorkloadSpec, model: str, duration_s: float, seed: int, i: int) -> Iterator[Draft]:
+    assert w.input_tokens is not None and w.output_tokens is not None  # enforced by WorkloadSpec
+    times = arrival_times(w.arrivals, duration_s, stream_rng(seed, i, ARRIVALS))
+    ins = token_lengths(w.input_tokens, stream_rng(seed, i, INPUT_TOKENS))
+    outs = token_lengths(w.output_tokens, stream_rng(seed, i, OUTPUT_TOKENS))
+    sp = w.shared_prefix
+    groups = _prefixes(sp, stream_rng(seed, i, PREFIX_GROUPS)) if sp else None
+    for t, n_in, n_out in zip(times, ins, outs, strict=False):
+        if groups is None:
+            yield Draft(t, model, n_in, n_out)
+            continue
+        g = next(groups)
+        # the shared prefix is part of the prompt, so it never exceeds the prompt
+        yield Draft(t, model, n_in, n_out, g, min(sp.prefix_tokens, n_in) if g >= 0 else 0)  # type: ignore[union-attr]
+
+
+def _traced(
+    w: WorkloadSpec, model: str, duration_s: float, seed: int, i: int, stats: TraceStats
+) -> Iterator[Draft]:
+    from .traces.replay import replay  # local: keeps the synthetic path free of trace readers
+
+    assert isinstance(w.arrivals, TraceArrivals)
+    rows = replay(w.arrivals, duration_s, stream_rng(seed, i, ARRIVALS), stats)
+    ins = token_lengths(w.input_tokens, stream_rng(seed, i, INPUT_TOKENS)) if w.input_tokens else None
+    outs = token_lengths(w.output_tokens, stream_rng(seed, i, OUTPUT_TOKENS)) if w.output_tokens else None
+    sp = w.shared_prefix
+    groups = _prefixes(sp, stream_rng(seed, i, PREFIX_GROUPS)) if sp else None
+    for r in rows:
+        n_in = next(ins) if ins is not None else r.input_tokens
+        n_out = next(outs) if outs is not None else r.output_tokens
+        group, ptoks = r.prefix_group, min(r.prefix_tokens, n_in)
+        if groups is not None:
+            g = next(groups)
+            if group < 0 and g >= 0:  # a prefix the trace names wins over a synthetic one
+                group, ptoks = g, min(sp.prefix_tokens, n_in)  # type: ignore[union-attr]
+        yield Draft(r.arrival_s, model, n_in, n_out, group, ptoks, r.hash_ids)
+
+
+def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Iterator[Draft]:
+    """Every workload's drafts merged by (arrival_s, model); ties keep workload order."""
+    from .traces.base import TraceStats
+
+    streams: list[Iterator[Draft]] = []
+    for i, w in enumerate(scenario.workloads):
+        model = scenario.model_of(w)
+        if isinstance(w.arrivals, TraceArrivals):
+            ts = TraceStats(path=w.arrivals.path)
+            if stats is not None:
+                stats.traces.append(ts)
+            streams.append(_traced(w, model, scenario.duration_s, scenario.seed, i, ts))
+        else:
+            if stats is not None:
+                stats.traces.append(None)
+            streams.append(_synthetic(w, model, scenario.duration_s, scenario.seed, i))
+        if stats is not None:
+            stats.requests.append(0)
+    if len(streams) == 1:
+        merged: Iterator[tuple[int, Draft]] = ((0, d) for d in streams[0])
+    else:
+        tagged = [((d.arrival_s, d.model, i, d) for d in s) for i, s in enumerate(streams)]
+        merged = ((x[2], x[3]) for x in heapq.merge(*tagged, key=lambda x: (x[0], x[1], x[2])))
+    for i, d in merged:
+        if stats is not None:
+            stats.requests[i] += 1
+        yield d
+
+
+def iter_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> Iterator[RequestSpec]:
+    """The scenario's requests, streamed in send order with ids 0..n-1.
+
+    Pass a ``WorkloadStats`` to learn, once the stream is consumed, how many
+    trace rows were thinned, duplicated or clipped to max_model_len.
+    """
+    ids = count()
+    for d in iter_drafts(scenario, stats):
+        yield RequestSpec(next(ids), d.model, d.arrival_s, d.input_tokens, d.output_tokens,
+                          d.prefix_group, d.prefix_tokens, d.hash_ids)
+
+
+def build_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> list[RequestSpec]:
+    """``list(iter_requests(scenario))``: the whole run's requests in send order."""
+    return list(iter_requests(scenario, stats))

@@ -1,0 +1,89 @@
+"""What every trace reader yields, what replay reports, and the shared parsing checks.
+
+A reader streams a trace file row by row (never the whole file) and yields
+``TraceRow``s whose time is seconds since the file's first row. Anything
+wrong with the file — a missing column, an unparsable timestamp, a negative
+token count, time running backwards — is a ``UserError`` naming the file, the
+line number and the column, so the user can open the file at that spot.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from scalearena.harness.errors import UserError
+
+
+class TraceRow(NamedTuple):
+    t_s: float  # seconds since the first row of the file
+    input_tokens: int
+    output_tokens: int
+    line: int  # 1-based line number in the file (for error messages)
+    hash_ids: tuple[int, ...] = ()  # Mooncake prompt block hashes
+
+
+class TraceReader(Protocol):
+    def __call__(self, path: str) -> Iterator[TraceRow]: ...
+
+
+@dataclass
+class TraceStats:
+    """Counts from replaying one trace; filled in while the request stream is read.
+
+    ``clipped`` is what the run reports as requests clipped to max_model_len.
+    """
+
+    path: str
+    rows_read: int = 0  # rows parsed (reading stops at the end of the window / run)
+    rows_in_window: int = 0  # rows whose time falls in the window and the run
+    thinned: int = 0  # rows dropped to reach target_rps
+    duplicated: int = 0  # extra copies added to reach target_rps
+    clipped: int = 0  # requests sent with input+output cut to max_model_len
+    zero_output: int = 0  # requests whose row had 0 output tokens (failed in BurstGPT), sent with 1
+    emitted: int = 0  # requests produced
+    native_rps: float | None = None  # the window's own mean rate (after time_scale), when target_rps is set
+    rate_factor: float = 1.0  # target_rps / native_rps (1: no rescaling)
+    ended: str = ""  # why reading stopped: "window", "duration" (the run's end) or "eof"
+
+
+def open_trace(path: str) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError("trace file not found", where=path, expected="a readable trace file")
+    return p
+
+
+def bad(path: str, line: int, column: str, problem: str, expected: str | None = None) -> UserError:
+    return UserError(f"column {column!r}: {problem}", where=f"{path}:{line}", expected=expected)
+
+
+def tokens(path: str, line: int, column: str, raw: str) -> int:
+    """A non-negative integer token count (``"12"`` or ``"12.0"``)."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise bad(path, line, column, f"{raw!r} is not a token count", "a non-negative integer") from None
+    if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+        raise bad(path, line, column, f"{raw!r} is not a token count", "a non-negative integer")
+    if value < 0:
+        raise bad(path, line, column, f"negative token count {raw}", "a non-negative integer")
+    return int(value)
+
+
+def check_order(path: str, line: int, column: str, t: float, previous: float) -> None:
+    if t < previous:
+        raise bad(
+            path, line, column, f"time goes backwards ({t:.6f} s after {previous:.6f} s since the first row)",
+            "rows sorted by time",
+        )
+
+
+def header_index(path: str, header: list[str] | None, needed: tuple[str, ...]) -> dict[str, int]:
+    """Column positions for ``needed``; a missing one names line 1 and the column."""
+    names = [h.strip().lstrip("\ufeff") for h in header or []]
+    for col in needed:
+        if col not in names:
+            raise bad(path, 1, col, f"missing from the header (have {names})", f"columns {list(needed)}")
+    return {col: names.index(col) for col in needed}
