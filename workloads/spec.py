@@ -97,6 +97,15 @@ class TraceArrivals(_Spec):
     max_model_len: int | None = Field(
         default=None, gt=0, description="Clip input+output tokens to this length (counted in the results)."
     )
+    trace_model: str | None = Field(
+        default=None, description="BurstGPT only: replay just this Model column value (e.g. ChatGPT, GPT-4)."
+    )
+
+    @model_validator(mode="after")
+    def _trace_model(self) -> TraceArrivals:
+        if self.trace_model is not None and self.format != "burstgpt":
+            raise ValueError("trace_model applies only to format 'burstgpt' (the only trace with a Model column)")
+        return self
 
 
 Arrivals = Annotated[

@@ -47,9 +47,8 @@ class ReplayRow(NamedTuple):
 
 
 def _rows(spec: TraceArrivals) -> Iterator[TraceRow]:
-    model = getattr(spec, "trace_model", None)
-    if spec.format == "burstgpt" and model is not None:
-        return read_burstgpt(spec.path, model)
+    if spec.format == "burstgpt" and spec.trace_model is not None:
+        return read_burstgpt(spec.path, spec.trace_model)
     return READERS[spec.format](spec.path)
 
 
