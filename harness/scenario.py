@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
@@ -214,7 +214,9 @@ class Scenario(_Spec):
     seed: int = Field(default=0, ge=0, description="Seed for every random generator of the run.")
     cluster: ClusterSpec = Field(description="Variants and GPU pool.")
     router: RouterSpec = Field(default_factory=RouterSpec, description="Gateway / endpoint picker.")
-    workload: WorkloadSpec | list[WorkloadSpec] = Field(description="Traffic: one workload or one per model.")
+    workload: list[WorkloadSpec] = Field(
+        min_length=1, description="Traffic: one workload (a mapping) or a list of them, one per model."
+    )
     autoscalers: list[AutoscalerConfigUnion] = Field(  # type: ignore[valid-type]
         default_factory=list,
         description="Autoscalers to compare with their parameters; empty = every registered one with defaults.",
@@ -223,6 +225,11 @@ class Scenario(_Spec):
     metrics: MetricsSpec = Field(default_factory=MetricsSpec, description="Scraping and sampling.")
     client: ClientSpec = Field(default_factory=ClientSpec, description="Load-generator client settings.")
     faults: list[Fault] = Field(default_factory=list, description="Scheduled faults.")
+
+    @field_validator("workload", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v
 
     @model_validator(mode="after")
     def _cross(self) -> Scenario:
@@ -242,8 +249,7 @@ class Scenario(_Spec):
 
     @property
     def workloads(self) -> list[WorkloadSpec]:
-        w = self.workload
-        return list(w) if isinstance(w, list) else [w]
+        return list(self.workload)
 
     def model_of(self, w: WorkloadSpec) -> str:
         return w.model or self.cluster.variants[0].model
@@ -265,11 +271,15 @@ class Scenario(_Spec):
 # ---- loading -----------------------------------------------------------------------------------
 
 
-def format_validation_error(err: ValidationError, where: str) -> UserError:
+def format_validation_error(err: ValidationError, where: str, data: Any = None) -> UserError:
     """One message: file, field path, what was expected (first error, count of the rest)."""
     errors = err.errors(include_url=False)
     first = errors[0]
-    path = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
+    if len(loc) >= 2 and loc[0] == "workload" and loc[1] == "0" and isinstance(data, dict) \
+            and isinstance(data.get("workload"), dict):
+        del loc[1]  # the file holds one workload mapping, not a list
+    path = ".".join(loc) or "(top level)"
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
@@ -333,7 +343,7 @@ def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> S
     try:
         sc = Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as e:
-        raise format_validation_error(e, where) from None
+        raise format_validation_error(e, where, data) from None
     return _resolve_paths(sc, base_dir)
 
 
@@ -342,8 +352,7 @@ def _resolve_paths(sc: Scenario, base_dir: Path | None) -> Scenario:
     if base_dir is None:
         return sc
     data = sc.model_dump(mode="python")
-    ws = data["workload"] if isinstance(data["workload"], list) else [data["workload"]]
-    for w in ws:
+    for w in data["workload"]:
         for part in (w.get("arrivals"), w.get("input_tokens"), w.get("output_tokens")):
             if isinstance(part, dict) and "path" in part and not Path(part["path"]).is_absolute():
                 cand = (base_dir / part["path"]).resolve()

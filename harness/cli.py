@@ -1,0 +1,216 @@
+"""The `scalearena` command line.
+
+Every user mistake (bad YAML, unknown field, unknown autoscaler, unreachable
+backend) surfaces as one line on stderr and exit code 2; click's own usage
+errors also exit 2. Commands that live with their subsystem (report, compare,
+serve-engine, serve-router, paper) are imported lazily so `scalearena run` on
+the simulator loads nothing it does not need.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from scalearena import __version__
+
+from .errors import UserError
+from .runner import CLUSTERS, SuiteRecorder, default_jobs, execute, run_plans
+from .scenario import load_scenario, read_yaml
+from .suite import RunPlan, load_suite, plans_for_scenario
+
+err_console = Console(stderr=True)
+LAZY_COMMANDS = {
+    "report": "scalearena.reports.cli:report",
+    "compare": "scalearena.reports.cli:compare",
+    "serve-engine": "scalearena.harness.backends.local.cli:serve_engine",
+    "serve-router": "scalearena.harness.backends.local.cli:serve_router",
+    "paper": "scalearena.reports.paper:paper",
+}
+
+
+class ArenaGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS:
+            mod, attr = LAZY_COMMANDS[name].split(":")
+            try:
+                return getattr(importlib.import_module(mod), attr)  # type: ignore[no-any-return]
+            except (ImportError, AttributeError):
+                return None  # that subsystem is not installed in this checkout
+        return super().get_command(ctx, name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserError as e:
+            err_console.print(f"[bold red]error:[/] {e.render()}", highlight=False, soft_wrap=True)
+            ctx.exit(2)
+
+
+@click.group(cls=ArenaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="scalearena")
+def main() -> None:
+    """Benchmark autoscalers for LLM inference serving."""
+
+
+def _cluster_option(f: Any) -> Any:
+    return click.option("--cluster", type=click.Choice(CLUSTERS), default="sim", show_default=True,
+                        help="Where to run: embedded simulator, local processes, kind, or the kubeconfig context.")(f)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+def validate(file: str) -> None:
+    """Check a scenario or suite YAML file; exit 2 naming the field on error."""
+    data = read_yaml(file)
+    if isinstance(data, dict) and "runs" in data:
+        spec, plans = load_suite(file)
+        click.echo(f"ok: suite {spec.name!r}: {len(plans)} runs "
+                   f"({len({p.scenario.name for p in plans})} scenarios)")
+    else:
+        sc = load_scenario(file)
+        names = ", ".join(a.label for a in sc.autoscaler_configs())
+        click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
+                   f"{sc.duration_s:g} s, autoscalers: {names}")
+
+
+@main.command()
+def autoscalers() -> None:
+    """List the bundled autoscalers and their defaults."""
+    from scalearena.controllers.registry import REGISTRY
+
+    table = Table("name", "what it is", "defaults")
+    for e in REGISTRY.entries():
+        d = REGISTRY.default_config(e.name).model_dump(exclude={"kind", "name"})
+        table.add_row(e.name, e.summary, ", ".join(f"{k}={v}" for k, v in d.items()))
+    Console().print(table)
+
+
+def _jobs(jobs: int | None, cluster: str) -> int:
+    if cluster != "sim":
+        return 1
+    return max(1, jobs) if jobs else default_jobs(cluster)
+
+
+def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None) -> int:
+    """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code."""
+    out.mkdir(parents=True, exist_ok=True)
+    rec = SuiteRecorder(out, name, cluster, plans, source)
+    results: list[dict[str, Any]] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    interrupted = False
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
+
+        def done(r: dict[str, Any]) -> None:
+            rec.record(r)
+            results.append(r)
+            progress.advance(total)
+            mark = {"ok": "[green]ok[/]", "bad_input": "[red]bad input[/]"}.get(r["status"], "[red]failed[/]")
+            progress.console.print(f"  {mark} {r['dir']} ({r.get('wall_s', 0):.1f} s)"
+                                   + (f": {r['error']}" if "error" in r else ""), highlight=False)
+
+        try:
+            if jobs == 1:
+                for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
+                    task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
+                    done(_run_one(p, out, cluster, lambda now, end, t=task: progress.update(t, completed=min(now, end))))
+                    progress.remove_task(task)
+            else:
+                run_plans(plans, out, cluster, jobs, done)
+        except KeyboardInterrupt:
+            interrupted = True
+    rec.close(complete=not interrupted)
+    _write_report(out)
+    _print_table(results)
+    if interrupted:
+        err_console.print(f"interrupted: partial results kept in {out} (marked incomplete)")
+        return 130
+    if any(r["status"] == "bad_input" for r in results):
+        return 2
+    return 1 if any(r["status"] != "ok" for r in results) else 0
+
+
+def _run_one(plan: RunPlan, out: Path, cluster: str, progress: Any) -> dict[str, Any]:
+    import time
+
+    t0 = time.perf_counter()
+    try:
+        summary = execute(plan, out, cluster, progress)
+        return {"dir": plan.rel_dir, "status": "ok", "wall_s": time.perf_counter() - t0, "summary": summary}
+    except UserError as e:
+        return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - recorded; traceback kept in the run's error.log
+        return {"dir": plan.rel_dir, "status": "failed", "error": f"{type(e).__name__}: {e}",
+                "wall_s": time.perf_counter() - t0}
+
+
+def _write_report(out: Path) -> None:
+    try:
+        from scalearena.reports.html import write_suite_report
+    except ImportError:
+        return
+    try:
+        path = write_suite_report(out)
+        err_console.print(f"report: {path}")
+    except Exception as e:  # noqa: BLE001 - the measurements are already on disk
+        err_console.print(f"[yellow]warning:[/] report not written: {type(e).__name__}: {e}")
+
+
+def _print_table(results: list[dict[str, Any]]) -> None:
+    rows = sorted((r for r in results if r["status"] == "ok"), key=lambda r: r["dir"])
+    if not rows:
+        return
+    t = Table("run", "goodput rps", "throughput rps", "failures", "TTFT p99 ms", "replicas mean", "cost")
+    for r in rows:
+        s = r["summary"]
+        p99 = s["ttft_ms"]["p99"]
+        t.add_row(r["dir"], f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
+                  str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
+                  f"{s['replicas']['mean']:.2f}", f"{s['cost']:.2f}")
+    Console().print(t)
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@_cluster_option
+@click.option("--autoscaler", "autoscaler_names", multiple=True,
+              help="Autoscaler label or kind to run (repeatable); default: the scenario's list, else all.")
+@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
+@click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
+def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str, seed: int | None,
+        overrides: tuple[str, ...], jobs: int | None) -> None:
+    """Run one scenario with one or more autoscalers."""
+    sc = load_scenario(scenario, list(overrides), seed)
+    plans = plans_for_scenario(sc, list(autoscaler_names) or None)
+    sys.exit(_run_all(plans, Path(out), cluster, _jobs(jobs, cluster), sc.name, os.path.abspath(scenario)))
+
+
+@main.command()
+@click.argument("suite_file", metavar="SUITE", type=click.Path(dir_okay=False))
+@_cluster_option
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Results folder; default results/<suite>.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field in every scenario.")
+@click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
+def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None) -> None:
+    """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator."""
+    spec, plans = load_suite(suite_file, list(overrides))
+    out_dir = Path(out) if out else Path("results") / spec.name
+    sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), spec.name, os.path.abspath(suite_file)))
+
+
+if __name__ == "__main__":
+    main()

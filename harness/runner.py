@@ -1,0 +1,210 @@
+"""Run orchestration: one run, or a suite's plans in parallel.
+
+Each run gets its own folder and ``RunWriter``; the backend (sim, local, kind,
+cluster) fills it as the run goes. ``suite.json`` is rewritten atomically
+after every finished run, so an interrupted suite keeps everything it measured
+and says which runs are missing. Simulated runs are independent and
+CPU-bound, so a suite fans them out over processes (``--jobs``, default all
+cores); runs on real processes or clusters share the host and go one at a time.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from scalearena import __version__
+
+from .errors import UserError
+from .results import RunWriter, atomic_write_json
+from .scenario import Scenario
+from .suite import RunPlan
+
+CLUSTERS = ("sim", "local", "kind", "cluster")
+Progress = Callable[[float, float], None]
+
+
+def get_backend(cluster: str, **options: Any) -> Any:
+    """The backend for a cluster name; imported lazily so `sim` needs nothing else."""
+    if cluster == "sim":
+        from .backends.sim import SimBackend
+
+        return SimBackend(**options)
+    if cluster == "local":
+        from .backends.local.backend import LocalBackend
+
+        return LocalBackend(**options)
+    if cluster in ("kind", "cluster"):
+        from .backends.kube import KubeBackend
+
+        return KubeBackend(mode=cluster, **options)
+    raise UserError(f"unknown cluster {cluster!r}", where="--cluster", expected="one of " + ", ".join(CLUSTERS))
+
+
+def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
+    from .engine.catalog import gpu_spec
+
+    out = []
+    for v in sc.cluster.variants:
+        g = gpu_spec(v.gpu)
+        out.append(
+            {
+                "name": v.name,
+                "model": v.model,
+                "gpu": v.gpu,
+                "gpus_per_replica": v.gpus_per_replica,
+                "cost": v.cost,
+                "tdp_w": g.tdp_w,
+                "price_per_hour": g.price_per_hour,
+            }
+        )
+    return out
+
+
+def run_meta(plan: RunPlan, cluster: str) -> dict[str, Any]:
+    sc = plan.scenario
+    return {
+        "scenario": sc.name,
+        "autoscaler": plan.label,
+        "autoscaler_kind": plan.autoscaler.kind,
+        "autoscaler_config": plan.autoscaler.model_dump(mode="json"),
+        "cluster": cluster,
+        "seed": sc.seed,
+        "duration_s": sc.duration_s,
+        "slo": sc.slo.model_dump(mode="json"),
+        "sample_interval_s": sc.metrics.sample_interval_s,
+        "scrape_interval_s": sc.metrics.scrape_interval_s,
+        "variants": variant_meta(sc),
+        "sweep": dict(plan.sweep),
+    }
+
+
+def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = None,
+            backend_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run one plan; returns its summary. Partial results are kept on any failure."""
+    run_dir = Path(out) / plan.rel_dir
+    writer = RunWriter(run_dir, run_meta(plan, cluster))
+    atomic_write_json(run_dir / "scenario.json", plan.scenario.model_dump(mode="json"))
+    backend = get_backend(cluster, **(backend_options or {}))
+    try:
+        backend.run(plan.scenario, plan.autoscaler, writer, progress)
+    except KeyboardInterrupt:
+        writer.abort("interrupted")
+        raise
+    except BaseException as e:
+        writer.abort(f"{type(e).__name__}: {e}")
+        if not isinstance(e, UserError):
+            (run_dir / "error.log").write_text(traceback.format_exc())
+        raise
+    return writer.finish()
+
+
+def _execute_in_worker(plan: RunPlan, out: str, cluster: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    try:
+        summary = execute(plan, Path(out), cluster)
+        return {"dir": plan.rel_dir, "status": "ok", "wall_s": time.perf_counter() - t0, "summary": summary}
+    except UserError as e:
+        return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - recorded in suite.json and error.log, the suite goes on
+        return {"dir": plan.rel_dir, "status": "failed", "error": f"{type(e).__name__}: {e}",
+                "wall_s": time.perf_counter() - t0}
+
+
+def git_sha() -> str | None:
+    try:
+        r = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                           cwd=Path(__file__).resolve().parent)
+        return r.stdout.strip() or None if r.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"scalearena": __version__, "python": platform.python_version()}
+    for pkg in ("pandas", "pyarrow", "pydantic", "numpy", "locust", "kubernetes", "seaborn"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+class SuiteRecorder:
+    """Keeps OUT/suite.json true while a suite runs."""
+
+    def __init__(self, out: Path, name: str, cluster: str, plans: list[RunPlan], source: str | None) -> None:
+        self.path = Path(out) / "suite.json"
+        self.doc: dict[str, Any] = {
+            "suite": name,
+            "source": source,
+            "cluster": cluster,
+            "complete": False,
+            "started_unix": time.time(),
+            "versions": versions(),
+            "git_sha": git_sha(),
+            "seeds": sorted({p.scenario.seed for p in plans}),
+            "scenarios": {p.scenario.name: p.scenario.model_dump(mode="json") for p in plans},
+            "runs": [
+                {"dir": p.rel_dir, "scenario": p.scenario.name, "autoscaler": p.label,
+                 "autoscaler_kind": p.autoscaler.kind, "sweep": dict(p.sweep), "seed": p.scenario.seed,
+                 "status": "pending"}
+                for p in plans
+            ],
+        }
+        self._index = {r["dir"]: r for r in self.doc["runs"]}
+        self.write()
+
+    def record(self, result: dict[str, Any]) -> None:
+        row = self._index[result["dir"]]
+        row["status"] = result["status"]
+        row["wall_s"] = round(result.get("wall_s", 0.0), 3)
+        if "error" in result:
+            row["error"] = result["error"]
+        self.write()
+
+    def close(self, complete: bool) -> None:
+        self.doc["complete"] = complete and all(r["status"] == "ok" for r in self.doc["runs"])
+        self.doc["finished_unix"] = time.time()
+        self.write()
+
+    def write(self) -> None:
+        atomic_write_json(self.path, self.doc)
+
+
+def default_jobs(cluster: str) -> int:
+    return (os.cpu_count() or 1) if cluster == "sim" else 1
+
+
+def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
+              on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands."""
+    results: list[dict[str, Any]] = []
+    if jobs <= 1 or len(plans) <= 1:
+        for p in plans:
+            r = _execute_in_worker(p, str(out), cluster)
+            results.append(r)
+            on_done(r)
+        return results
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending: set[Future[dict[str, Any]]] = {pool.submit(_execute_in_worker, p, str(out), cluster) for p in plans}
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    r = f.result()
+                    results.append(r)
+                    on_done(r)
+        except KeyboardInterrupt:
+            for f in pending:
+                f.cancel()
+            raise
+    return results

@@ -1,0 +1,3 @@
+from scalearena.cli import main
+
+main()

@@ -1,0 +1,57 @@
+"""The CLI: bad input -> one line on stderr, exit 2, no traceback."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import write_yaml
+
+
+def scalearena(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scalearena", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d.update(extra_key=True), "extra_key: unknown field"),
+        (lambda d: d["cluster"]["variants"][0].update(cost="cheap"), "cluster.variants.0.cost"),
+        (lambda d: d["autoscalers"].__setitem__(0, {"kind": "magic"}), "autoscalers.0"),
+        (lambda d: d["workload"]["arrivals"].update(rate_rps=-2), "workload.arrivals.constant.rate_rps"),
+    ],
+)
+def test_validate_bad_scenario_exits_2_with_field_path(tmp_path, scenario_dict, mutate, fragment):
+    mutate(scenario_dict)
+    p = write_yaml(tmp_path / "bad.yaml", scenario_dict)
+    r = scalearena("validate", str(p))
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert str(p) in r.stderr and fragment in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 2  # one message (rich may wrap a long line once)
+
+
+def test_validate_good_scenario(scenario_file):
+    r = scalearena("validate", str(scenario_file))
+    assert r.returncode == 0, r.stderr
+    assert "ok: scenario 'small'" in r.stdout
+
+
+def test_unknown_autoscaler_on_run_exits_2(scenario_file, tmp_path):
+    r = scalearena("run", str(scenario_file), "--autoscaler", "nope", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "unknown autoscaler 'nope'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_set_override_exits_2(scenario_file, tmp_path):
+    r = scalearena("run", str(scenario_file), "--set", "duration_s", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "dotted.key=value" in r.stderr
+
+
+def test_unknown_cluster_is_a_usage_error(scenario_file):
+    r = scalearena("run", str(scenario_file), "--cluster", "mars")
+    assert r.returncode == 2
+    assert "mars" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,52 @@
+"""RunWriter: files appear atomically as the run goes; an aborted run is marked incomplete."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from scalearena.controllers.base import Decision, Reason
+from scalearena.harness.records import RequestRecord
+from scalearena.harness.results import RunWriter
+
+META = {
+    "scenario": "s", "autoscaler": "static", "cluster": "sim", "seed": 1, "duration_s": 10.0,
+    "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0}, "sample_interval_s": 5.0, "scrape_interval_s": 15.0,
+    "variants": [{"name": "v", "model": "m", "gpu": "A100-80GB", "gpus_per_replica": 1, "cost": 1.0,
+                  "tdp_w": 400.0, "price_per_hour": 2.0}],
+}
+
+
+def _req(i: int, status: str = "ok") -> RequestRecord:
+    return RequestRecord(request_id=i, model="m", arrival_s=float(i), first_token_s=i + 0.1, end_s=i + 1.0,
+                         input_tokens=10, output_tokens=5, status=status, http_status=200 if status == "ok" else 429,
+                         variant="v", pod="v-0", ttft_ms=100.0, itl_ms=20.0, e2e_ms=1000.0)
+
+
+def test_abort_keeps_measurements_marked_incomplete(tmp_path):
+    w = RunWriter(tmp_path / "run", META)
+    w.add_request(_req(0))
+    w.add_request(_req(1, "rejected"))
+    w.add_decision(3.0, "static", Decision("v", 1, 2, (Reason("static", "fixed at 2"),)))
+    w.abort("interrupted")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["complete"] is False
+    assert summary["incomplete_reason"] == "interrupted"
+    assert summary["requests_total"] == 2
+    assert summary["failures"]["rejected"] == 1
+    df = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    assert list(df["request_id"]) == [0, 1]
+    lines = (tmp_path / "run" / "decisions.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["action"] == "scale_up"
+
+
+def test_checkpoint_is_rate_limited_and_finish_marks_complete(tmp_path):
+    w = RunWriter(tmp_path / "run", META, checkpoint_wall_s=3600)
+    w.add_request(_req(0))
+    w.checkpoint()  # within the wall-time budget: nothing written yet
+    assert not (tmp_path / "run" / "summary.json").exists()
+    w.checkpoint(force=True)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["complete"] is False
+    s = w.finish()
+    assert s["complete"] is True
+    assert not [p.name for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]  # no temp files left

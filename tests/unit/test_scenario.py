@@ -1,0 +1,76 @@
+"""Scenario schema: defaults, overrides, and one clear error per mistake."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scalearena.harness.errors import UserError
+from scalearena.harness.scenario import apply_overrides, load_scenario, scenario_from_data
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_valid_scenario_loads_with_defaults(scenario_dict):
+    sc = scenario_from_data(scenario_dict, "x.yaml")
+    v = sc.cluster.variants[0]
+    assert v.start_replicas == 1  # initial_replicas null -> min_replicas
+    assert v.termination_grace_s == 30.0
+    assert sc.metrics.scrape_interval_s == 15.0
+    assert sc.router.admission.kv_threshold == 0.8
+    assert [a.label for a in sc.autoscaler_configs()] == ["static"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path_fragment", "message_fragment"),
+    [
+        (lambda d: d.update(bogus=1), "bogus", "unknown field"),
+        (lambda d: d["cluster"]["variants"][0].update(max_replicas="many"), "cluster.variants.0.max_replicas", "integer"),
+        (lambda d: d["workload"]["arrivals"].update(rate_rps=-1), "workload.arrivals.constant.rate_rps", "greater than 0"),
+        (lambda d: d["autoscalers"].append({"kind": "nope"}), "autoscalers.1", "'wva'"),
+        (lambda d: d.pop("duration_s"), "duration_s", "required field is missing"),
+        (lambda d: d["cluster"]["variants"][0].update(min_replicas=5), "cluster.variants.0", "exceeds max_replicas"),
+    ],
+)
+def test_schema_errors_name_the_field(scenario_dict, mutate, path_fragment, message_fragment):
+    mutate(scenario_dict)
+    with pytest.raises(UserError) as ei:
+        scenario_from_data(scenario_dict, "bad.yaml")
+    text = ei.value.render()
+    assert text.startswith("bad.yaml: ")
+    assert path_fragment in text
+    assert message_fragment in text
+
+
+def test_overrides_address_nested_keys_and_list_items(scenario_dict):
+    out = apply_overrides(scenario_dict, ["cluster.variants.0.max_replicas=9", "workload.arrivals.rate_rps=3.5"])
+    assert out["cluster"]["variants"][0]["max_replicas"] == 9
+    assert out["workload"]["arrivals"]["rate_rps"] == 3.5
+    assert scenario_dict["cluster"]["variants"][0]["max_replicas"] == 4  # the input is not mutated
+
+
+def test_override_without_equals_is_a_user_error(scenario_dict):
+    with pytest.raises(UserError, match="dotted.key=value"):
+        apply_overrides(scenario_dict, ["cluster.variants.0.max_replicas"])
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    p = tmp_path / "broken.yaml"
+    p.write_text("name: x\ncluster: [\n")
+    with pytest.raises(UserError) as ei:
+        load_scenario(p)
+    assert f"{p}:" in ei.value.render()
+    assert "not valid YAML" in ei.value.render()
+
+
+def test_seed_override(scenario_file):
+    assert load_scenario(scenario_file, seed=99).seed == 99
+
+
+def test_shipped_scenarios_and_suites_validate():
+    from scalearena.harness.suite import load_suite
+
+    for p in sorted((REPO / "workloads" / "scenarios").glob("*.yaml")):
+        load_scenario(p)
+    for p in sorted((REPO / "workloads" / "suites").glob("*.yaml")):
+        load_suite(p)

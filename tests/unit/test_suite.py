@@ -1,0 +1,52 @@
+"""Suite expansion: scenarios x autoscalers x sweep values x seeds -> run folders."""
+from __future__ import annotations
+
+import pytest
+
+from scalearena.harness.errors import UserError
+from scalearena.harness.suite import load_suite
+from tests.conftest import write_yaml
+
+
+def test_sweep_and_seeds_expand_to_one_folder_each(tmp_path, scenario_dict):
+    write_yaml(tmp_path / "sc.yaml", scenario_dict)
+    suite = {
+        "name": "s",
+        "autoscalers": ["static"],
+        "seeds": [1, 2],
+        "runs": [{"scenario": "sc.yaml", "sweep": {"key": "workload.arrivals.rate_rps", "values": [2, 3.5],
+                                                   "label": "rate"}}],
+    }
+    _, plans = load_suite(write_yaml(tmp_path / "suite.yaml", suite))
+    # 1 autoscaler x 2 rates x 2 seeds = 4 runs
+    assert [p.rel_dir for p in plans] == [
+        "small/static/rate-2/seed-1",
+        "small/static/rate-2/seed-2",
+        "small/static/rate-3.5/seed-1",
+        "small/static/rate-3.5/seed-2",
+    ]
+    assert [p.scenario.workloads[0].arrivals.rate_rps for p in plans] == [2, 2, 3.5, 3.5]
+    assert [p.scenario.seed for p in plans] == [1, 2, 1, 2]
+
+
+def test_all_autoscalers_keeps_scenario_configs(tmp_path, scenario_dict):
+    from scalearena.controllers.registry import REGISTRY
+
+    write_yaml(tmp_path / "sc.yaml", scenario_dict)
+    _, plans = load_suite(write_yaml(tmp_path / "suite.yaml", {"name": "s", "runs": [{"scenario": "sc.yaml"}]}))
+    assert sorted(p.label for p in plans) == sorted(REGISTRY.names())
+    static = next(p for p in plans if p.label == "static")
+    assert static.autoscaler.replicas == 2  # the scenario's own static config, not the default
+
+
+def test_missing_scenario_file_is_named(tmp_path):
+    p = write_yaml(tmp_path / "suite.yaml", {"name": "s", "runs": [{"scenario": "gone.yaml"}]})
+    with pytest.raises(UserError, match="runs.0.scenario = gone.yaml"):
+        load_suite(p)
+
+
+def test_unknown_autoscaler_lists_allowed_names(tmp_path, scenario_dict):
+    write_yaml(tmp_path / "sc.yaml", scenario_dict)
+    p = write_yaml(tmp_path / "suite.yaml", {"name": "s", "autoscalers": ["hpaa"], "runs": [{"scenario": "sc.yaml"}]})
+    with pytest.raises(UserError, match="unknown autoscaler 'hpaa'.*expected one of .*hpa"):
+        load_suite(p)
