@@ -9,7 +9,7 @@ OUT ?= results/$(CLUSTER)
 SUITE ?= workloads/suites/paper.yaml
 JOBS ?=
 
-.PHONY: bench test perf lint report render venv clean paper
+.PHONY: bench test perf lint report render venv clean paper prometheus
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,11 +19,15 @@ $(STAMP): pyproject.toml setup.py
 
 venv: $(STAMP)
 
-bench: $(STAMP)
+bench: $(STAMP) $(if $(filter local,$(CLUSTER)),prometheus)
 	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
 
-test: $(STAMP)
+# The local-process integration tests need a real Prometheus (Debian package).
+test: $(STAMP) prometheus
 	$(BIN)/python -m pytest -q
+
+prometheus:
+	bash scripts/ensure-prometheus.sh
 
 perf: $(STAMP)
 	$(BIN)/python benchmarks/perf.py
