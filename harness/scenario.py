@@ -59,6 +59,15 @@ class RooflineLatency(_Spec):
         default=None, ge=0, description="Fixed per-step overhead, ms; null = calibrated default."
     )
 
+    @field_validator("model_shape")
+    @classmethod
+    def _known_shape(cls, v: str) -> str:
+        from .engine.catalog import MODELS
+
+        if v.lower() not in MODELS:
+            raise ValueError(f"unknown model shape {v!r}; expected one of {', '.join(MODELS)}")
+        return v
+
 
 LatencyModel = Annotated[ConstantLatency | RooflineLatency, Field(discriminator="kind")]
 
@@ -94,6 +103,15 @@ class VariantSpec(_Spec):
         default=30.0, ge=0, description="Grace period; requests still running at its end fail as killed."
     )
     engine: EngineSpec = Field(description="Serving engine settings.")
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, v: str) -> str:
+        from .engine.catalog import ALIASES, GPUS
+
+        if ALIASES.get(v, v) not in GPUS:
+            raise ValueError(f"unknown GPU type {v!r}; expected one of {', '.join(GPUS)}")
+        return v
 
     @model_validator(mode="after")
     def _bounds(self) -> VariantSpec:
