@@ -1,0 +1,69 @@
+"""Prometheus-style cumulative histograms with vLLM's bucket boundaries.
+
+The engine advances analytically, so one call may record many identical
+inter-token latencies at once: ``observe(value, count)`` takes a (possibly
+fractional) count. Fractional counts are harmless for what consumers do with
+histograms (``rate`` and ``histogram_quantile``) and keep the cost per event
+instead of per token.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+# vLLM v1 (vllm/v1/metrics/loggers.py) bucket upper bounds, seconds.
+TTFT_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)
+ITL_BUCKETS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)
+E2E_BUCKETS: tuple[float, ...] = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+    960.0, 1920.0, 7680.0,
+)
+
+
+class Histogram:
+    """Per-bucket (non-cumulative) counts; ``cumulative()`` gives Prometheus ``le`` buckets."""
+
+    __slots__ = ("bounds", "counts", "sum", "count")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0.0] * (len(bounds) + 1)  # last = +Inf
+        self.sum = 0.0
+        self.count = 0.0
+
+    def observe(self, value: float, n: float = 1.0) -> None:
+        if n <= 0.0:
+            return
+        self.counts[bisect_left(self.bounds, value)] += n
+        self.sum += value * n
+        self.count += n
+
+    def cumulative(self) -> tuple[float, ...]:
+        """Counts per ``le`` bound, the last entry is ``+Inf`` (== count)."""
+        out = []
+        acc = 0.0
+        for c in self.counts:
+            acc += c
+            out.append(acc)
+        return tuple(out)
+
+
+def quantile_from_buckets(q: float, bounds: tuple[float, ...], cumulative: tuple[float, ...]) -> float | None:
+    """Prometheus ``histogram_quantile``: linear interpolation inside the bucket
+    holding rank q x total; the +Inf bucket answers with the highest finite bound."""
+    total = cumulative[-1] if cumulative else 0.0
+    if total <= 0.0:
+        return None
+    rank = q * total
+    prev_bound, prev_count = 0.0, 0.0
+    for bound, cum in zip(bounds, cumulative, strict=False):
+        if cum >= rank:
+            width = cum - prev_count
+            frac = 0.0 if width <= 0 else (rank - prev_count) / width
+            return prev_bound + (bound - prev_bound) * frac
+        prev_bound, prev_count = bound, cum
+    return bounds[-1]
