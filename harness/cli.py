@@ -32,7 +32,7 @@ LAZY_COMMANDS = {
     "compare": "scalearena.reports.cli:compare",
     "serve-engine": "scalearena.harness.backends.local.cli:serve_engine",
     "serve-router": "scalearena.harness.backends.local.cli:serve_router",
-    "paper": "scalearena.reports.paper:paper",
+    "paper": "scalearena.harness.paper.cli:paper",
 }
 
 

@@ -104,7 +104,10 @@ def plans_for_scenario(
     return out
 
 
-def load_suite(path: str | Path, cli_overrides: list[str] | None = None) -> tuple[SuiteSpec, list[RunPlan]]:
+def load_suite(
+    path: str | Path, cli_overrides: list[str] | None = None, seeds: list[int] | None = None
+) -> tuple[SuiteSpec, list[RunPlan]]:
+    """Expand a suite file into run plans; ``seeds`` replaces the suite's own seed list."""
     p = Path(path)
     data = read_yaml(p)
     if not isinstance(data, dict):
@@ -127,7 +130,7 @@ def load_suite(path: str | Path, cli_overrides: list[str] | None = None) -> tupl
             data_v = apply_overrides(raw, [f"{run.sweep.key}={v}"], where=str(sc_path)) if run.sweep else raw
             sc = scenario_from_data(data_v, str(sc_path), sc_path.parent)
             sweep = (run.sweep.label, run.sweep.key, v) if run.sweep else None
-            plans += plans_for_scenario(sc, names, sweep, spec.seeds)
+            plans += plans_for_scenario(sc, names, sweep, seeds if seeds is not None else spec.seeds)
     dirs = [pl.rel_dir for pl in plans]
     dup = sorted({d for d in dirs if dirs.count(d) > 1})
     if dup:

@@ -1,0 +1,77 @@
+"""The runs behind docs/paper-reproduction.md.
+
+1. The paper suite (workloads/suites/paper.yaml: Exp. 1, Exp. 2, the physical
+   validation at 2/3/5/6 RPS) for every bundled autoscaler, over several seeds.
+2. Sensitivity sweeps on the physical scenario at 5 and 6 RPS for wva and hpa:
+   cold start (30-120 s), scrape interval (5-30 s), WVA gamma_kv (0.1-0.3) and
+   the HPA targets (queue depth, KV usage).
+3. Beyond the paper: the heterogeneous A100/H100/H200 pool with roofline
+   latencies, every autoscaler, oracle as the cost reference.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..scenario import apply_overrides, read_yaml, scenario_from_data
+from ..suite import RunPlan, load_suite, plans_for_scenario
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+PAPER_SUITE = WORKLOADS / "suites" / "paper.yaml"
+PHYSICAL = WORKLOADS / "scenarios" / "physical-validation.yaml"
+HETERO = WORKLOADS / "scenarios" / "hetero-roofline.yaml"
+SENSITIVITY_RATES = (5, 6)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    param: str  # short name used in folder names and the doc
+    title: str
+    values: tuple[Any, ...]
+    overrides: tuple[str, ...]  # format strings with {v}
+    autoscalers: tuple[str, ...] = ("wva", "hpa")
+
+
+SWEEPS: tuple[Sweep, ...] = (
+    Sweep("coldstart", "cold start (s)", (30, 60, 120), ("cluster.variants.0.startup_s={v}",)),
+    Sweep("scrape", "scrape interval (s)", (5, 15, 30), ("metrics.scrape_interval_s={v}",)),
+    Sweep("gammakv", "WVA gamma_kv", (0.1, 0.2, 0.3), ("autoscalers.0.gamma_kv={v}",), ("wva",)),
+    Sweep("hpaqueue", "HPA target mean queue depth", (2, 3, 5), ("autoscalers.1.queue_target={v}",), ("hpa",)),
+    Sweep("hpakv", "HPA target mean KV usage", (0.3, 0.5, 0.7), ("autoscalers.1.kv_target={v}",), ("hpa",)),
+)
+
+
+def _fmt(v: Any) -> str:
+    return str(v).replace(".", "p")
+
+
+def sensitivity_plans(seeds: list[int], overrides: list[str]) -> list[RunPlan]:
+    raw = read_yaml(PHYSICAL)
+    plans: list[RunPlan] = []
+    for sw in SWEEPS:
+        for v in sw.values:
+            for rate in SENSITIVITY_RATES:
+                sets = [o.format(v=v) for o in sw.overrides]
+                sets += [f"workload.arrivals.rate_rps={rate}", f"name=sens-{sw.param}-{_fmt(v)}", *overrides]
+                sc = scenario_from_data(apply_overrides(raw, sets, where=str(PHYSICAL)), str(PHYSICAL), PHYSICAL.parent)
+                plans += plans_for_scenario(sc, list(sw.autoscalers), ("rate", "workload.arrivals.rate_rps", rate),
+                                            seeds)
+    return plans
+
+
+def hetero_plans(seeds: list[int], overrides: list[str]) -> list[RunPlan]:
+    raw = apply_overrides(read_yaml(HETERO), overrides, where=str(HETERO))
+    sc = scenario_from_data(raw, str(HETERO), HETERO.parent)
+    return plans_for_scenario(sc, "all", None, seeds)
+
+
+def paper_plans(seeds: list[int], sensitivity: bool = True, hetero: bool = True,
+                overrides: list[str] | None = None) -> list[RunPlan]:
+    ov = list(overrides or [])
+    _, plans = load_suite(PAPER_SUITE, ov, seeds=seeds)
+    if sensitivity:
+        plans += sensitivity_plans(seeds, ov)
+    if hetero:
+        plans += hetero_plans(seeds, ov)
+    return plans
