@@ -117,6 +117,12 @@ def _traced(
         yield Draft(r.arrival_s, model, n_in, n_out, group, ptoks, r.hash_ids)
 
 
+def _tag(i: int, drafts: Iterator[Draft]) -> Iterator[tuple[float, str, int, Draft]]:
+    """Merge key (arrival, model, workload index) for one workload's drafts."""
+    for d in drafts:
+        yield d.arrival_s, d.model, i, d
+
+
 def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Iterator[Draft]:
     """Every workload's drafts merged by (arrival_s, model); ties keep workload order."""
     from .traces.base import TraceStats
@@ -138,7 +144,7 @@ def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Itera
     if len(streams) == 1:
         merged: Iterator[tuple[int, Draft]] = ((0, d) for d in streams[0])
     else:
-        tagged = [((d.arrival_s, d.model, i, d) for d in s) for i, s in enumerate(streams)]
+        tagged = [_tag(i, s) for i, s in enumerate(streams)]
         merged = ((x[2], x[3]) for x in heapq.merge(*tagged, key=lambda x: (x[0], x[1], x[2])))
     for i, d in merged:
         if stats is not None:
