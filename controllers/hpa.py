@@ -1,24 +1,83 @@
-"""PLACEHOLDER for `hpa` — to be replaced by the real policy."""
+"""``hpa``: the Kubernetes HorizontalPodAutoscaler (autoscaling/v2) as upstream runs it.
+
+One HPA per variant, synced every 15 s. Each metric proposes a replica count
+(``hpa_replicas``), the largest wins, then ``behavior`` stabilises and
+rate-limits it (``hpa_behavior``). The defaults are the paper's baseline:
+Pods metrics with target average queue depth 3 and target average KV usage
+0.5. In ``kind``/``cluster`` runs the real HPA in manifests/ is used; this
+model serves ``sim`` and ``local`` so both are compared on equal terms.
+
+Upstream rules kept on purpose: a target at 0 replicas is left alone unless
+minReplicas is 0 (the HPAScaleToZero feature gate); a spec count outside
+[min, max] is first brought inside; when every metric fails, or some fail
+and the rest would scale down, nothing changes (and no recommendation is
+recorded); when the metrics backend cannot be read the HPA keeps the
+current count.
+"""
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from .base import AutoscalerConfig
-from .static import Static
+from .base import KV_USAGE, NUM_WAITING, AutoscalerBase, AutoscalerConfig, ClusterView, Decision
+from .hpa_behavior import Behavior
+from .hpa_engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric
+
+__all__ = ["HPA", "HPAConfig", "PodsMetric", "ExternalMetric", "MetricSpec"]
+
+
+PAPER_METRICS: tuple[PodsMetric, ...] = (
+    PodsMetric(type="Pods", metric=NUM_WAITING, average_value=3.0),
+    PodsMetric(type="Pods", metric=KV_USAGE, average_value=0.5),
+)
 
 
 class HPAConfig(AutoscalerConfig):
-    kind: Literal["hpa"] = Field(default="hpa", description="placeholder")
-    period_s: float = Field(default=15, gt=0, description="Decision period, seconds.")
+    kind: Literal["hpa"] = Field(default="hpa", description="Kubernetes HPA autoscaling/v2 model.")
+    period_s: float = Field(
+        default=15.0, gt=0, description="Sync period (--horizontal-pod-autoscaler-sync-period), seconds."
+    )
+    metrics: list[MetricSpec] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(PAPER_METRICS),
+        min_length=1,
+        description="Metrics; the largest proposal wins. Default: the paper's baseline, Pods "
+        "num_requests_waiting avg 3 and kv_cache_usage_perc avg 0.5.",
+    )
+    tolerance: float = Field(
+        default=0.1, ge=0, lt=1, description="No change while |usage/target - 1| <= tolerance."
+    )
+    downscale_stabilization_s: int = Field(
+        default=300, ge=0, le=3600,
+        description="Controller default scale-down stabilisation when behavior leaves it unset, seconds.",
+    )
+    behavior: Behavior = Field(
+        default_factory=Behavior, description="scaleUp / scaleDown rules; unset fields take upstream defaults."
+    )
+    scale_to_zero: bool = Field(
+        default=False,
+        description="HPAScaleToZero feature gate: honour a variant's min_replicas 0; otherwise min is at least 1.",
+    )
 
 
-class HPA(Static):
+class HPA(AutoscalerBase):
     kind: ClassVar[str] = "hpa"
+    config: HPAConfig
 
     def __init__(self, config: HPAConfig) -> None:
-        from .static import StaticConfig
+        super().__init__(config)
+        self._engines: dict[str, HPAEngine] = {}
 
-        super().__init__(StaticConfig())
-        self.config = config  # type: ignore[assignment]
+    def _engine(self, name: str) -> HPAEngine:
+        if name not in self._engines:
+            c = self.config
+            self._engines[name] = HPAEngine(c.metrics, c.tolerance, c.behavior, c.downscale_stabilization_s)
+        return self._engines[name]
+
+    def decide(self, now: float, view: ClusterView) -> list[Decision]:
+        out = []
+        for v in view.variants:
+            lo = v.min_replicas if (self.config.scale_to_zero or v.min_replicas > 0) else 1
+            lo = min(lo, v.max_replicas)
+            out.append(self._engine(v.name).decide(now, view, v, lo, v.max_replicas))
+        return out

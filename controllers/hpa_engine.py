@@ -1,0 +1,147 @@
+"""One HPA object: metric specs, the per-sync computation and its history.
+
+Shared by ``hpa`` (one engine per variant, Pods metrics by default) and
+``keda`` (the HPA that KEDA generates: one External metric, AverageValue).
+The flow is ``reconcileAutoscaler`` in kubernetes horizontal.go: bring the
+spec count inside [min, max] first; otherwise compute one proposal per
+metric, take the largest, refuse to act on invalid metrics as upstream
+does, then stabilise and rate-limit (``hpa_behavior``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from scalearena.harness.errors import MetricsUnavailable
+
+from .base import ClusterView, Decision, Reason, VariantView
+from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, resolve
+from .hpa_replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
+from .signals import Signal, signal_value
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PodsMetric(_Spec):
+    type: Literal["Pods"] = Field(description="Per-pod metric averaged over ready pods (target AverageValue).")
+    metric: Literal["vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:num_requests_running"] = Field(
+        description="vLLM gauge read from each pod's latest sample."
+    )
+    average_value: float = Field(gt=0, description="Target average per pod.")
+
+
+class ExternalMetric(_Spec):
+    type: Literal["External"] = Field(description="One value for the whole variant (see controllers/signals.py).")
+    signal: Signal = Field(description="Which query: queue, waiting_sum, running_sum, inflight_sum, kv_sum, ...")
+    value: float | None = Field(default=None, gt=0, description="Target type Value: total / value = ratio.")
+    average_value: float | None = Field(
+        default=None, gt=0, description="Target type AverageValue: desired = ceil(total / average_value)."
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ExternalMetric:
+        if (self.value is None) == (self.average_value is None):
+            raise ValueError("set exactly one of value / average_value")
+        return self
+
+
+MetricSpec = Annotated[PodsMetric | ExternalMetric, Field(discriminator="type")]
+
+def metric_label(m: PodsMetric | ExternalMetric) -> str:
+    return m.metric if isinstance(m, PodsMetric) else f"external:{m.signal}"
+
+
+ExternalValue = Callable[[ExternalMetric], float]
+
+
+class HPAEngine:
+    """The state and sync step of one HorizontalPodAutoscaler."""
+
+    def __init__(
+        self,
+        metrics: list[PodsMetric | ExternalMetric] | tuple[PodsMetric | ExternalMetric, ...],
+        tolerance: float,
+        behavior: Behavior,
+        downscale_stabilization_s: int = 300,
+    ) -> None:
+        self.metrics = tuple(metrics)
+        self.up = resolve(behavior.scale_up, True, downscale_stabilization_s)
+        self.down = resolve(behavior.scale_down, False, downscale_stabilization_s)
+        self.tol_up = tolerance if behavior.scale_up.tolerance is None else behavior.scale_up.tolerance
+        self.tol_down = tolerance if behavior.scale_down.tolerance is None else behavior.scale_down.tolerance
+        self.state = BehaviorState()
+
+    def _propose(self, view: ClusterView, v: VariantView, m: PodsMetric | ExternalMetric,
+                 external: ExternalValue | None) -> Proposal:
+        current = v.spec_replicas
+        if isinstance(m, PodsMetric):
+            values = [_pod_value(p, m.metric) for p in v.pods]
+            missing = max(0, v.ready - len(v.pods))
+            return pods_metric_replicas(current, values, m.average_value, missing, v.pending,
+                                        self.tol_up, self.tol_down)
+        value = external(m) if external is not None else signal_value(view, v, m.signal)
+        if m.value is not None:
+            return external_value_replicas(current, v.ready, value, m.value, self.tol_up, self.tol_down)
+        assert m.average_value is not None
+        return external_average_replicas(v.ready + v.pending, value, m.average_value, self.tol_up, self.tol_down)
+
+    def decide(self, now: float, view: ClusterView, v: VariantView, lo: int, hi: int,
+               external: ExternalValue | None = None, who: str = "hpa") -> Decision:
+        current = v.spec_replicas
+
+        def done(desired: int, reasons: list[Reason]) -> Decision:
+            if desired != current:
+                self.state.record_scale(now, current, desired, longest_period(self.up, self.down))
+            return Decision(v.name, current, desired, tuple(reasons))
+
+        bounds = {"min_replicas": lo, "max_replicas": hi, "current": current}
+        if current == 0 and lo != 0:
+            return done(0, [Reason("scaling_disabled", f"{who}: the target is at 0 replicas and "
+                                   "minReplicas > 0: scaling is disabled", bounds)])
+        if current > hi:
+            return done(hi, [Reason("clamp", f"{who}: {current} replicas above max {hi}", bounds)])
+        if current < lo:
+            return done(lo, [Reason("clamp", f"{who}: {current} replicas below min {lo}", bounds)])
+        if external is None and not v.metrics_available:
+            return done(current, [Reason("metrics_unavailable", f"{who}: metrics backend unreachable; "
+                                         f"keeping {current} replicas", bounds)])
+        reasons: list[Reason] = []
+        proposal, invalid, winner = 0, 0, ""
+        for m in self.metrics:
+            label = metric_label(m)
+            try:
+                p = self._propose(view, v, m, external)
+            except (ValueError, MetricsUnavailable) as e:
+                invalid += 1
+                reasons.append(Reason("metric_invalid", f"{label}: {e}", {"metric": label}))
+                continue
+            target = m.average_value if m.average_value is not None else getattr(m, "value", None)
+            reasons.append(Reason("metric", f"{label}: usage {p.usage:g} / target {target:g} -> ratio "
+                                  f"{p.ratio:.3f}, proposes {p.replicas} ({p.rule})", {
+                                      "metric": label, "usage": p.usage, "target": target, "ratio": p.ratio,
+                                      "proposal": p.replicas, "rule": p.rule, "ready": v.ready,
+                                      "with_metrics": len(v.pods), "pending": v.pending}))
+            if p.replicas > proposal:
+                proposal, winner = p.replicas, label
+        if invalid == len(self.metrics) or (invalid and proposal < current):
+            reasons.append(Reason("metrics_invalid", f"{who}: {invalid} of {len(self.metrics)} metrics invalid; "
+                                  f"keeping {current} replicas", {"invalid": invalid, **bounds}))
+            return done(current, reasons)
+        reasons.append(Reason("max_over_metrics", f"{who}: largest proposal {proposal} from {winner}",
+                              {"proposal": proposal, "metric": winner}))
+        desired, why = normalize(now, self.state, self.up, self.down, current, proposal, lo, hi)
+        reasons += why
+        reasons.append(Reason("desired", f"{who}: {current} -> {desired} replicas", {"desired": desired, **bounds}))
+        return done(desired, reasons)
+
+
+def _pod_value(p: object, metric: str) -> float:
+    if metric == "vllm:num_requests_waiting":
+        return float(p.waiting)  # type: ignore[attr-defined]
+    if metric == "vllm:kv_cache_usage_perc":
+        return float(p.kv_usage)  # type: ignore[attr-defined]
+    return float(p.running)  # type: ignore[attr-defined]
