@@ -1,0 +1,71 @@
+"""`scalearena report` and `scalearena compare` (click commands).
+
+The lead's main group adds them with
+``from scalearena.reports.cli import report, compare``. Each command turns a
+``UserError`` into one line on stderr and exit 2 itself, so it behaves the
+same inside the main group and alone. ``compare`` exits 1 on a regression.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from scalearena.harness.errors import UserError
+
+
+def _fail(err: UserError) -> None:
+    click.echo(f"error: {err.render()}", err=True)
+    sys.exit(2)
+
+
+@click.command("report")
+@click.argument("results_dir", type=click.Path(path_type=Path))
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Processes rendering run reports in parallel (default: one per CPU).")
+def report(results_dir: Path, jobs: int | None) -> None:
+    """Regenerate report.html for a suite results folder or a single run folder."""
+    from .report import write_suite_report
+
+    try:
+        out = write_suite_report(results_dir, jobs=jobs)
+    except UserError as e:
+        _fail(e)
+    click.echo(str(out))
+
+
+@click.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("--tolerance", "-t", "tolerances", multiple=True, metavar="METRIC=PCT",
+              help="Allowed worsening in percent for one metric (e.g. ttft_p99=15, cost=off). Repeatable.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              help="Where to write compare.html (default: CURRENT/compare.html).")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
+              help="Also write the Markdown summary to this file.")
+def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], html_path: Path | None,
+            markdown_path: Path | None) -> None:
+    """Compare CURRENT results with a BASELINE; exit 1 on a regression beyond tolerance.
+
+    Metrics and default tolerances (allowed worsening relative to the baseline):
+    throughput_rps, goodput_rps, slo_attainment -5 %; ttft_mean, ttft_p99,
+    itl_mean, itl_p99, e2e_p99, gpu_hours, cost, energy_kwh +10 %;
+    failures +10 % (+0 when the baseline had none).
+    """
+    from .compare import compare as run_compare
+    from .compare import parse_tolerances
+    from .compare_output import append_step_summary, markdown, text_table, write_compare_html
+
+    try:
+        result = run_compare(baseline, current, parse_tolerances(tolerances))
+    except UserError as e:
+        _fail(e)
+    click.echo(text_table(result))
+    html = write_compare_html(result, html_path or Path(current) / "compare.html")
+    click.echo(f"report: {html}")
+    if markdown_path is not None:
+        markdown_path.parent.mkdir(parents=True, exist_ok=True)
+        markdown_path.write_text(markdown(result), encoding="utf-8")
+    append_step_summary(result)
+    sys.exit(0 if result.passed else 1)

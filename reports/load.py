@@ -1,0 +1,128 @@
+"""Reading a results directory back: the suite, its runs and their files.
+
+A run folder is any folder holding summary.json; its place under the results
+root (``<scenario>/<autoscaler>[/rate-<r>]``) is its key, which is how
+``compare`` pairs a baseline run with a current one. Parquet and JSONL files
+are read lazily: the suite table needs only the summaries.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scalearena.harness.errors import UserError
+from scalearena.harness.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS
+
+
+def natural_key(text: str) -> list[Any]:
+    """rate-2 < rate-10: digits compare as numbers."""
+    return [float(p) if re.fullmatch(r"\d+(\.\d+)?", p) else p for p in re.split(r"(\d+(?:\.\d+)?)", text)]
+
+
+@dataclass
+class Run:
+    dir: Path
+    key: str  # scenario/autoscaler[/sweep] relative to the results root
+    summary: dict[str, Any]
+
+    @property
+    def scenario(self) -> str:
+        return str(self.summary.get("scenario") or self.key.split("/")[0])
+
+    @property
+    def autoscaler(self) -> str:
+        parts = self.key.split("/")
+        return str(self.summary.get("autoscaler") or (parts[1] if len(parts) > 1 else parts[0]))
+
+    @property
+    def sweep(self) -> str | None:
+        """Sweep label (``rate-2``) when the run sits one level below its autoscaler folder."""
+        parts = self.key.split("/")
+        return "/".join(parts[2:]) if len(parts) > 2 else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario} / {self.autoscaler}" + (f" / {self.sweep}" if self.sweep else "")
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        return _read_parquet(self.dir / "requests.parquet", REQUEST_COLUMNS)
+
+    @cached_property
+    def timeseries(self) -> pd.DataFrame:
+        return _read_parquet(self.dir / "timeseries.parquet", TIMESERIES_COLUMNS)
+
+    @cached_property
+    def decisions(self) -> list[dict[str, Any]]:
+        path = self.dir / "decisions.jsonl"
+        if not path.is_file():
+            return []
+        rows = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a run interrupted mid-line: keep what is whole
+                continue
+        return rows
+
+
+@dataclass
+class ResultSet:
+    root: Path
+    runs: list[Run]
+    suite: dict[str, Any] | None = None
+    single_run: bool = False
+    by_key: dict[str, Run] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runs.sort(key=lambda r: (natural_key(r.scenario), r.autoscaler, natural_key(r.sweep or "")))
+        self.by_key = {r.key: r for r in self.runs}
+
+    def scenarios(self) -> list[str]:
+        return sorted({r.scenario for r in self.runs}, key=natural_key)
+
+
+def _read_parquet(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame(columns=list(columns))
+    df = pd.read_parquet(path)
+    missing = [c for c in columns if c not in df.columns]
+    return df.assign(**{c: None for c in missing}) if missing else df
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise UserError(f"cannot read JSON: {e}", where=str(path)) from None
+    if not isinstance(data, dict):
+        raise UserError("expected a JSON object", where=str(path))
+    return data
+
+
+def load_results(out_dir: str | Path) -> ResultSet:
+    """Every run under ``out_dir`` (or ``out_dir`` itself when it is a run folder)."""
+    root = Path(out_dir)
+    if not root.is_dir():
+        raise UserError("results directory not found", where=str(out_dir), expected="a folder written by run/suite")
+    suite = read_json(root / "suite.json") if (root / "suite.json").is_file() else None
+    if (root / "summary.json").is_file():
+        summary = read_json(root / "summary.json")
+        key = "/".join(str(summary.get(k) or "?") for k in ("scenario", "autoscaler"))
+        return ResultSet(root, [Run(root, key, summary)], suite, single_run=True)
+    runs = []
+    for path in sorted(root.rglob("summary.json")):
+        rel = path.parent.relative_to(root).as_posix()
+        runs.append(Run(path.parent, rel, read_json(path)))
+    if not runs:
+        raise UserError("no runs found (no summary.json below it)", where=str(out_dir))
+    return ResultSet(root, runs, suite)

@@ -1,0 +1,214 @@
+"""report.html for one run and for a suite of runs.
+
+Every number shown comes from summary.json (written by ``reports.metrics``)
+or is drawn straight from the run's parquet files; nothing is recomputed
+with a second definition. Templates are jinja2 with autoescaping on, so a
+scenario or autoscaler name can never inject markup. The suite page links to
+each run's own report.html (written beside its summary.json) and embeds the
+side-by-side figures; per-run reports render in parallel processes.
+"""
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+
+from scalearena import __version__
+from scalearena.harness.records import FAILURE_CAUSES
+from scalearena.harness.results import atomic_write_bytes
+
+from . import run_plots, suite_plots
+from .catalog import BY_ID, TABLE_METRICS, best_index
+from .load import ResultSet, Run, load_results, natural_key
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_DECISION_ROWS = 400
+
+
+def fmt(value: Any, spec: str = "{}") -> str:
+    if value is None or isinstance(value, dict | list):
+        return "–"
+    try:
+        return spec.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(fmt=fmt, version=__version__, causes=FAILURE_CAUSES)
+    return env
+
+
+def _reason_text(d: dict[str, Any]) -> str:
+    parts = [f"{r.get('rule', '?')}: {r.get('message', '')}" for r in d.get("reasons") or []]
+    parts += [f"ALERT {a}" for a in d.get("alerts") or []]
+    if d.get("limited"):
+        parts.append("limited by capacity")
+    return "; ".join(parts)
+
+
+def decision_rows(decisions: list[dict[str, Any]], limit: int = MAX_DECISION_ROWS) -> tuple[list[dict], int]:
+    """Actions, alerts and collapsed runs of holds (one row per run of holds of a variant)."""
+    rows: list[dict[str, Any]] = []
+    holds: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def flush(key: tuple[str, str]) -> None:
+        h = holds.pop(key, None)
+        if h:
+            span = f"{h['t0']:.1f}" if h["n"] == 1 else f"{h['t0']:.1f}–{h['t1']:.1f}"
+            rows.append({"t_s": h["t0"], "t": span, "loop": key[1], "variant": key[0], "action": "hold",
+                         "action_label": f"hold ×{h['n']}", "replicas": h["replicas"], "reasons": h["reason"]})
+
+    for d in sorted(decisions, key=lambda d: float(d.get("t_s", 0.0))):
+        key = (str(d.get("variant", "?")), str(d.get("loop", "main")))
+        t = float(d.get("t_s", 0.0))
+        if d.get("action", "hold") == "hold":
+            h = holds.setdefault(key, {"t0": t, "n": 0})
+            h.update(t1=t, n=h["n"] + 1, replicas=str(d.get("current_replicas", "")), reason=_reason_text(d))
+            continue
+        flush(key)
+        rows.append({"t_s": t, "t": f"{t:.1f}", "loop": key[1], "variant": key[0], "action": d.get("action"),
+                     "action_label": str(d.get("action", "")).replace("_", " "),
+                     "replicas": f"{d.get('current_replicas', '?')} → {d.get('desired_replicas', '?')}",
+                     "reasons": _reason_text(d)})
+    for key in list(holds):
+        flush(key)
+    rows.sort(key=lambda r: r["t_s"])
+    return rows[:limit], max(len(rows) - limit, 0)
+
+
+def _kpis(s: dict[str, Any]) -> list[dict[str, str]]:
+    ids = ("throughput_rps", "goodput_rps", "slo_attainment", "failures", "ttft_p99", "itl_p99", "replicas_mean",
+           "gpu_hours", "cost", "energy_kwh", "scaling_actions")
+    return [{"label": BY_ID[i].heading, "value": BY_ID[i].format(BY_ID[i].value(s))} for i in ids]
+
+
+def run_context(run: Run) -> dict[str, Any]:
+    s = run.summary
+    slo = s.get("slo") or {}
+    req, ts = run.requests, run.timeseries
+    figures = [
+        ("overview", "Replicas, offered load and KV usage", run_plots.overview(ts, s),
+         "Ready replicas per variant (left axis), offered load (right) and mean KV-cache usage of ready pods "
+         "(outer right) — the WVA paper's Fig. 2 view."),
+        ("replicas", "Replicas per variant", run_plots.replicas_by_variant(ts),
+         "Ready replicas stacked per variant; dashed: billed pods (holding GPUs); dotted: desired replicas."),
+        ("queue", "Queue and TTFT", run_plots.queue_and_ttft(ts, req, slo),
+         "Top: requests waiting in engines and held at the gateway. Bottom: TTFT of each successful request "
+         "by arrival time, its p99 per time bin, and the TTFT SLO."),
+        ("cdf", "Latency CDFs", run_plots.latency_cdfs(req, slo),
+         "Empirical CDFs over successful requests, with p50, p99 and the SLO."),
+        ("workload", "Workload", run_plots.workload(req, float(s.get("duration_s") or 0.0)),
+         "Arrivals per second coloured by how each request ended; token-length histograms."),
+    ]
+    rows, truncated = decision_rows(run.decisions)
+    counts = dict(s.get("decisions") or {})
+    counts.setdefault("scale_up", 0)
+    counts.setdefault("scale_down", 0)
+    counts.setdefault("hold", 0)
+    counts["alerts"] = s.get("alerts", counts.get("alert", 0))
+    by_variant = (s.get("replicas") or {}).get("by_variant") or {}
+    extra = s.get("variants") or {}
+    variants = [{"name": n, **v, **{k: extra.get(n, {}).get(k) for k in
+                                    ("replica_hours", "gpu_hours", "cost", "cost_usd", "energy_kwh")},
+                 "billed_mean": (extra.get(n, {}).get("billed_replicas") or {}).get("mean")}
+                for n, v in sorted(by_variant.items())]
+    events = s.get("events") if isinstance(s.get("events"), list) else []
+    events = [{"t": fmt(e.get("t_s"), "{:.1f}"), "kind": e.get("kind", "?"),
+               "details": ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("t_s", "kind"))} for e in events]
+    return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants,
+            "figures": [{"id": i, "title": t, "uri": u, "caption": c} for i, t, u, c in figures],
+            "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events}
+
+
+def render_run(run: Run, suite_link: str | None = None) -> str:
+    return environment().get_template("run.html").render(**run_context(run), suite_link=suite_link)
+
+
+def _write_html(path: Path, html: str) -> None:
+    atomic_write_bytes(path, html.encode("utf-8"))
+    path.chmod(0o644)  # a report is meant to be shared; mkstemp creates 0600
+
+
+def write_run_report(run_dir: str | Path, suite_link: str | None = None) -> Path:
+    """Write ``run_dir/report.html`` for the run whose summary.json is in ``run_dir``."""
+    rs = load_results(run_dir)
+    if not rs.single_run:
+        raise ValueError(f"{run_dir} is not a run folder (no summary.json)")
+    out = Path(run_dir) / "report.html"
+    _write_html(out, render_run(rs.runs[0], suite_link))
+    return out
+
+
+def _write_run_job(args: tuple[str, str]) -> str | None:
+    run_dir, suite_link = args
+    try:
+        write_run_report(run_dir, suite_link)
+    except Exception as e:  # one broken run must not cost the whole suite report
+        return f"{run_dir}: {type(e).__name__}: {e}"
+    return None
+
+
+def _scenario_section(name: str, runs: list[Run], root: Path) -> dict[str, Any]:
+    runs = sorted(runs, key=lambda r: (natural_key(r.sweep or ""), r.autoscaler))
+    metrics = [BY_ID[m] for m in TABLE_METRICS]
+    values = [[m.value(r.summary) for m in metrics] for r in runs]
+    best: set[tuple[int, int]] = set()
+    for sweep in {r.sweep for r in runs}:
+        idx = [i for i, r in enumerate(runs) if r.sweep == sweep]
+        for j, m in enumerate(metrics):
+            best |= {(idx[k], j) for k in best_index([values[i][j] for i in idx], m.direction)}
+    rows = [{"sweep": r.sweep or "", "autoscaler": r.autoscaler, "incomplete": r.summary.get("complete") is False,
+             "href": "./" + (r.dir / "report.html").relative_to(root).as_posix(),
+             "cells": [{"text": m.format(values[i][j]), "best": (i, j) in best} for j, m in enumerate(metrics)]}
+            for i, r in enumerate(runs)]
+    figures = [{"title": f"{name}: autoscalers side by side", "uri": suite_plots.grouped_bars(name, runs),
+                "caption": "Per sweep point, one bar per autoscaler: throughput, failures by cause (hatched: "
+                           "killed ////, timeout ...., error xxxx), mean TTFT, mean ITL, cost, energy (TDP)."}]
+    for sweep in sorted({r.sweep for r in runs}, key=lambda s: natural_key(s or "")):
+        group = [r for r in runs if r.sweep == sweep]
+        title = f"{name}{' / ' + sweep if sweep else ''}: ready replicas over time"
+        figures.append({"title": title, "uri": suite_plots.replicas_over_time(title, group),
+                        "caption": "Total ready replicas of each autoscaler; shaded: offered load."})
+    return {"name": name, "rows": rows, "figures": figures, "has_sweep": any(r.sweep for r in runs),
+            "description": ""}
+
+
+def render_suite(rs: ResultSet) -> str:
+    suite = rs.suite or {}
+    scalars = [(k, v) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
+    for k in ("versions", "git"):
+        if isinstance(suite.get(k), dict):
+            scalars += [(f"{k}.{kk}", vv) for kk, vv in sorted(suite[k].items()) if not isinstance(vv, dict | list)]
+    headline = [(k, suite[k]) for k in ("seed", "git_sha", "cluster") if k in suite and suite[k] is not None]
+    sections = [_scenario_section(n, [r for r in rs.runs if r.scenario == n], rs.root) for n in rs.scenarios()]
+    return environment().get_template("suite.html").render(
+        scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted({r.autoscaler for r in rs.runs}),
+        headings=[{"label": BY_ID[m].label, "unit": BY_ID[m].unit} for m in TABLE_METRICS], suite=rs.suite, suite_scalars=scalars,
+        suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str), headline=headline)
+
+
+def write_suite_report(out_dir: str | Path, jobs: int | None = None) -> Path:
+    """Write every run's report.html, then OUT/report.html comparing all runs side by side."""
+    rs = load_results(out_dir)
+    if rs.single_run:
+        return write_run_report(out_dir)
+    root = rs.root
+    tasks = [(str(r.dir), os.path.relpath(root / "report.html", r.dir)) for r in rs.runs]
+    jobs = jobs or min(len(tasks), os.cpu_count() or 1)
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+            errors = list(pool.map(_write_run_job, tasks))
+    else:
+        errors = [_write_run_job(t) for t in tasks]
+    for err in filter(None, errors):
+        print(f"warning: run report failed: {err}")
+    out = root / "report.html"
+    _write_html(out, render_suite(rs))
+    return out

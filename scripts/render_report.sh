@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Render a report.html to a PNG with headless Chromium, to check legibility at
+# laptop width (1366 px) or to put a picture of a report in the README.
+#
+#   scripts/render_report.sh REPORT.html [OUT.png] [HEIGHT_PX]
+#
+# Needs the Debian package `chromium` (installed with apt-get when missing and
+# running as root). Networking is disabled: the report must be self-contained.
+set -euo pipefail
+
+if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
+  echo "usage: $0 REPORT.html [OUT.png] [HEIGHT_PX]" >&2
+  exit 2
+fi
+report="$1"
+out="${2:-${report%.html}.png}"
+height="${3:-4000}"
+width="${WIDTH:-1366}"
+
+if [[ ! -f "$report" ]]; then
+  echo "$report: no such file" >&2
+  exit 2
+fi
+
+browser="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
+if [[ -z "$browser" ]]; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+    browser="$(command -v chromium)"
+  else
+    echo "chromium not found: install it (Debian: sudo apt-get install -y chromium)" >&2
+    exit 2
+  fi
+fi
+
+profile="$(mktemp -d)"
+trap 'rm -rf "$profile"' EXIT
+abs="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
+out_abs="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
+
+"$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --hide-scrollbars --user-data-dir="$profile" \
+  --window-size="${width},${height}" --screenshot="$out_abs" "file://$abs" >/dev/null 2>&1
+echo "$out_abs"
