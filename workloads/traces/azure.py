@@ -18,6 +18,7 @@ UTC). Times are kept as integer nanoseconds so that differences are exact:
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterator
 from datetime import date
 
@@ -27,46 +28,47 @@ COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _NS = 1_000_000_000
 
 
+_REST = re.compile(r"(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d\d):?(\d\d))?")
+
+
 class _Clock:
-    """Parses timestamps to integer ns since 1970, caching the day of the last date seen."""
+    """Parses timestamps to integer ns since 1970, caching the minute of the last row.
+
+    Consecutive rows nearly always share their date, hour and minute, so only
+    the seconds, the fraction and the offset are parsed per row.
+    """
 
     def __init__(self) -> None:
-        self._day: str = ""
-        self._day_ns: int = 0
+        self._minute: str = ""
+        self._minute_ns: int = 0
 
     def ns(self, raw: str) -> int:
         s = raw.strip()
-        if len(s) < 19 or s[10] not in " T" or s[13] != ":" or s[16] != ":":
+        if len(s) < 19 or s[16] != ":":
             raise ValueError(s)
-        day = s[:10]
-        if day != self._day:
-            self._day_ns = (date.fromisoformat(day).toordinal() - 719163) * 86400 * _NS  # 719163: 1970-01-01
-            self._day = day
-        h, m, sec = int(s[11:13]), int(s[14:16]), int(s[17:19])
-        if h > 23 or m > 59 or sec > 60:
-            raise ValueError(s)
-        rest = s[19:]
-        frac_ns = 0
-        if rest.startswith("."):
-            end = 1
-            while end < len(rest) and rest[end].isdigit():
-                end += 1
-            digits = rest[1:end]
-            if not digits or len(digits) > 9:
+        minute = s[:16]
+        if minute != self._minute:
+            if minute[10] not in " T" or minute[13] != ":":
                 raise ValueError(s)
-            frac_ns = int(digits.ljust(9, "0"))
-            rest = rest[end:]
-        offset_s = 0
-        if rest in ("", "Z", "z"):
-            pass
-        elif rest[0] in "+-":
-            hhmm = rest[1:].replace(":", "")
-            if len(hhmm) != 4 or not hhmm.isdigit():
+            h, m = int(minute[11:13]), int(minute[14:16])
+            if h > 23 or m > 59:
                 raise ValueError(s)
-            offset_s = (int(hhmm[:2]) * 3600 + int(hhmm[2:]) * 60) * (1 if rest[0] == "+" else -1)
-        else:
+            day = date.fromisoformat(minute[:10]).toordinal() - 719163  # 719163: 1970-01-01
+            self._minute_ns = ((day * 24 + h) * 60 + m) * 60 * _NS
+            self._minute = minute
+        sec = s[17:19]
+        if not sec.isdigit() or int(sec) > 60:
             raise ValueError(s)
-        return self._day_ns + (h * 3600 + m * 60 + sec - offset_s) * _NS + frac_ns
+        match = _REST.fullmatch(s, 19)
+        if match is None:
+            raise ValueError(s)
+        frac, _z, sign, oh, om = match.groups()
+        ns = self._minute_ns + int(sec) * _NS
+        if frac:
+            ns += int(frac) * 10 ** (9 - len(frac))
+        if sign:
+            ns -= (int(oh) * 3600 + int(om) * 60) * _NS * (1 if sign == "+" else -1)
+        return ns
 
 
 def parse_timestamp_ns(raw: str) -> int:

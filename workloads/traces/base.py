@@ -62,6 +62,12 @@ def bad(path: str, line: int, column: str, problem: str, expected: str | None = 
 def tokens(path: str, line: int, column: str, raw: str) -> int:
     """A non-negative integer token count (``"12"`` or ``"12.0"``)."""
     try:
+        value = int(raw)  # the common case, without the float round trip
+        if value >= 0:
+            return value
+    except (TypeError, ValueError):
+        pass
+    try:
         value = float(raw)
     except (TypeError, ValueError):
         raise bad(path, line, column, f"{raw!r} is not a token count", "a non-negative integer") from None
