@@ -214,6 +214,17 @@ class Engine:
         self._run_until(now)
         return self.used_blocks() / self.num_blocks
 
+    def load(self, now: float) -> tuple[int, int, float]:
+        """(waiting, running, kv_usage) in O(1) without advancing the engine: what a router's
+        metrics refresh reads. KV usage is estimated from the token count (half a block of
+        rounding per decoding request); ``metrics`` gives the exact block count."""
+        n = len(self.decoders)
+        used = float(self._prefill_blocks)
+        if n:
+            v = self.V + self.rate * max(0.0, now - self.t)
+            used += (self._s_prompt + n * v - self._s_v0) / self.bs + 0.5 * n
+        return len(self.waiting), len(self.running), min(1.0, used / self.num_blocks)
+
     def used_blocks(self) -> int:
         bs, V = self.bs, self.V
         used = self._prefill_blocks

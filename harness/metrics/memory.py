@@ -1,0 +1,167 @@
+"""The simulator's metrics backend: scrapes kept in memory, queried like Prometheus.
+
+The simulator scrapes every ready pod every ``scrape_interval_s`` and hands the
+sample to ``MemoryMetrics.record``. Controllers query it through the
+``MetricsReader`` methods, which mirror the PromQL upstream autoscalers use.
+Semantics kept from Prometheus, because controllers' behaviour depends on them:
+
+- a pod's series is gone once its newest sample is older than ``staleness_s``
+  (Prometheus' 5-minute lookback), so a deleted pod drops out of the results
+  after that delay, not at once;
+- ``*_over_time`` looks only at samples inside ``(now - window, now]``;
+- counters and histograms use ``increase``: the newest sample minus the last
+  sample at or before the window start (or the first one inside the window:
+  a series born inside the window is not counted from zero);
+- during a ``metrics_outage`` fault every query raises ``MetricsUnavailable``.
+
+An empty result (no pod has fresh data) is an empty dict / 0 / None, as an
+empty Prometheus vector is; only an unreachable backend raises.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from typing import NamedTuple
+
+from scalearena.controllers.base import (
+    E2E_HIST,
+    GPU_UTIL,
+    ITL_HIST,
+    KV_USAGE,
+    NUM_RUNNING,
+    NUM_WAITING,
+    REQUEST_SUCCESS,
+    TTFT_HIST,
+)
+
+from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, quantile_from_buckets
+from ..errors import MetricsUnavailable
+
+
+class Sample(NamedTuple):
+    t: float
+    kv_usage: float
+    waiting: int
+    running: int
+    gpu_util: float | None
+    success_total: float
+    ttft: tuple[float, ...]  # cumulative bucket counts (last = +Inf)
+    itl: tuple[float, ...]
+    e2e: tuple[float, ...]
+
+
+_GAUGES = {KV_USAGE: 1, NUM_WAITING: 2, NUM_RUNNING: 3, GPU_UTIL: 4}
+_HISTS = {TTFT_HIST: (6, TTFT_BUCKETS), ITL_HIST: (7, ITL_BUCKETS), E2E_HIST: (8, E2E_BUCKETS)}
+
+
+class MemoryMetrics:
+    """In-memory MetricsSource implementing ``controllers.base.MetricsReader``."""
+
+    def __init__(self, staleness_s: float = 300.0, retention_s: float = 1800.0) -> None:
+        self.staleness_s = staleness_s
+        self.retention_s = max(retention_s, staleness_s)
+        self.now = 0.0  # set by the owner before a controller queries
+        self.available = True  # False during a metrics outage
+        self._series: dict[str, dict[str, deque[Sample]]] = {}
+
+    # ---- writing ----------------------------------------------------------------------------------
+    def record(self, variant: str, pod: str, sample: Sample) -> None:
+        q = self._series.setdefault(variant, {}).setdefault(pod, deque())
+        q.append(sample)
+        horizon = sample.t - self.retention_s
+        while q and q[0].t < horizon:
+            q.popleft()
+
+    def forget_stale(self, now: float) -> None:
+        """Drop series past the staleness horizon (memory housekeeping)."""
+        for pods in self._series.values():
+            for name in [p for p, q in pods.items() if not q or q[-1].t < now - self.staleness_s]:
+                del pods[name]
+
+    # ---- reading ----------------------------------------------------------------------------------
+    def _check(self) -> None:
+        if not self.available:
+            raise MetricsUnavailable("metrics backend unreachable (metrics_outage)")
+
+    def _fresh(self, variant: str) -> dict[str, deque[Sample]]:
+        cutoff = self.now - self.staleness_s
+        return {p: q for p, q in self._series.get(variant, {}).items() if q and q[-1].t >= cutoff and q[-1].t <= self.now}
+
+    def latest(self, variant: str) -> dict[str, Sample]:
+        """The newest fresh sample of every pod of a variant (an instant query)."""
+        self._check()
+        out = {}
+        for p, q in self._fresh(variant).items():
+            out[p] = q[-1]
+        return out
+
+    def _window(self, q: deque[Sample], window_s: float) -> list[Sample]:
+        lo = self.now - window_s
+        return [s for s in q if lo < s.t <= self.now]
+
+    def pod_max_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
+        self._check()
+        idx = _gauge_index(metric)
+        out = {}
+        for p, q in self._fresh(variant).items():
+            vals = [s[idx] for s in self._window(q, window_s) if s[idx] is not None]
+            if vals:
+                out[p] = float(max(vals))
+        return out
+
+    def pod_avg_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
+        self._check()
+        idx = _gauge_index(metric)
+        out = {}
+        for p, q in self._fresh(variant).items():
+            vals = [s[idx] for s in self._window(q, window_s) if s[idx] is not None]
+            if vals:
+                out[p] = float(sum(vals)) / len(vals)
+        return out
+
+    def _increase(self, q: deque[Sample], idx: int, window_s: float) -> float | tuple[float, ...] | None:
+        lo = self.now - window_s
+        samples = list(q)
+        times = [s.t for s in samples]
+        end = bisect_right(times, self.now) - 1
+        if end < 0 or samples[end].t <= lo:
+            return None
+        start = bisect_right(times, lo) - 1
+        if start < 0:
+            start = 0
+        a, b = samples[start][idx], samples[end][idx]
+        if isinstance(b, tuple):
+            return tuple(max(0.0, y - x) for x, y in zip(a, b, strict=True))
+        return max(0.0, b - a)
+
+    def counter_increase(self, variant: str, metric: str, window_s: float) -> float:
+        self._check()
+        if metric != REQUEST_SUCCESS:
+            raise KeyError(f"memory metrics source has no counter {metric!r}")
+        total = 0.0
+        for q in self._series.get(variant, {}).values():
+            inc = self._increase(q, 5, window_s)
+            if inc is not None:
+                total += float(inc)  # type: ignore[arg-type]
+        return total
+
+    def histogram_quantile(self, variant: str, metric: str, q: float, window_s: float) -> float | None:
+        self._check()
+        try:
+            idx, bounds = _HISTS[metric]
+        except KeyError:
+            raise KeyError(f"memory metrics source has no histogram {metric!r}") from None
+        acc = [0.0] * (len(bounds) + 1)
+        for series in self._series.get(variant, {}).values():
+            inc = self._increase(series, idx, window_s)
+            if inc is not None:
+                for i, v in enumerate(inc):  # type: ignore[arg-type]
+                    acc[i] += v
+        return quantile_from_buckets(q, bounds, tuple(acc))
+
+
+def _gauge_index(metric: str) -> int:
+    try:
+        return _GAUGES[metric]
+    except KeyError:
+        raise KeyError(f"memory metrics source has no gauge {metric!r} (have {sorted(_GAUGES)})") from None
