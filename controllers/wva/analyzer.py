@@ -115,7 +115,7 @@ def analyze(model: str, samples: Sequence[ReplicaSample], t: Thresholds) -> Mode
     n = len(spare_kv)
     avg_kv = sum(spare_kv) / n if n else 0.0
     avg_q = sum(spare_q) / n if n else 0.0
-    base = dict(model=model, thresholds=t, replicas=len(samples), saturated=tuple(saturated),
+    base: dict[str, Any] = dict(model=model, thresholds=t, replicas=len(samples), saturated=tuple(saturated),
                 non_saturated=n, avg_spare_kv=avg_kv, avg_spare_q=avg_q, per_variant=per_variant,
                 load_kv=sum(s.kv for s in samples), load_q=sum(s.queue for s in samples))
 

@@ -103,7 +103,7 @@ def optimize_model(
 ) -> ModelPlan:
     """Unconstrained, cost-aware targets for one model that is not in transition."""
     base = {v.name: v.spec_replicas for v in variants}
-    common = dict(model=analysis.model, base=base, spare=analysis.normalised_spare)
+    common: dict[str, Any] = {"model": analysis.model, "base": base, "spare": analysis.normalised_spare}
 
     if analysis.scale_up:
         cands = scale_up_candidates(variants, base)
