@@ -6,6 +6,9 @@ reports kv = min(1, L / N), queue 0. Decisions apply at once and new pods are re
 """
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from scalearena.controllers.wva.controller import WVA, WVAConfig
 
 from .test_wva_views import variant, view
@@ -37,3 +40,26 @@ def test_staircase_up_then_down_settles_at_hand_worked_counts() -> None:
 def test_steady_load_never_oscillates() -> None:
     # L 2.0 from N 1: kv 1.0 -> 2; kv 1.0 -> 3; kv 0.667 spare 0.133 -> hold; after removal 1.0 -> blocked.
     assert run([2.0] * 12) == [2, 3] + [3] * 10
+
+
+pod_st = st.tuples(st.floats(0, 1), st.integers(0, 12).map(float))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    pods=st.lists(st.lists(pod_st, max_size=6), min_size=1, max_size=3),
+    costs=st.lists(st.sampled_from([1.0, 2.5, 10.0]), min_size=3, max_size=3),
+    maxes=st.lists(st.integers(1, 8), min_size=3, max_size=3),
+)
+def test_plus_one_rule_stays_in_bounds_and_moves_at_most_one_replica(pods, costs, maxes) -> None:
+    vs = [
+        variant(f"v{i}", p[: maxes[i]], cost=costs[i], max_replicas=maxes[i], min_replicas=min(1, len(p)))
+        for i, p in enumerate(pods)
+    ]
+    decisions = WVA(WVAConfig()).decide(0.0, view(*vs, now=0.0))
+    assert len(decisions) == len(vs)
+    moved = 0
+    for d, v in zip(sorted(decisions, key=lambda d: d.variant), vs, strict=True):
+        assert v.min_replicas <= d.desired_replicas <= v.max_replicas and d.reasons
+        moved += abs(d.desired_replicas - d.current_replicas)
+    assert moved <= 1  # one model, one +1 or -1 per cycle (keep-one also adds exactly 1)
