@@ -1,0 +1,118 @@
+"""``python -m scalearena.harness.k8s``: run the WVA controller, in a pod or from a laptop.
+
+In a pod it uses its service account; elsewhere a kubeconfig (``--kubeconfig``,
+``$KUBECONFIG``, ``~/.kube/config``) — none found is exit 2 with one message
+naming what was expected. Prometheus credentials (bearer token file, CA
+bundle, client certificate) are read from files and never logged: the only
+URL ever logged is the Prometheus base URL.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from scalearena.harness.errors import UserError
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="python -m scalearena.harness.k8s", description=__doc__)
+    p.add_argument("--namespace", default=env("POD_NAMESPACE", "scalearena"), help="namespace to watch")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: in-cluster, $KUBECONFIG, ~/.kube)")
+    p.add_argument("--context", default=None, help="kubeconfig context (default: current)")
+    p.add_argument("--prometheus-url", default=env("PROMETHEUS_URL", "http://prometheus.scalearena.svc:9090"))
+    p.add_argument("--prometheus-token-file", default=env("PROMETHEUS_TOKEN_FILE"),
+                   help="file holding a bearer token (ignored when absent)")
+    p.add_argument("--prometheus-ca-file", default=env("PROMETHEUS_CA_FILE"), help="CA bundle for TLS")
+    p.add_argument("--prometheus-insecure-skip-verify", action="store_true",
+                   default=env("PROMETHEUS_INSECURE_SKIP_VERIFY", "") == "true")
+    p.add_argument("--actuator", choices=("hpa", "keda", "direct"), default=env("WVA_ACTUATOR", "hpa"))
+    p.add_argument("--interval", type=float, default=float(env("WVA_INTERVAL_S", "30")))
+    p.add_argument("--fast-interval", type=float, default=float(env("WVA_FAST_INTERVAL_S", "0.1")))
+    p.add_argument("--metrics-port", type=int, default=8080)
+    p.add_argument("--once", action="store_true", help="run one cycle and exit (smoke test)")
+    return p.parse_args(argv)
+
+
+def build(args: argparse.Namespace):  # noqa: ANN201 - returns (controller, api)
+    from scalearena.controllers.registry import REGISTRY
+    from scalearena.harness.metrics.prometheus import PrometheusAuth, PrometheusMetrics, PromQL
+
+    from .config import SATURATION_CONFIGMAP, SCALE_TO_ZERO_CONFIGMAP, wva_config_from_configmaps
+    from .controller import WVAKubeController
+    from .kubeapi import ClientKubeAPI, NotFound, load_api_client
+
+    api = ClientKubeAPI(load_api_client(args.kubeconfig, args.context))
+    token_file = args.prometheus_token_file if args.prometheus_token_file and Path(
+        args.prometheus_token_file).is_file() else None
+    auth = PrometheusAuth(bearer_token_file=token_file, ca_file=args.prometheus_ca_file,
+                          insecure_skip_verify=args.prometheus_insecure_skip_verify)
+    promql = PromQL(extra_labels={"namespace": args.namespace})
+
+    def configmap(name: str) -> dict[str, str]:
+        try:
+            return api.get_config_map(args.namespace, name).get("data", {}) or {}
+        except NotFound:
+            return {}
+
+    config = wva_config_from_configmaps(configmap(SATURATION_CONFIGMAP), configmap(SCALE_TO_ZERO_CONFIGMAP),
+                                        period_s=args.interval, fast_period_s=args.fast_interval or None)
+    policy = REGISTRY.build(config)
+    controller = WVAKubeController(
+        api, policy, lambda variants: PrometheusMetrics(args.prometheus_url, variants, promql=promql, auth=auth),
+        args.namespace, actuator=args.actuator)
+    return controller, api
+
+
+def serve(args: argparse.Namespace) -> None:
+    from prometheus_client import start_http_server
+
+    log = logging.getLogger("scalearena.wva")
+    controller, api = build(args)
+    log.info("WVA controller: namespace=%s prometheus=%s actuator=%s", args.namespace, args.prometheus_url,
+             args.actuator)
+    if args.once:
+        controller.reconcile()
+        return
+    start_http_server(args.metrics_port, registry=controller.publisher.registry)
+    wake, stop = threading.Event(), threading.Event()
+    api.watch_changes(args.namespace, wake.set, stop)
+    next_main = 0.0
+    while True:
+        now = time.monotonic()
+        if now >= next_main or wake.is_set():
+            wake.clear()
+            try:
+                controller.reconcile()
+            except Exception as e:  # noqa: BLE001 - one failed cycle must not end the controller
+                log.warning("reconcile failed: %s: %s", type(e).__name__, e)
+            next_main = now + args.interval
+        if args.fast_interval:
+            try:
+                controller.reconcile_fast()
+            except Exception as e:  # noqa: BLE001
+                log.warning("fast loop failed: %s: %s", type(e).__name__, e)
+            wake.wait(args.fast_interval)
+        else:
+            wake.wait(max(0.0, next_main - time.monotonic()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        serve(parse_args(argv))
+    except UserError as e:
+        print(f"error: {e.render()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
