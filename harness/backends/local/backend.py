@@ -1,0 +1,333 @@
+"""``--cluster local``: a scenario against real processes on this host.
+
+What runs (all on 127.0.0.1, all children of a ``Supervisor``):
+one ``serve-engine`` process per pod, one ``serve-router`` gateway, a real
+Prometheus scraping both through file-SD, and one Locust process sending the
+run's request stream open-loop. The autoscaler is the same policy object as
+on ``sim``; it reads metrics through the Prometheus ``MetricsReader`` with the
+upstream PromQL, and its decisions start and stop engine processes
+(pods.PodSet).
+
+Time: scenario time is ``(wall - t0) x time_scale``. With time scale s a 60 s
+scenario takes 60/s wall seconds; every duration handed to a child (cold
+start, grace, TTFT, ITL, scrape interval, PromQL windows, the autoscaler's
+period) is divided by s, and every time recorded is in scenario seconds.
+Process boot (about a second of wall time per engine) adds to the simulated
+cold start: it is the floor of a cold start on this backend.
+
+Accounting: Locust writes one record per request; a request the load
+generator never reported (it crashed, or the run was cut short) is recorded
+as ``error`` so requests_total always equals the schedule. Partial results
+survive Ctrl-C and failures (the runner calls ``RunWriter.abort``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import requests as http
+
+from scalearena.controllers.base import ArrivalForecast, AutoscalerConfig, ClusterView, VariantView
+from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.errors import MetricsUnavailable, UserError
+from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
+from scalearena.harness.records import TimeseriesRecord
+from scalearena.harness.results import RunWriter
+from scalearena.harness.scenario import Scenario
+
+from . import load
+from .pods import PENDING, READY, TERMINATING, PodSet
+from .prometheus import PrometheusProcess
+from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
+
+TICK_WALL_S = 0.05  # harness loop period (wall)
+
+
+class LocalBackend:
+    """``Backend`` for ``--cluster local``.
+
+    Options: ``time_scale`` (default: $SCALEARENA_TIME_SCALE or 1), ``api``
+    (completions | chat), ``prompt`` (words | field).
+    """
+
+    def __init__(self, time_scale: float | None = None, api: str = "completions", prompt: str = "words",
+                 **_: Any) -> None:
+        self.time_scale = float(time_scale or os.environ.get("SCALEARENA_TIME_SCALE", "1"))
+        if self.time_scale <= 0:
+            raise UserError(f"time scale {self.time_scale} must be > 0", where="SCALEARENA_TIME_SCALE")
+        self.api, self.prompt = api, prompt
+
+    def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, progress: Any = None) -> None:
+        LocalRun(scenario, autoscaler, writer, progress, self).run()
+
+
+class LocalRun:
+    def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, progress: Any,
+                 opts: LocalBackend) -> None:
+        from scalearena.workloads.generate import build_requests
+
+        self.sc, self.config, self.writer, self.progress, self.opts = sc, config, writer, progress, opts
+        self.scale = opts.time_scale
+        self.policy = REGISTRY.build(config)
+        self.dir = Path(writer.dir)
+        self.sup = Supervisor(self.dir / "logs")
+        self.requests = build_requests(sc)
+        self.end_s = sc.duration_s + sc.drain_s
+        self.t0 = 0.0
+        self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
+        self.prom = PrometheusProcess(self.sup, self.dir, sc.metrics.scrape_interval_s, sc.metrics.staleness_s,
+                                      self.scale)
+        self.reader = PrometheusMetrics(self.prom.url, {v.name: v.model for v in sc.cluster.variants},
+                                        promql=PromQL(time_scale=self.scale))
+        self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event)
+        self.router_port = free_port()
+        self.router_url = f"http://{LOOPBACK}:{self.router_port}"
+        self._http = http.Session()
+        self._forecast = tuple(
+            ArrivalForecast(m, tuple(r.arrival_s for r in rs), tuple(r.input_tokens for r in rs),
+                            tuple(r.output_tokens for r in rs))
+            for m in self.models for rs in [[r for r in self.requests if r.model == m]]
+        )
+
+    # -- clock -----------------------------------------------------------------------------------
+    def now(self) -> float:
+        return (time.time() - self.t0) * self.scale
+
+    def _event(self, kind: str, details: dict[str, Any]) -> None:
+        self.writer.add_event(self.now() if self.t0 else 0.0, kind, **details)
+
+    def _membership(self) -> None:
+        """Push engine membership to the router and to Prometheus' file-SD targets."""
+        eps = self.pods.endpoints()
+        try:
+            self._http.put(self.router_url + "/admin/endpoints", json={"endpoints": eps}, timeout=2.0)
+        except http.RequestException:
+            pass  # router down: the run fails on its own check
+        live = {p.name for p in self.pods.pods.values() if p.state in (READY, TERMINATING)}
+        for pod in self.pods.pods.values():
+            if pod.name in live:
+                self.prom.set_engine(pod.name, f"{LOOPBACK}:{pod.port}", {"variant": pod.variant, "namespace": "local"})
+        for name in list(self.prom._engines):
+            if name not in live:
+                self.prom.remove_engine(name)
+
+    # -- the run ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        meta = self.writer.meta
+        meta.setdefault("cluster", "local")
+        meta["time_scale"] = self.scale
+        meta["prometheus_url"] = self.prom.url
+        old_term = None
+        if threading.current_thread() is threading.main_thread():
+            old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            self._start()
+            self._loop()
+            self._collect(final=True)
+        except BaseException:
+            self._collect(final=False)
+            raise
+        finally:
+            self.sup.close(grace_s=3.0)
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+
+    def _start(self) -> None:
+        self.prom.start()
+        argv = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "router", "--port",
+                str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",
+                repr(self.scale), "--queue-timeout", f"{self.sc.client.timeout_s}s"]
+        router = self.sup.start("router", argv)
+        if not wait_for_port(self.router_port, 30.0, router.proc):
+            raise UserError(f"router did not start:\n{router.log_tail()}", where=str(router.log_path))
+        self.prom.set_router(f"{LOOPBACK}:{self.router_port}")
+        for v in self.sc.cluster.variants:  # initial replicas start warm, as on sim
+            for _ in range(v.start_replicas):
+                self.pods.spawn(v.name, warm=True)
+        deadline = time.time() + 60.0
+        while any(p.state == PENDING for p in self.pods.pods.values()):
+            if time.time() > deadline:
+                raise UserError("initial engines not ready after 60 s", where=str(self.sup.log_dir))
+            self.pods.poll()
+            time.sleep(0.05)
+        schedule = self.dir / "schedule.jsonl"
+        load.write_schedule(schedule, self.requests)
+        self.t0 = time.time() + 2.0  # Locust needs about a second to import and connect
+        env = {
+            load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(self.dir / "records-{worker}.jsonl"),
+            load.ENV_T0: repr(self.t0), load.ENV_TIME_SCALE: repr(self.scale),
+            load.ENV_TIMEOUT_S: repr(self.sc.client.timeout_s), load.ENV_END_S: repr(self.end_s),
+            load.ENV_API: self.opts.api, load.ENV_PROMPT: self.opts.prompt,
+        }
+        self.sup.start("locust", [sys.executable, "-m", "scalearena.workloads.locust_user", "--host",
+                                  self.router_url, "--csv", str(self.dir / "locust")], env=env)
+        while time.time() < self.t0:
+            time.sleep(0.01)
+
+    def _loop(self) -> None:
+        sc = self.sc
+        next_decide, next_fast, next_sample = 0.0, 0.0, sc.metrics.sample_interval_s
+        fast = getattr(self.policy, "fast_period_s", None)
+        faults = sorted(((f.start_s if f.kind != "pod_crash" else f.at_s), i) for i, f in enumerate(sc.faults))
+        outage_ends = sorted((f.end_s, i) for i, f in enumerate(sc.faults) if f.kind == "metrics_outage")
+        self.pods.startup_factor = self._startup_factor
+        self._last_sample, self._arrivals_at, self._completed_prev = 0.0, 0, {}
+        while True:
+            t = self.now()
+            locust = self.sup.get("locust")
+            if t >= self.end_s and (locust is None or not locust.alive()):
+                break
+            if t >= self.end_s and time.time() > self.t0 + self.end_s / self.scale + 15.0:
+                self.sup.stop("locust", 5.0)  # Locust overstays its own end by 15 s wall: stop it
+            if not self.sup.get("router").alive():  # type: ignore[union-attr]
+                raise RuntimeError("the router process died; see logs/router.log")
+            while faults and faults[0][0] <= t:
+                self._fault(t, sc.faults[faults.pop(0)[1]], start=True)
+            while outage_ends and outage_ends[0][0] <= t:
+                self._fault(t, sc.faults[outage_ends.pop(0)[1]], start=False)
+            self.pods.poll()
+            if t >= next_decide:
+                self._decide(t, fast_loop=False)
+                next_decide = t + self.policy.period_s
+            if fast and t >= next_fast:
+                self._decide(t, fast_loop=True)
+                next_fast = t + float(fast)
+            self.pods.reconcile()
+            if t >= next_sample:
+                self._sample(t)
+                next_sample += sc.metrics.sample_interval_s
+            if self.progress:
+                self.progress(min(t, self.end_s), self.end_s)
+            time.sleep(TICK_WALL_S)
+        self._sample(self.now())
+
+    # -- faults ----------------------------------------------------------------------------------
+    def _startup_factor(self) -> float:
+        t = self.now()
+        f = 1.0
+        for x in self.sc.faults:
+            if x.kind == "slow_cold_start" and x.start_s <= t < x.end_s:
+                f *= x.factor
+        return f
+
+    def _fault(self, t: float, f: Any, start: bool) -> None:
+        if f.kind == "metrics_outage":
+            if start:
+                self.writer.add_event(t, "outage_start")
+                self.prom.kill()
+            else:
+                self.writer.add_event(t, "outage_end")
+                self.prom.start()
+        elif f.kind == "pod_crash":
+            variant = f.variant or self.sc.cluster.variants[0].name
+            pod = self.pods.crash(variant)
+            self.writer.add_event(t, "pod_crash", pod=pod.name if pod else None, variant=variant)
+
+    # -- autoscaler ------------------------------------------------------------------------------
+    def build_view(self, t: float) -> ClusterView:
+        variants = []
+        for v in self.sc.cluster.variants:
+            ready, pending, terminating = self.pods.counts(v.name)
+            ready_names = {p.name for p in self.pods.of(v.name, READY)}
+            available = self.prom.running()
+            pods: tuple = ()
+            if available:
+                try:
+                    samples = self.reader.latest_pod_samples(v.name)
+                    pods = tuple(
+                        type(s)(s.pod, (s.ts - self.t0) * self.scale, s.kv_usage, s.waiting, s.running, s.gpu_util,
+                                s.num_gpu_blocks, s.block_size)
+                        for s in samples if s.pod in ready_names
+                    )
+                except MetricsUnavailable:
+                    available = False
+            engine = v.engine.model_dump(mode="json")
+            variants.append(VariantView(
+                name=v.name, model=v.model, gpu=v.gpu, gpus_per_replica=v.gpus_per_replica, cost=v.cost,
+                min_replicas=v.min_replicas, max_replicas=v.max_replicas, spec_replicas=self.pods.desired[v.name],
+                ready=ready, pending=pending, terminating=terminating, pods=pods, metrics_available=available,
+                startup_s=v.startup_s, engine=engine,
+            ))
+        state = self._router_state()
+        return ClusterView(now=t, variants=tuple(variants), metrics=self.reader,
+                           router_queue={m: int(state.get("queue", {}).get(m, 0)) for m in self.models},
+                           gpu_capacity=self.sc.cluster.gpu_capacity, forecast=self._forecast)
+
+    def _decide(self, t: float, fast_loop: bool) -> None:
+        view = self.build_view(t)
+        decisions = self.policy.decide_fast(t, view) if fast_loop else self.policy.decide(t, view)
+        for dec in decisions:
+            if not fast_loop or dec.action != "hold":
+                self.writer.add_decision(t, self.config.label, dec, loop="fast" if fast_loop else "main")
+            v = next(x for x in self.sc.cluster.variants if x.name == dec.variant)
+            self.pods.desired[dec.variant] = max(v.min_replicas, min(v.max_replicas, dec.desired_replicas))
+
+    # -- samples ---------------------------------------------------------------------------------
+    def _router_state(self) -> dict[str, Any]:
+        try:
+            return dict(self._http.get(self.router_url + "/admin/state", timeout=1.0).json())
+        except (http.RequestException, ValueError):
+            return {}
+
+    def _sample(self, t: float) -> None:
+        dt = t - self._last_sample
+        state = self._router_state()
+        pods_state = state.get("pods", {})
+        completed = state.get("completed", {})
+        n_arr = {m: 0 for m in self.models}
+        while self._arrivals_at < len(self.requests) and self.requests[self._arrivals_at].arrival_s <= t:
+            n_arr[self.requests[self._arrivals_at].model] += 1
+            self._arrivals_at += 1
+        for v in self.sc.cluster.variants:
+            ready, pending, terminating = self.pods.counts(v.name)
+            mine = [s for s in pods_state.values() if s.get("variant") == v.name]
+            live = [s for s in mine if s.get("state") == "ready"]
+            kvs = [float(s["kv_usage"]) for s in live]
+            utils = [float(s["gpu_util"]) for s in live if s.get("gpu_util") is not None]
+            done = int(completed.get(v.name, 0))
+            self.writer.add_timeseries(TimeseriesRecord(
+                t_s=round(t, 6), variant=v.name, model=v.model, spec_replicas=self.pods.desired[v.name],
+                ready_replicas=ready, pending_replicas=pending, terminating_replicas=terminating,
+                kv_usage_mean=sum(kvs) / len(kvs) if kvs else None, kv_usage_max=max(kvs) if kvs else None,
+                waiting=sum(int(s["waiting"]) for s in mine), running=sum(int(s["running"]) for s in mine),
+                gpu_util_mean=sum(utils) / len(utils) if utils else None,
+                offered_rps=n_arr[v.model] / dt if dt > 0 else 0.0,
+                completed_rps=(done - self._completed_prev.get(v.name, 0)) / dt if dt > 0 else 0.0,
+                router_queue=int(state.get("queue", {}).get(v.model, 0)),
+            ))
+            self._completed_prev[v.name] = done
+        self._last_sample = t
+        self.writer.checkpoint()
+
+    # -- results ---------------------------------------------------------------------------------
+    def _collect(self, final: bool) -> None:
+        """Every scheduled request exactly once: Locust's record, else an unsent `error` record."""
+        if not final:
+            self.sup.stop("locust", 3.0)  # flushes what it has; records are line-buffered
+        rows = load.read_records(sorted(self.dir.glob("records-*.jsonl")))
+        end = self.now() if self.t0 else 0.0
+        lags = sorted(r["lag_ms"] for r in rows.values() if r.get("lag_ms") is not None)
+        recs = []
+        for spec in self.requests:
+            row = rows.get(spec.request_id)
+            recs.append(load.to_request_record(row) if row else load.unsent_record(spec, end))
+        self.writer.add_requests(recs)
+        if lags:
+            def pct(q: float) -> float:
+                return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3)
+            self.writer.meta["send_lag_ms"] = {"p50": pct(0.50), "p99": pct(0.99), "max": round(lags[-1], 3)}
+        self.writer.meta["unreported_requests"] = sum(1 for s in self.requests if s.request_id not in rows)
+        (self.dir / "local.json").write_text(json.dumps({
+            "time_scale": self.scale, "t0_wall": self.t0, "router": self.router_url, "prometheus": self.prom.url,
+            "send_lag_ms": self.writer.meta.get("send_lag_ms"),
+        }, indent=2))
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -1,0 +1,157 @@
+"""Click commands `scalearena serve-engine` and `scalearena serve-router`.
+
+serve-engine takes llm-d-inference-sim's flag names for the options the two
+share, with the same units (latencies as durations such as ``100ms``; a bare
+number is milliseconds, as upstream's deprecated integer form), so a
+deployment or script can swap one server for the other. Options only the
+scalearena engine has (roofline latency, GPU type, time scale) come from
+``--engine-spec`` (an EngineSpec as JSON, what the local backend passes) or
+their own flags. Flag defaults follow llm-d-inference-sim (max-num-seqs 5,
+kv-cache-size 1024, block-size 16).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import click
+
+_DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)?\s*$")
+_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration_s(value: str | float | int, bare_unit: str = "ms") -> float:
+    """Go-style duration -> seconds: '100ms' -> 0.1, '2m' -> 120, '1m30s' -> 90; bare number in bare_unit."""
+    if isinstance(value, int | float):
+        return float(value) * _UNIT_S[bare_unit]
+    text = str(value).strip()
+    m = _DUR.match(text)
+    if m:
+        return float(m.group(1)) * _UNIT_S[m.group(2) or bare_unit]
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", text)
+    if parts and "".join(a + b for a, b in parts) == text.replace(" ", ""):
+        return sum(float(a) * _UNIT_S[b] for a, b in parts)
+    raise click.BadParameter(f"{value!r} is not a duration (e.g. 100ms, 2s, 1m30s)")
+
+
+class Duration(click.ParamType):
+    name = "duration"
+
+    def __init__(self, bare_unit: str = "ms") -> None:
+        self.bare_unit = bare_unit
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration_s(value, self.bare_unit)
+        except click.BadParameter as e:
+            self.fail(str(e.message), param, ctx)
+
+
+@click.command("serve-engine")
+@click.option("--model", required=True, help="Model name served (the model_name label).")
+@click.option("--served-model-name", multiple=True, help="Extra names the API accepts.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--max-num-seqs", type=int, default=None, help="Sequences in a batch (default 5).")
+@click.option("--max-waiting-queue-length", type=int, default=None, help="Waiting-queue limit; beyond it 429.")
+@click.option("--max-model-len", type=int, default=None, help="Longest prompt + output accepted.")
+@click.option("--time-to-first-token", type=Duration(), default=None, help="TTFT base (e.g. 100ms).")
+@click.option("--inter-token-latency", type=Duration(), default=None, help="ITL (e.g. 20ms).")
+@click.option("--prefill-overhead", type=Duration(), default=None, help="Constant prefill overhead.")
+@click.option("--prefill-time-per-token", type=Duration(), default=None, help="Prefill time per prompt token.")
+@click.option("--time-factor-under-load", type=float, default=None, help="Latency factor at a full batch (>= 1).")
+@click.option("--kv-cache-size", type=int, default=None, help="KV-cache blocks (default 1024).")
+@click.option("--block-size", type=int, default=None, help="Tokens per KV block (default 16).")
+@click.option("--enable-kvcache/--no-enable-kvcache", default=True, show_default=True,
+              help="Accepted for compatibility; KV capacity is always modelled.")
+@click.option("--startup-duration", type=Duration("s"), default=0.0, help="Cold start: /health/ready is 503 "
+              "this long (e.g. 30s; a bare number is seconds).")
+@click.option("--failure-injection-rate", type=float, default=0.0, help="Percent of requests failed on purpose.")
+@click.option("--failure-types", multiple=True, help="rate_limit, invalid_api_key, context_length, server_error, "
+              "invalid_request, model_not_found (default: all).")
+@click.option("--seed", type=int, default=None, help="Seed for failure injection.")
+@click.option("--engine-spec", default=None, help="EngineSpec as JSON (scenario engine section); flags override it.")
+@click.option("--gpu", default="A100-80GB", show_default=True, help="GPU type (roofline latency).")
+@click.option("--time-scale", type=float, default=1.0, show_default=True,
+              help="Run s times faster than real time: every duration is divided by s.")
+@click.option("--termination-grace-period", type=Duration("s"), default=30.0,
+              help="After SIGTERM, in-flight requests get this long (scenario time) before they are killed.")
+@click.option("--stream-tick", type=Duration(), default=0.005, help="Wall time between token pushes.")
+@click.option("--gpu-util-window", type=Duration("s"), default=15.0, help="Window of the busy-fraction gauge.")
+@click.option("--pod", default="", help="Pod name (logs).")
+@click.option("--variant", default="", help="Variant name (logs).")
+@click.option("--spawned-at", type=float, default=None, hidden=True,
+              help="Wall epoch when the harness spawned this process (cold start counts from it).")
+def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
+    """OpenAI-compatible server around the scalearena serving model (one pod)."""
+    from scalearena.harness.scenario import EngineSpec
+
+    from .engine_server import FAILURES, EngineServerConfig, serve
+
+    base: dict = json.loads(o["engine_spec"]) if o["engine_spec"] else {
+        "max_num_seqs": 5, "kv_cache_blocks": 1024, "block_size": 16, "latency": {"kind": "constant"},
+    }
+    for flag, key in (("max_num_seqs", "max_num_seqs"), ("max_waiting_queue_length", "max_waiting_queue"),
+                      ("max_model_len", "max_model_len"), ("kv_cache_size", "kv_cache_blocks"),
+                      ("block_size", "block_size")):
+        if o[flag] is not None:
+            base[key] = o[flag]
+    lat = dict(base.get("latency") or {"kind": "constant"})
+    for flag, key, scale in (("time_to_first_token", "ttft_ms", 1000.0), ("inter_token_latency", "itl_ms", 1000.0),
+                             ("prefill_overhead", "prefill_overhead_ms", 1000.0),
+                             ("prefill_time_per_token", "prefill_time_per_token_ms", 1000.0),
+                             ("time_factor_under_load", "time_factor_under_load", 1.0)):
+        if o[flag] is not None:
+            if lat.get("kind") != "constant":
+                raise click.UsageError(f"--{flag.replace('_', '-')} needs the constant latency model")
+            lat[key] = o[flag] * scale
+    base["latency"] = lat
+    try:
+        spec = EngineSpec.model_validate(base)
+    except Exception as e:  # pydantic ValidationError: one line
+        raise click.UsageError(f"engine settings: {e}") from None
+    bad = set(o["failure_types"]) - set(FAILURES)
+    if bad:
+        raise click.UsageError(f"--failure-types: unknown {sorted(bad)}; expected {sorted(FAILURES)}")
+    if o["time_scale"] <= 0:
+        raise click.UsageError("--time-scale must be > 0")
+    cfg = EngineServerConfig(
+        model=o["model"], engine_spec=spec, gpu=o["gpu"], port=o["port"],
+        served_model_names=tuple(o["served_model_name"]), startup_s=o["startup_duration"],
+        time_scale=o["time_scale"], termination_grace_s=o["termination_grace_period"],
+        failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),
+        stream_tick_s=o["stream_tick"], gpu_util_window_s=o["gpu_util_window"], pod=o["pod"],
+        variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"],
+    )
+    asyncio.run(serve(cfg))
+
+
+@click.command("serve-router")
+@click.option("--port", type=int, default=8080, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--router-spec", default=None, help="RouterSpec as JSON (scenario router section).")
+@click.option("--endpoints-file", default=None, help="JSON file of engines, rewritten by the harness; watched.")
+@click.option("--time-scale", type=float, default=1.0, show_default=True, help="Divides refresh and queue waits.")
+@click.option("--queue-timeout", type=Duration("s"), default=300.0,
+              help="How long a request may wait at the gateway for a ready engine (scenario time).")
+def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
+    """The gateway: EPP-like endpoint picking, admission control, scale-from-zero queue."""
+    from scalearena.harness.scenario import RouterSpec
+
+    from .router_server import RouterServerConfig, serve
+
+    spec = RouterSpec.model_validate(json.loads(o["router_spec"])) if o["router_spec"] else RouterSpec()
+    cfg = RouterServerConfig(spec=spec, port=o["port"], endpoints_file=o["endpoints_file"],
+                             time_scale=o["time_scale"], queue_timeout_s=o["queue_timeout"])
+    asyncio.run(serve(cfg))
+
+
+def main() -> None:
+    """`python -m scalearena.harness.backends.local.cli engine|router ...` (how the backend starts children)."""
+    group = click.Group(commands={"engine": serve_engine, "router": serve_router})
+    group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""`scalearena serve-engine`: the serving model behind an OpenAI-compatible HTTP API.
+
+The same clock-free engine the simulator steps in virtual time
+(harness/engine/core.py) is driven here by the wall clock, so a local run
+exercises real HTTP, real streaming, real scrapes and real process lifecycles
+while the serving behaviour (batching, KV cache, queueing, latencies) stays
+the simulator's. One process = one pod.
+
+Clock: engine time is scenario seconds since the process started,
+``(monotonic - start) x time_scale``. With --time-scale s every duration
+(TTFT, ITL, cold start, grace period) passes s times faster in wall time;
+metrics stay in scenario units (a histogram of TTFT holds scenario seconds).
+
+Driving loop: one asyncio task advances the engine to "now", turns engine
+events (first token, finished) into stream updates, pushes the tokens each
+stream has gained, then sleeps until the engine's next event or the next
+streaming tick (while anything decodes), or until a new request arrives.
+Tokens are written as one SSE chunk each; several may share one write when
+they fall in the same tick (clients measure ITL as the mean gap between the
+first and the last chunk, which is unaffected).
+
+Endpoints: POST /v1/completions, /v1/chat/completions (stream true/false,
+``stream_options.include_usage``), GET /v1/models, /metrics (vLLM names),
+/health (200 while the process serves), /health/ready (503 until the cold
+start ends, and again once draining). Prompt length = number of
+whitespace-separated words of the prompt (all message contents for chat), or
+the ``scalearena_prompt_tokens`` extension field when present.
+
+SIGTERM: stop accepting (503), keep streaming in-flight requests, exit when
+they are done or when the termination grace period ends; streams still open
+then get an SSE error chunk of type ``killed`` (what the results call a
+request killed by scale-down).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from scalearena.harness.engine.core import Engine, SubmitResult
+from scalearena.harness.engine.latency import build_latency
+
+from .load import PROMPT_TOKENS_FIELD
+from .metrics_text import engine_metrics_text
+
+FAILURES = {  # llm-d-inference-sim failure types -> (HTTP status, OpenAI error type)
+    "rate_limit": (429, "rate_limit_exceeded"),
+    "invalid_api_key": (401, "invalid_api_key"),
+    "context_length": (400, "context_length_exceeded"),
+    "server_error": (503, "server_error"),
+    "invalid_request": (400, "invalid_request_error"),
+    "model_not_found": (404, "model_not_found"),
+}
+
+
+@dataclass
+class EngineServerConfig:
+    model: str
+    engine_spec: Any  # harness.scenario.EngineSpec
+    gpu: str = "A100-80GB"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    served_model_names: tuple[str, ...] = ()
+    startup_s: float = 0.0
+    time_scale: float = 1.0
+    termination_grace_s: float = 30.0
+    failure_injection_rate: float = 0.0  # percent, 0..100
+    failure_types: tuple[str, ...] = ()
+    stream_tick_s: float = 0.005  # wall seconds between token pushes while decoding
+    gpu_util_window_s: float = 15.0  # scenario seconds the busy-fraction gauge averages over
+    pod: str = ""
+    variant: str = ""
+    seed: int | None = None
+    spawned_at: float | None = None  # wall epoch the harness spawned us: process boot counts toward cold start
+
+
+@dataclass
+class _Stream:
+    rid: int
+    prompt_tokens: int
+    output_tokens: int
+    arrival: float
+    sent: int = 0
+    tokens: int = 0
+    finished: bool = False
+    error: str | None = None  # "killed" | "error"
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def count_prompt_tokens(body: dict[str, Any]) -> int:
+    """Prompt tokens: the extension field if given, else whitespace-separated words."""
+    explicit = body.get(PROMPT_TOKENS_FIELD)
+    if explicit is not None:
+        return int(explicit)
+    if "messages" in body:
+        words = 0
+        for m in body["messages"]:
+            c = m.get("content", "")
+            if isinstance(c, list):
+                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+            words += len(str(c).split())
+        return max(1, words)
+    prompt = body.get("prompt", "")
+    if isinstance(prompt, list):
+        if prompt and isinstance(prompt[0], int):
+            return len(prompt)  # token ids
+        prompt = " ".join(str(p) for p in prompt)
+    return max(1, len(str(prompt).split()))
+
+
+class EngineServer:
+    def __init__(self, cfg: EngineServerConfig) -> None:
+        self.cfg = cfg
+        latency, blocks = build_latency(cfg.engine_spec, cfg.gpu)
+        spec = cfg.engine_spec
+        self.engine = Engine(latency, blocks, spec.block_size, spec.max_num_seqs, spec.max_waiting_queue,
+                             spec.max_model_len)
+        self.num_gpu_blocks = blocks
+        self.names = {cfg.model, *cfg.served_model_names}
+        self._mono0 = time.monotonic()
+        self.streams: dict[int, _Stream] = {}
+        self._next_rid = 0
+        self._wake = asyncio.Event()
+        self.draining = False
+        self._drain_deadline: float | None = None
+        self._busy_samples: deque[tuple[float, float]] = deque()
+        self._rng = random.Random(cfg.seed)
+        self.stopped = asyncio.Event()
+
+    # -- clock -----------------------------------------------------------------------------------
+    def now(self) -> float:
+        """Engine time: scenario seconds since the process started."""
+        return (time.monotonic() - self._mono0) * self.cfg.time_scale
+
+    def ready(self) -> bool:
+        if self.draining:
+            return False
+        if self.cfg.spawned_at is not None:
+            return (time.time() - self.cfg.spawned_at) * self.cfg.time_scale >= self.cfg.startup_s
+        return self.now() >= self.cfg.startup_s
+
+    # -- driving loop ----------------------------------------------------------------------------
+    async def drive(self) -> None:
+        scale = self.cfg.time_scale
+        while not self.stopped.is_set():
+            t = self.now()
+            for ev in self.engine.advance(t):
+                st = self.streams.get(ev.rid)
+                if st is None:
+                    continue
+                st.tokens = max(st.tokens, ev.tokens)
+                if ev.kind == "finished":
+                    st.tokens = st.output_tokens
+                    st.finished = True
+                st.changed.set()
+            decoding = False
+            for st in self.streams.values():
+                if st.finished or st.error:
+                    continue
+                n = self.engine.tokens_generated(st.rid, t)
+                if n > st.tokens:
+                    st.tokens = n
+                    st.changed.set()
+                if st.tokens > 0:
+                    decoding = True
+            self._sample_busy(t)
+            if self.draining:
+                self._check_drain(t)
+            nxt = self.engine.next_event_time()
+            delay = (nxt - t) / scale if nxt != float("inf") else 3600.0
+            if decoding:
+                delay = min(delay, self.cfg.stream_tick_s)
+            if self._drain_deadline is not None:
+                delay = min(delay, max(0.0, (self._drain_deadline - t) / scale))
+            delay = max(delay, 0.0)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=min(delay, 1.0))
+            except TimeoutError:
+                pass
+
+    def _sample_busy(self, t: float) -> None:
+        s = self._busy_samples
+        if not s or t - s[-1][0] >= 0.05 * self.cfg.gpu_util_window_s:
+            s.append((t, self.engine.busy_s))
+        while len(s) > 2 and s[1][0] <= t - self.cfg.gpu_util_window_s:
+            s.popleft()
+
+    def gpu_busy_fraction(self, t: float) -> float:
+        """Busy (non-empty batch) share of the last window, 0..1."""
+        busy_now = self.engine.metrics(t).busy_s
+        if not self._busy_samples:
+            return 0.0
+        t0, b0 = self._busy_samples[0]
+        if t - t0 <= 0:
+            return 0.0
+        return min(1.0, max(0.0, (busy_now - b0) / (t - t0)))
+
+    # -- draining --------------------------------------------------------------------------------
+    def begin_drain(self) -> None:
+        if self.draining:
+            return
+        self.draining = True
+        self._drain_deadline = self.now() + self.cfg.termination_grace_s
+        self._wake.set()
+
+    def _check_drain(self, t: float) -> None:
+        live = [s for s in self.streams.values() if not (s.finished or s.error)]
+        if live and self._drain_deadline is not None and t >= self._drain_deadline:
+            for rid, _tokens in self.engine.kill_all(t):
+                st = self.streams.get(rid)
+                if st is not None and not st.finished:
+                    st.error = "killed"
+                    st.changed.set()
+            live = []
+        if not live:
+            # let handlers flush their last chunk, then stop
+            asyncio.get_running_loop().call_later(0.2, self.stopped.set)
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/completions", self.handle_completion)
+        app.router.add_post("/v1/chat/completions", self.handle_completion)
+        app.router.add_get("/v1/models", self.handle_models)
+        app.router.add_get("/metrics", self.handle_metrics)
+        app.router.add_get("/health", self.handle_health)
+        app.router.add_get("/health/ready", self.handle_ready)
+        return app
+
+    async def handle_health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def handle_ready(self, request: web.Request) -> web.Response:
+        if self.ready():
+            return web.Response(text="ready")
+        return web.Response(status=503, text="draining" if self.draining else "loading model")
+
+    async def handle_models(self, request: web.Request) -> web.Response:
+        data = [{"id": n, "object": "model", "owned_by": "scalearena", "root": self.cfg.model} for n in sorted(self.names)]
+        return web.json_response({"object": "list", "data": data})
+
+    async def handle_metrics(self, request: web.Request) -> web.Response:
+        t = self.now()
+        text = engine_metrics_text(self.engine.metrics(t), self.cfg.model, self.gpu_busy_fraction(t),
+                                   self.cfg.engine_spec, self.num_gpu_blocks)
+        return web.Response(body=text, content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    @staticmethod
+    def _error(status: int, kind: str, message: str) -> web.Response:
+        return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+
+    async def handle_completion(self, request: web.Request) -> web.StreamResponse:
+        if not self.ready():
+            return self._error(503, "service_unavailable", "draining" if self.draining else "model is loading")
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self._error(400, "invalid_request_error", "body is not JSON")
+        if body.get("model") not in self.names:
+            return self._error(404, "model_not_found", f"the model `{body.get('model')}` does not exist")
+        if self.cfg.failure_injection_rate > 0 and self._rng.random() * 100 < self.cfg.failure_injection_rate:
+            kind = self._rng.choice(self.cfg.failure_types or tuple(FAILURES))
+            status, etype = FAILURES[kind]
+            return self._error(status, etype, f"injected failure ({kind})")
+        chat = request.path.endswith("/chat/completions")
+        prompt = count_prompt_tokens(body)
+        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+        rid = self._next_rid
+        self._next_rid += 1
+        t = self.now()
+        res = self.engine.submit(t, rid, prompt, max_tokens)
+        if res is SubmitResult.REJECTED_FULL:
+            return self._error(429, "rate_limit_exceeded", "waiting queue is full")
+        if res is SubmitResult.REJECTED_INVALID:
+            return self._error(400, "context_length_exceeded", "request can never fit the KV cache / max_model_len")
+        st = _Stream(rid, prompt, max(1, max_tokens), t)
+        self.streams[rid] = st
+        self._wake.set()
+        try:
+            if body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return await self._stream(request, st, body["model"], chat, include_usage)
+            return await self._unary(st, body["model"], chat)
+        finally:
+            self.streams.pop(rid, None)
+            if not (st.finished or st.error):
+                self.engine.abort(self.now(), rid)  # client went away
+                self._wake.set()
+
+    def _chunk(self, st: _Stream, model: str, chat: bool, i: int, last: bool) -> bytes:
+        created = int(time.time())
+        if chat:
+            delta: dict[str, Any] = {"content": " tok"}
+            if i == 0:
+                delta["role"] = "assistant"
+            choice = {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
+            obj = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion.chunk", "created": created,
+                   "model": model, "choices": [choice]}
+        else:
+            choice = {"index": 0, "text": " tok", "logprobs": None, "finish_reason": "length" if last else None}
+            obj = {"id": f"cmpl-{st.rid}", "object": "text_completion", "created": created, "model": model,
+                   "choices": [choice]}
+        return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+    def _usage(self, st: _Stream, n: int) -> dict[str, int]:
+        return {"prompt_tokens": st.prompt_tokens, "completion_tokens": n, "total_tokens": st.prompt_tokens + n}
+
+    async def _stream(self, request: web.Request, st: _Stream, model: str, chat: bool,
+                      include_usage: bool) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        while True:
+            await st.changed.wait()
+            st.changed.clear()
+            if st.tokens > st.sent:
+                upto = min(st.tokens, st.output_tokens)
+                parts = [self._chunk(st, model, chat, i, st.finished and i == upto - 1) for i in range(st.sent, upto)]
+                st.sent = upto
+                await resp.write(b"".join(parts))
+            if st.error:
+                err = {"error": {"type": st.error, "message": f"request {st.error}: pod terminated", "code": 503}}
+                await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
+                break
+            if st.finished:
+                tail = b""
+                if include_usage:
+                    obj = {"id": f"cmpl-{st.rid}", "object": "chat.completion.chunk" if chat else "text_completion",
+                           "created": int(time.time()), "model": model, "choices": [], "usage": self._usage(st, st.sent)}
+                    tail += b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+                await resp.write(tail + b"data: [DONE]\n\n")
+                break
+        await resp.write_eof()
+        return resp
+
+    async def _unary(self, st: _Stream, model: str, chat: bool) -> web.Response:
+        while not (st.finished or st.error):
+            await st.changed.wait()
+            st.changed.clear()
+        if st.error:
+            return self._error(503, st.error, f"request {st.error}: pod terminated")
+        text = " tok" * st.output_tokens
+        if chat:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+            obj = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion", "choices": [choice]}
+        else:
+            obj = {"id": f"cmpl-{st.rid}", "object": "text_completion",
+                   "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}]}
+        obj.update({"created": int(time.time()), "model": model, "usage": self._usage(st, st.output_tokens)})
+        return web.json_response(obj)
+
+
+async def serve(cfg: EngineServerConfig) -> None:
+    """Run one engine until SIGTERM has drained it (or SIGINT)."""
+    server = EngineServer(cfg)
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True, backlog=4096)
+    await site.start()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, server.begin_drain)
+    loop.add_signal_handler(signal.SIGINT, server.stopped.set)
+    driver = asyncio.create_task(server.drive())
+    await server.stopped.wait()
+    driver.cancel()
+    await runner.cleanup()

@@ -1,0 +1,140 @@
+"""The hand-off between the harness and the Locust process: schedule in, records out.
+
+Locust runs in its own process because importing it monkey-patches the
+standard library for gevent, which the harness (threads, subprocesses,
+asyncio servers) must not have. This module is the only thing both sides
+share, and it imports neither locust nor gevent.
+
+* The **schedule** is the run's request stream (``workloads.generate``), one
+  JSON line per ``RequestSpec``, written by the harness before the load
+  starts. The Locust user sends exactly these requests at exactly these
+  scheduled times (open loop).
+* The **records** are one JSON line per request, appended by the Locust user
+  as each request ends, so a run cut short keeps every finished request.
+  Times in records are scenario seconds since the run start (wall seconds x
+  time scale); ``lag_ms`` (actual minus scheduled send) is in wall ms — the
+  load generator's own precision, which the time scale does not change.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from scalearena.harness.records import RequestRecord
+from scalearena.workloads.base import RequestSpec
+
+# Environment variables the Locust user reads (library mode and `locust -f` alike).
+ENV_SCHEDULE = "SCALEARENA_SCHEDULE"  # schedule JSONL path
+ENV_RECORDS = "SCALEARENA_RECORDS"  # records JSONL path ({worker} is replaced by the worker index)
+ENV_T0 = "SCALEARENA_T0"  # wall-clock epoch seconds of scenario time 0
+ENV_TIME_SCALE = "SCALEARENA_TIME_SCALE"  # scenario seconds per wall second
+ENV_TIMEOUT_S = "SCALEARENA_TIMEOUT_S"  # client timeout per request, scenario seconds
+ENV_WORKER_INDEX = "SCALEARENA_WORKER_INDEX"  # this process's share: request_id % count == index
+ENV_WORKER_COUNT = "SCALEARENA_WORKER_COUNT"
+ENV_END_S = "SCALEARENA_END_S"  # run end (duration + drain), scenario seconds: in flight then = timeout
+ENV_API = "SCALEARENA_API"  # completions | chat
+ENV_PROMPT = "SCALEARENA_PROMPT"  # words (prompt of N words) | field (extension field only)
+
+PROMPT_TOKENS_FIELD = "scalearena_prompt_tokens"  # explicit prompt length, wins over counting words
+REQUEST_ID_HEADER = "x-request-id"
+POD_HEADER = "x-scalearena-pod"
+VARIANT_HEADER = "x-scalearena-variant"
+
+
+def spec_to_json(spec: RequestSpec) -> str:
+    d = asdict(spec)
+    d["hash_ids"] = list(spec.hash_ids)
+    return json.dumps(d, separators=(",", ":"))
+
+
+def spec_from_json(line: str) -> RequestSpec:
+    d = json.loads(line)
+    d["hash_ids"] = tuple(d.get("hash_ids", ()))
+    return RequestSpec(**d)
+
+
+def write_schedule(path: Path, specs: Iterable[RequestSpec]) -> int:
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for spec in specs:
+            f.write(spec_to_json(spec) + "\n")
+            n += 1
+    return n
+
+
+def read_schedule(path: Path, worker_index: int = 0, worker_count: int = 1) -> Iterator[RequestSpec]:
+    """This worker's share of the schedule, in send order (request_id % count == index)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                spec = spec_from_json(line)
+                if spec.request_id % worker_count == worker_index:
+                    yield spec
+
+
+def read_records(paths: Iterable[Path]) -> dict[int, dict[str, Any]]:
+    """Every finished request from the records files, by request_id (a torn last line is skipped)."""
+    out: dict[int, dict[str, Any]] = {}
+    for p in paths:
+        if not Path(p).is_file():
+            continue
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                out[int(row["request_id"])] = row
+    return out
+
+
+RECORD_FIELDS = {
+    "request_id",
+    "model",
+    "arrival_s",
+    "first_token_s",
+    "end_s",
+    "input_tokens",
+    "output_tokens",
+    "status",
+    "http_status",
+    "variant",
+    "pod",
+    "ttft_ms",
+    "itl_ms",
+    "e2e_ms",
+    "scheduled_s",
+    "requested_output_tokens",
+}
+
+
+def to_request_record(row: dict[str, Any]) -> RequestRecord:
+    return RequestRecord(**{k: v for k, v in row.items() if k in RECORD_FIELDS})
+
+
+def unsent_record(spec: RequestSpec, end_s: float, status: str = "error") -> RequestRecord:
+    """A scheduled request the load generator never reported (it died, or the run was cut short).
+
+    It is still accounted for: ``error`` when the load generator failed, with no send time.
+    """
+    return RequestRecord(
+        request_id=spec.request_id,
+        model=spec.model,
+        arrival_s=spec.arrival_s,
+        first_token_s=None,
+        end_s=max(end_s, spec.arrival_s),
+        input_tokens=spec.input_tokens,
+        output_tokens=0,
+        status=status,
+        http_status=0,
+        variant=None,
+        pod=None,
+        ttft_ms=None,
+        itl_ms=None,
+        e2e_ms=max(end_s - spec.arrival_s, 0.0) * 1000.0,
+        scheduled_s=spec.arrival_s,
+        requested_output_tokens=spec.output_tokens,
+    )

@@ -1,0 +1,161 @@
+"""Engine processes as pods: a Deployment/ReplicaSet in miniature.
+
+The actuator of the local backend. An autoscaler sets a variant's desired
+replicas; ``reconcile`` makes the processes follow, as a ReplicaSet does:
+
+* too few live pods (pending + ready) -> spawn engines; a new engine is
+  ``pending`` until its /health/ready answers 200 (the simulated cold start
+  plus the real process boot), then ``ready`` and registered with the router
+  and with Prometheus' file-SD targets;
+* too many -> pick victims (pending first, then the most recently ready, as
+  the ReplicaSet controller ranks them), mark them ``terminating`` (the
+  router stops sending them work), SIGTERM; the engine drains within the
+  grace period and exits; the harness SIGKILLs it if it overstays;
+* a pod whose process died on its own (crash, SIGKILL fault) is ``gone``
+  and replaced on the next reconcile.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from .supervisor import LOOPBACK, Supervisor, free_port
+
+PENDING, READY, TERMINATING, GONE = "pending", "ready", "terminating", "gone"
+
+
+@dataclass
+class Pod:
+    name: str
+    variant: str
+    model: str
+    port: int
+    state: str
+    created_wall: float
+    ready_wall: float | None = None
+    term_wall: float | None = None
+    kill_wall: float | None = None  # SIGKILL backstop for a terminating pod
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+
+class PodSet:
+    """Every engine pod of a run, by variant."""
+
+    def __init__(self, supervisor: Supervisor, variants: list[Any], time_scale: float,
+                 on_change: Callable[[], None], on_event: Callable[[str, dict[str, Any]], None]) -> None:
+        self.sup = supervisor
+        self.variants = {v.name: v for v in variants}
+        self.scale = time_scale
+        self.on_change = on_change  # membership changed: push to router + Prometheus
+        self.on_event = on_event
+        self.pods: dict[str, Pod] = {}
+        self.desired: dict[str, int] = {v.name: v.start_replicas for v in variants}
+        self._serial = {v.name: 0 for v in variants}
+        self.startup_factor: Callable[[], float] = lambda: 1.0  # slow_cold_start fault hook
+
+    # -- views -----------------------------------------------------------------------------------
+    def of(self, variant: str, *states: str) -> list[Pod]:
+        return [p for p in self.pods.values() if p.variant == variant and (not states or p.state in states)]
+
+    def counts(self, variant: str) -> tuple[int, int, int]:
+        """(ready, pending, terminating)."""
+        pods = self.of(variant)
+        return (sum(p.state == READY for p in pods), sum(p.state == PENDING for p in pods),
+                sum(p.state == TERMINATING for p in pods))
+
+    # -- actuation -------------------------------------------------------------------------------
+    def spawn(self, variant: str, warm: bool = False) -> Pod:
+        v = self.variants[variant]
+        name = f"{variant}-{self._serial[variant]}"
+        self._serial[variant] += 1
+        port = free_port()
+        startup = 0.0 if warm else v.startup_s * self.startup_factor()
+        spec = v.engine.model_dump(mode="json")
+        argv = [
+            sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
+            "--model", v.model, "--port", str(port), "--engine-spec", json.dumps(spec), "--gpu", v.gpu,
+            "--time-scale", repr(self.scale), "--startup-duration", f"{startup}s",
+            "--termination-grace-period", f"{v.termination_grace_s}s", "--pod", name, "--variant", variant,
+            "--spawned-at", repr(time.time()),
+        ]
+        self.sup.start(name, argv)
+        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time())
+        self.pods[name] = pod
+        return pod
+
+    def terminate(self, pod: Pod) -> None:
+        v = self.variants[pod.variant]
+        pod.state = TERMINATING
+        pod.term_wall = time.time()
+        pod.kill_wall = pod.term_wall + v.termination_grace_s / self.scale + 2.0
+        self.on_change()  # router: draining before the signal, as endpoints are removed in k8s
+        self.sup.terminate(pod.name)
+
+    def crash(self, variant: str) -> Pod | None:
+        """SIGKILL one ready pod (fault injection)."""
+        ready = self.of(variant, READY)
+        if not ready:
+            return None
+        pod = ready[0]
+        self.sup.kill(pod.name)
+        return pod
+
+    def reconcile(self) -> None:
+        for name, want in self.desired.items():
+            live = self.of(name, PENDING, READY)
+            for _ in range(want - len(live)):
+                self.spawn(name)
+            if len(live) > want:
+                # pending first (newest first), then the most recently ready
+                ranked = [p for p in live if p.state == PENDING][::-1] + sorted(
+                    (p for p in live if p.state == READY), key=lambda p: p.ready_wall or 0.0, reverse=True)
+                for pod in ranked[: len(live) - want]:
+                    self.terminate(pod)
+
+    # -- observation -----------------------------------------------------------------------------
+    def poll(self) -> bool:
+        """Advance lifecycles from what the processes say; True if membership changed."""
+        changed = False
+        now = time.time()
+        for pod in list(self.pods.values()):
+            child = self.sup.get(pod.name)
+            alive = child is not None and child.alive()
+            if pod.state in (PENDING, READY) and not alive:
+                self.on_event("pod_died", {"pod": pod.name, "variant": pod.variant, "was": pod.state,
+                                           "returncode": child.returncode() if child else None})
+                pod.state = GONE
+                changed = True
+            elif pod.state == PENDING:
+                try:
+                    ok = requests.get(pod.url + "/health/ready", timeout=0.2).status_code == 200
+                except requests.RequestException:
+                    ok = False
+                if ok:
+                    pod.state, pod.ready_wall = READY, now
+                    changed = True
+            elif pod.state == TERMINATING:
+                if not alive:
+                    pod.state = GONE
+                    changed = True
+                elif pod.kill_wall is not None and now >= pod.kill_wall:
+                    self.sup.kill(pod.name)
+        for name in [n for n, p in self.pods.items() if p.state == GONE]:
+            del self.pods[name]
+            self.sup.forget(name)
+        if changed:
+            self.on_change()
+        return changed
+
+    def endpoints(self) -> list[dict[str, Any]]:
+        return [{"pod": p.name, "variant": p.variant, "model": p.model, "url": p.url,
+                 "state": "ready" if p.state == READY else "draining"}
+                for p in self.pods.values() if p.state in (READY, TERMINATING)]

@@ -1,0 +1,319 @@
+"""`scalearena serve-router`: the gateway in front of the local engines.
+
+The same endpoint picker the simulator uses (harness/router.py: weighted
+queue / KV / prefix scorers, saturation admission) decides; this module is
+its HTTP shell, playing the part of llm-d's gateway + EPP:
+
+* it reads every registered engine's /metrics itself every ``refresh_s``
+  (scenario time), as the EPP's metrics refresh loop does, and the picker
+  scores on those snapshots;
+* it proxies the request (streaming or not) to the chosen engine and adds
+  ``x-scalearena-pod`` / ``x-scalearena-variant`` response headers so the
+  client can attribute every request;
+* 429 when every ready engine of the model is saturated (or its own queue is
+  full); when the model has no ready engine at all the request waits in the
+  gateway queue (``scalearena_router_queue_size{model_name}`` on /metrics,
+  the scale-from-zero signal) until one becomes ready or the queue timeout;
+* a stream that breaks before ``[DONE]`` gets a final SSE error chunk: type
+  ``killed`` when the harness had marked the engine as terminating (a
+  scale-down), ``error`` otherwise (a crash).
+
+Engines are registered by the harness: ``PUT /admin/endpoints`` with the full
+list, or a JSON file given by --endpoints-file that the router re-reads when
+it changes. Each entry: pod, variant, model, url, state (ready | draining).
+``GET /admin/state`` returns the router's view (queues, per-pod snapshots,
+in-flight counts) for the harness's time series.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from scalearena.harness.metrics.prometheus import ROUTER_QUEUE
+from scalearena.harness.router import RoutedPod, Router
+from scalearena.workloads.base import RequestSpec
+
+from .engine_server import count_prompt_tokens
+from .load import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
+from .metrics_text import parse_engine_metrics
+
+PREFIX_GROUP_FIELD = "scalearena_prefix_group"
+PREFIX_TOKENS_FIELD = "scalearena_prefix_tokens"
+
+
+@dataclass
+class RouterServerConfig:
+    spec: Any  # harness.scenario.RouterSpec
+    host: str = "127.0.0.1"
+    port: int = 8080
+    endpoints_file: str | None = None
+    time_scale: float = 1.0
+    queue_timeout_s: float = 300.0  # scenario seconds a request may wait for a first ready engine
+    seed: int = 0
+
+
+@dataclass(eq=False)
+class Endpoint:
+    """One engine as the router knows it; ``load(now)`` is what the picker calls."""
+
+    pod: str
+    variant: str
+    model: str
+    url: str
+    state: str = "ready"
+    waiting: int = 0
+    running: int = 0
+    kv_usage: float = 0.0
+    gpu_util: float | None = None
+    scraped_at: float | None = None
+    scrape_ok: bool = False
+    inflight: int = 0
+    routed: RoutedPod | None = field(default=None, repr=False)
+
+    def load(self, now: float) -> tuple[int, int, float]:
+        return (self.waiting, self.running, self.kv_usage)
+
+
+class RouterServer:
+    def __init__(self, cfg: RouterServerConfig) -> None:
+        self.cfg = cfg
+        self.router = Router(cfg.spec, seed=cfg.seed)
+        self.endpoints: dict[str, Endpoint] = {}
+        self._mono0 = time.monotonic()
+        self._queued: dict[str, int] = {}
+        self.completed: dict[str, int] = {}  # variant -> streams/requests finished ok (harness time series)
+        self._ready_changed = asyncio.Condition()
+        self._file_mtime: float | None = None
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.m_queue = Gauge(ROUTER_QUEUE, "Requests held at the gateway for lack of a ready engine.",
+                             ["model_name"], registry=self.registry)
+        self.m_requests = Counter("scalearena_router_requests", "Requests by outcome.",
+                                  ["model_name", "outcome"], registry=self.registry)
+        self.m_inflight = Gauge("scalearena_router_inflight", "Requests being proxied, per engine.",
+                                ["pod", "variant"], registry=self.registry)
+        self.session: aiohttp.ClientSession | None = None
+        self.stopped = asyncio.Event()
+
+    def now(self) -> float:
+        return (time.monotonic() - self._mono0) * self.cfg.time_scale
+
+    # -- membership ------------------------------------------------------------------------------
+    async def set_endpoints(self, entries: list[dict[str, Any]]) -> None:
+        seen = set()
+        for e in entries:
+            pod = e["pod"]
+            seen.add(pod)
+            ep = self.endpoints.get(pod)
+            if ep is None:
+                ep = Endpoint(pod=pod, variant=e["variant"], model=e["model"], url=e["url"].rstrip("/"))
+                self.endpoints[pod] = ep
+            self._set_state(ep, e.get("state", "ready"))
+        for pod in [p for p in self.endpoints if p not in seen]:
+            ep = self.endpoints.pop(pod)
+            self._set_state(ep, "gone")
+        async with self._ready_changed:
+            self._ready_changed.notify_all()
+
+    def _set_state(self, ep: Endpoint, state: str) -> None:
+        ep.state = state
+        if state == "ready" and ep.routed is None:
+            ep.routed = RoutedPod(name=ep.pod, engine=ep)
+            self.router.add_pod(ep.model, ep.routed)
+        elif state != "ready" and ep.routed is not None:
+            self.router.remove_pod(ep.model, ep.routed)
+            ep.routed = None
+
+    async def watch_file(self) -> None:
+        path = self.cfg.endpoints_file
+        while path and not self.stopped.is_set():
+            try:
+                mtime = os.stat(path).st_mtime_ns
+                if mtime != self._file_mtime:
+                    self._file_mtime = mtime
+                    with open(path, encoding="utf-8") as f:
+                        await self.set_endpoints(json.load(f).get("endpoints", []))
+            except (OSError, json.JSONDecodeError):
+                pass  # half-written or missing: next round
+            await asyncio.sleep(0.05)
+
+    # -- metrics refresh (EPP-like) ----------------------------------------------------------------
+    async def refresh_loop(self) -> None:
+        assert self.session is not None
+        period = self.cfg.spec.refresh_s / self.cfg.time_scale
+        while not self.stopped.is_set():
+            eps = list(self.endpoints.values())
+            if eps:
+                await asyncio.gather(*(self._scrape(ep) for ep in eps))
+            await asyncio.sleep(max(period, 0.005))
+
+    async def _scrape(self, ep: Endpoint) -> None:
+        assert self.session is not None
+        try:
+            async with self.session.get(ep.url + "/metrics", timeout=aiohttp.ClientTimeout(total=1.0)) as r:
+                text = await r.text()
+            vals = parse_engine_metrics(text)
+            ep.waiting = int(vals.get("waiting", 0))
+            ep.running = int(vals.get("running", 0))
+            ep.kv_usage = float(vals.get("kv_usage", 0.0))
+            ep.gpu_util = vals.get("gpu_util")
+            ep.scraped_at, ep.scrape_ok = self.now(), True
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            ep.scrape_ok = False
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/completions", self.handle_completion)
+        app.router.add_post("/v1/chat/completions", self.handle_completion)
+        app.router.add_get("/metrics", self.handle_metrics)
+        app.router.add_get("/health", self.handle_health)
+        app.router.add_get("/admin/state", self.handle_state)
+        app.router.add_put("/admin/endpoints", self.handle_put_endpoints)
+        return app
+
+    async def handle_health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def handle_metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self.registry), content_type="text/plain", charset="utf-8")
+
+    async def handle_put_endpoints(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        await self.set_endpoints(body.get("endpoints", []))
+        return web.json_response({"endpoints": len(self.endpoints)})
+
+    async def handle_state(self, request: web.Request) -> web.Response:
+        pods = {
+            ep.pod: {"variant": ep.variant, "model": ep.model, "state": ep.state, "waiting": ep.waiting,
+                     "running": ep.running, "kv_usage": ep.kv_usage, "gpu_util": ep.gpu_util,
+                     "inflight": ep.inflight, "scrape_ok": ep.scrape_ok}
+            for ep in self.endpoints.values()
+        }
+        return web.json_response({"now": self.now(), "queue": dict(self._queued), "pods": pods,
+                                  "completed": dict(self.completed)})
+
+    @staticmethod
+    def _error(status: int, kind: str, message: str) -> web.Response:
+        return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+
+    def _spec(self, request: web.Request, body: dict[str, Any]) -> RequestSpec:
+        try:
+            rid = int(request.headers.get(REQUEST_ID_HEADER, "-1"))
+        except ValueError:
+            rid = -1
+        return RequestSpec(
+            request_id=rid, model=str(body.get("model")), arrival_s=self.now(),
+            input_tokens=count_prompt_tokens(body),
+            output_tokens=int(body.get("max_completion_tokens") or body.get("max_tokens") or 16),
+            prefix_group=int(body.get(PREFIX_GROUP_FIELD, -1)), prefix_tokens=int(body.get(PREFIX_TOKENS_FIELD, 0)),
+        )
+
+    async def handle_completion(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self._error(400, "invalid_request_error", "body is not JSON")
+        spec = self._spec(request, body)
+        model = spec.model
+        deadline = time.monotonic() + self.cfg.queue_timeout_s / self.cfg.time_scale
+        queued = False
+        try:
+            while True:
+                route = self.router.route(self.now(), spec)
+                if route.kind == "pod":
+                    break
+                if route.kind == "reject":
+                    self.m_requests.labels(model, "rejected").inc()
+                    return self._error(429, "rate_limit_exceeded", "every ready engine is saturated")
+                if not queued:
+                    if sum(self._queued.values()) >= self.cfg.spec.admission.queue_limit:
+                        self.m_requests.labels(model, "queue_full").inc()
+                        return self._error(429, "rate_limit_exceeded", "gateway queue is full")
+                    queued = True
+                    self._queued[model] = self._queued.get(model, 0) + 1
+                    self.m_queue.labels(model).set(self._queued[model])
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.m_requests.labels(model, "queue_timeout").inc()
+                    return self._error(503, "service_unavailable", f"no ready engine for model {model!r}")
+                async with self._ready_changed:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._ready_changed.wait(), timeout=min(left, 1.0))
+        finally:
+            if queued:
+                self._queued[model] -= 1
+                self.m_queue.labels(model).set(self._queued[model])
+        ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
+        self.m_requests.labels(model, "routed").inc()
+        return await self._proxy(request, raw, ep, bool(body.get("stream")))
+
+    async def _proxy(self, request: web.Request, raw: bytes, ep: Endpoint, stream: bool) -> web.StreamResponse:
+        assert self.session is not None
+        ep.inflight += 1
+        self.m_inflight.labels(ep.pod, ep.variant).inc()
+        headers = {POD_HEADER: ep.pod, VARIANT_HEADER: ep.variant}
+        resp: web.StreamResponse | None = None
+        tail = b""
+        try:
+            async with self.session.post(ep.url + request.path, data=raw,
+                                         headers={"Content-Type": "application/json"}) as up:
+                if up.status != 200 or not stream:
+                    body = await up.read()
+                    if up.status == 200:
+                        self.completed[ep.variant] = self.completed.get(ep.variant, 0) + 1
+                    return web.Response(status=up.status, body=body, headers={**headers, "Content-Type":
+                                        up.headers.get("Content-Type", "application/json")})
+                resp = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream",
+                                                   "Cache-Control": "no-cache"})
+                await resp.prepare(request)
+                async for chunk in up.content.iter_any():
+                    await resp.write(chunk)
+                    tail = (tail + chunk)[-64:]
+            if b"[DONE]" not in tail and b'"error"' not in tail:
+                raise aiohttp.ClientPayloadError("stream ended early")
+            if b"[DONE]" in tail:
+                self.completed[ep.variant] = self.completed.get(ep.variant, 0) + 1
+        except (aiohttp.ClientError, TimeoutError):
+            kind = "killed" if ep.state != "ready" else "error"
+            if resp is None:  # no response started: connection refused or reset before headers
+                return web.Response(status=502, headers=headers, content_type="application/json",
+                                    text=json.dumps({"error": {"type": kind, "message": "engine unreachable"}}))
+            err = {"error": {"type": kind, "message": f"engine {ep.pod} went away mid-stream", "code": 502}}
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
+        finally:
+            ep.inflight -= 1
+            self.m_inflight.labels(ep.pod, ep.variant).dec()
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await resp.write_eof()
+        return resp
+
+
+async def serve(cfg: RouterServerConfig) -> None:
+    server = RouterServer(cfg)
+    server.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                                           timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0))
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True, backlog=4096)
+    await site.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.stopped.set)
+    tasks = [asyncio.create_task(server.refresh_loop()), asyncio.create_task(server.watch_file())]
+    await server.stopped.wait()
+    for t in tasks:
+        t.cancel()
+    await runner.cleanup()
+    await server.session.close()
