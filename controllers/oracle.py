@@ -1,24 +1,160 @@
-"""PLACEHOLDER for `oracle` — to be replaced by the real policy."""
+"""``oracle``: hindsight provisioning — the reference for cost at full service.
+
+The oracle reads the future arrival schedule (``ClusterView.forecast``), so
+the gap between an autoscaler and the oracle is the price of not knowing it.
+Time is cut into aligned buckets of ``window_s`` (30 s). For each bucket the
+arrival rate and the requests' token lengths give, per variant, what one
+replica can serve unsaturated (``oracle_capacity``: KV-limited slots, Little's
+law); the model's demand is then handed out greedily, cheapest capacity
+first (``order``: variantCost per request/s served by default, or plain
+variantCost as WVA orders variants), each variant up to its max.
+
+Cold start: a replica asked for now is ready ``startup_s`` later, and a
+replica given back now cannot be had again sooner than that. So at time t
+each variant runs the most replicas any bucket in [t, t + startup_s +
+period_s] needs: new replicas arrive in time for the demand they serve and
+no replica is released that would be needed again before a new one could
+start. ``startup_s`` is the variant's (``VariantView.startup_s``) or
+``default_startup_s``.
+
+Limits: a greedy hand-out, not an integer optimum across variants; bucket
+means, so a burst shorter than a bucket is averaged out; capacity is the
+mean-value model in ``oracle_capacity``. The oracle reads no metrics, so a
+metrics outage does not change what it does; without a forecast for a
+model it holds that model's variants where they are.
+"""
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import bisect
+import math
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from .base import AutoscalerConfig
-from .static import Static
+from .base import (
+    ArrivalForecast,
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    Reason,
+    VariantView,
+    clamp,
+)
+from .oracle_capacity import Capacity, replica_capacity, roofline_model
 
 
 class OracleConfig(AutoscalerConfig):
-    kind: Literal["oracle"] = Field(default="oracle", description="placeholder")
-    period_s: float = Field(default=10, gt=0, description="Decision period, seconds.")
+    kind: Literal["oracle"] = Field(default="oracle", description="Hindsight provisioning from the forecast.")
+    period_s: float = Field(default=10.0, gt=0, description="Decision period, seconds.")
+    window_s: float = Field(default=30.0, gt=0, description="Demand bucket: arrival rate averaged over this, s.")
+    kv_target: float = Field(
+        default=0.8, gt=0, le=1, description="KV share a replica may fill and stay unsaturated (WVA tau_kv)."
+    )
+    utilization: float = Field(
+        default=1.0, gt=0, le=1, description="Share of a replica's unsaturated capacity planned to be busy."
+    )
+    order: Literal["cost_per_capacity", "cost"] = Field(
+        default="cost_per_capacity",
+        description="Which variant is filled first: lowest cost per request/s served, or lowest variantCost.",
+    )
+    default_startup_s: float = Field(
+        default=60.0, ge=0, description="Cold start assumed when a variant does not state its startup_s, s."
+    )
+    default_ttft_ms: float = Field(default=100.0, ge=0, description="TTFT when the latency model is unknown, ms.")
+    default_itl_ms: float = Field(default=20.0, ge=0, description="ITL when the latency model is unknown, ms.")
 
 
-class Oracle(Static):
+_Alloc = dict[str, tuple[int, Capacity | None]]
+
+
+class Oracle(AutoscalerBase):
     kind: ClassVar[str] = "oracle"
+    config: OracleConfig
 
     def __init__(self, config: OracleConfig) -> None:
-        from .static import StaticConfig
+        super().__init__(config)
+        self._sorted: dict[str, tuple[ArrivalForecast, list[float], list[int], list[int]]] = {}
+        self._alloc: dict[tuple[Any, ...], tuple[_Alloc, float]] = {}
+        self._roofline: dict[str, Any] = {}
 
-        super().__init__(StaticConfig())
-        self.config = config  # type: ignore[assignment]
+    def _schedule(self, fc: ArrivalForecast) -> tuple[list[float], list[int], list[int]]:
+        hit = self._sorted.get(fc.model)
+        if hit is None or hit[0] is not fc:
+            order = sorted(range(len(fc.arrival_s)), key=lambda k: fc.arrival_s[k])
+            hit = (fc, [float(fc.arrival_s[k]) for k in order], [int(fc.input_tokens[k]) for k in order],
+                   [int(fc.output_tokens[k]) for k in order])
+            self._sorted[fc.model] = hit
+        return hit[1], hit[2], hit[3]
+
+    def _lead(self, v: VariantView) -> float:
+        return self.config.default_startup_s if v.startup_s is None else float(v.startup_s)
+
+    def decide(self, now: float, view: ClusterView) -> list[Decision]:
+        forecasts = {f.model: f for f in view.forecast}
+        out: dict[str, Decision] = {}
+        for model, variants in view.by_model().items():
+            fc = forecasts.get(model)
+            for v in variants:
+                if fc is None:
+                    want = clamp(v.spec_replicas, v.min_replicas, v.max_replicas)
+                    out[v.name] = Decision(v.name, v.spec_replicas, want, (Reason(
+                        "no_forecast", f"oracle: no forecast for model {model}; holding {want}", {}),))
+                else:
+                    out[v.name] = self._provision(now, model, fc, variants, v)
+        return [out[v.name] for v in view.variants]
+
+    def _provision(self, now: float, model: str, fc: ArrivalForecast, variants: list[VariantView],
+                   v: VariantView) -> Decision:
+        w = self.config.window_s
+        end = now + self._lead(v) + self.period_s
+        b0, b1 = math.floor(now / w), math.floor(end / w)
+        best, best_b, best_rate, best_cap = 0, b0, 0.0, None
+        for b in range(b0, b1 + 1):
+            alloc, rate = self._allocate(model, fc, variants, b)
+            n, cap = alloc[v.name]
+            if n > best or (best_cap is None and cap is not None and n == best):
+                best, best_b, best_rate, best_cap = n, b, rate, cap
+        desired = clamp(best, v.min_replicas, v.max_replicas)
+        vals: dict[str, Any] = {"horizon_start_s": now, "horizon_end_s": end, "bucket_start_s": best_b * w,
+                                "arrival_rate_rps": best_rate, "replicas_needed": best}
+        if best_cap is not None:
+            vals.update(slots=best_cap.slots, kv_slots=best_cap.kv_slots, service_s=best_cap.service_s,
+                        replica_rate_rps=best_cap.rate_rps, latency_model=best_cap.latency_kind)
+        reasons = [Reason("oracle", f"oracle: most demanding bucket in [{now:g}, {end:g}] s starts at {best_b * w:g} s: "
+                          f"{best_rate:.2f} req/s for the model -> {best} replicas of {v.name}", vals)]
+        if desired != best:
+            reasons.append(Reason("clamp", f"oracle: {best} clamped to [{v.min_replicas}, {v.max_replicas}]",
+                                  {"min_replicas": v.min_replicas, "max_replicas": v.max_replicas}))
+        return Decision(v.name, v.spec_replicas, desired, tuple(reasons))
+
+    def _allocate(self, model: str, fc: ArrivalForecast, variants: list[VariantView], b: int) -> tuple[_Alloc, float]:
+        """Replicas per variant for bucket ``b`` (memoised: the forecast and engines are fixed for a run)."""
+        key = (model, b, tuple((v.name, v.cost, v.max_replicas) for v in variants))
+        if key in self._alloc:
+            return self._alloc[key]
+        c, w = self.config, self.config.window_s
+        arr, ins, outs = self._schedule(fc)
+        lo, hi = bisect.bisect_left(arr, b * w), bisect.bisect_left(arr, (b + 1) * w)
+        rate = (hi - lo) / w
+        alloc: _Alloc = {v.name: (0, None) for v in variants}
+        if hi > lo:
+            caps = {}
+            for v in variants:
+                if v.name not in self._roofline:
+                    self._roofline[v.name] = roofline_model(v.engine, v.gpu)
+                caps[v.name] = replica_capacity(v.engine, ins[lo:hi], outs[lo:hi], c.kv_target,
+                                                c.default_ttft_ms, c.default_itl_ms, self._roofline[v.name])
+
+            def rank(v: VariantView) -> tuple[float, float, str]:
+                per = v.cost / (caps[v.name].rate_rps * c.utilization)
+                return (per if c.order == "cost_per_capacity" else v.cost, v.cost, v.name)
+
+            left = rate
+            for v in sorted(variants, key=rank):
+                mu = caps[v.name].rate_rps * c.utilization
+                n = min(v.max_replicas, max(0, math.ceil(left / mu - 1e-9)))
+                alloc[v.name] = (n, caps[v.name])
+                left = max(0.0, left - n * mu)
+        self._alloc[key] = (alloc, rate)
+        return alloc, rate

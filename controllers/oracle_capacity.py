@@ -1,0 +1,103 @@
+"""How much load one replica of a variant carries without saturating: the oracle's model.
+
+A replica is unsaturated while its KV cache stays below ``kv_target`` (0.8,
+WVA's tau_kv) and nothing waits. So it holds at most
+
+    slots = min(max_num_seqs, floor(kv_target x kv_cache_blocks / blocks per request))
+
+requests at once, where a request of i prompt and o output tokens holds
+ceil((i + o) / block_size) blocks at its end (the peak; counting the peak
+over-reserves a little while a request is still decoding). At that load a
+request takes S(i, o) seconds end to end, so by Little's law a replica
+serves slots / mean(S) requests per second, and an arrival rate lambda needs
+lambda x mean(S) / slots replicas.
+
+S(i, o) comes from the variant's latency model as the engine settings reveal
+it (``VariantView.engine``):
+- ``constant`` (llm-d-inference-sim): TTFT (time-to-first-token, or
+  prefill-overhead + i x prefill-time-per-token) + (o - 1) x ITL, all times
+  the load factor 1 + (f - 1)(slots - 1)/(max_num_seqs - 1) at full slots;
+- ``roofline``: the harness's step-time model, one prefill step of i tokens
+  next to slots - 1 decodes, then o - 1 decode steps of a full batch, with
+  each sequence holding i + o/2 tokens of context on average;
+- unknown: ``default_ttft_ms`` + (o - 1) x ``default_itl_ms``.
+
+Limits: means over a window, not tails; queueing delay at high utilisation
+and chunked-prefill interleaving are ignored; the KV estimate ignores prefix
+sharing. It is a lower bound on cost at full service, not a latency model.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Capacity:
+    slots: int  # concurrent requests one replica holds unsaturated
+    kv_slots: int | None  # the KV cache's share of that limit (None: KV size unknown)
+    service_s: float  # mean end-to-end time of a request at that load
+    rate_rps: float  # requests per second one replica serves: slots / service_s
+    latency_kind: str
+
+
+def kv_slots(engine: Mapping[str, Any], inputs: Sequence[int], outputs: Sequence[int], kv_target: float) -> int | None:
+    blocks = engine.get("kv_cache_blocks")
+    if not blocks or not inputs:
+        return None
+    bs = int(engine.get("block_size") or 16)
+    per_req = sum(math.ceil((i + o) / bs) for i, o in zip(inputs, outputs, strict=True)) / len(inputs)
+    return max(1, math.floor(kv_target * blocks / per_req + 1e-9))
+
+
+def _constant_service(lat: Mapping[str, Any], slots: int, max_num_seqs: int, i: int, o: int) -> float:
+    f = float(lat.get("time_factor_under_load", 1.0))
+    k = 1.0 if max_num_seqs <= 1 else 1.0 + (f - 1.0) * (slots - 1) / (max_num_seqs - 1)
+    ttft_ms = float(lat.get("ttft_ms", 0.0))
+    if ttft_ms <= 0:
+        ttft_ms = float(lat.get("prefill_overhead_ms", 0.0)) + i * float(lat.get("prefill_time_per_token_ms", 0.0))
+    return (ttft_ms + max(0, o - 1) * float(lat.get("itl_ms", 0.0))) * k / 1000.0
+
+
+def roofline_model(engine: Mapping[str, Any], gpu: str) -> Any:
+    """The harness's roofline step model for these engine settings, or None if they do not describe one."""
+    try:
+        from scalearena.harness.engine.latency import build_latency
+        from scalearena.harness.scenario import EngineSpec
+
+        model, _ = build_latency(EngineSpec.model_validate(dict(engine)), gpu)
+        return model if hasattr(model, "step_s") else None
+    except Exception:  # unknown GPU or shape, partial settings: fall back to the default latencies
+        return None
+
+
+def replica_capacity(
+    engine: Mapping[str, Any],
+    inputs: Sequence[int],
+    outputs: Sequence[int],
+    kv_target: float,
+    default_ttft_ms: float,
+    default_itl_ms: float,
+    roofline: Any = None,
+) -> Capacity:
+    """Capacity of one replica for this mix of requests (``inputs``/``outputs`` non-empty)."""
+    max_num_seqs = int(engine.get("max_num_seqs") or 256)
+    kv = kv_slots(engine, inputs, outputs, kv_target)
+    slots = max(1, min(max_num_seqs, kv if kv is not None else max_num_seqs))
+    lat = engine.get("latency") or {}
+    kind = str(lat.get("kind", "default"))
+    n = len(inputs)
+    if kind == "constant":
+        total = sum(_constant_service(lat, slots, max_num_seqs, i, o) for i, o in zip(inputs, outputs, strict=True))
+    elif kind == "roofline" and roofline is not None:
+        ctx = sum(i + o / 2 for i, o in zip(inputs, outputs, strict=True)) / n
+        decode = roofline.step_s(0, 0.0, slots, slots * ctx)
+        total = sum(roofline.step_s(i, i * i / 2, slots - 1, (slots - 1) * ctx) + max(0, o - 1) * decode
+                    for i, o in zip(inputs, outputs, strict=True))
+    else:
+        kind = "default"
+        total = sum((default_ttft_ms + max(0, o - 1) * default_itl_ms) / 1000.0 for o in outputs)
+    service = max(total / n, 1e-6)
+    return Capacity(slots, kv, service, slots / service, kind)

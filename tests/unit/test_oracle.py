@@ -1,0 +1,73 @@
+"""Oracle on a constant-rate forecast: capacity by hand, cold-start lead, cheapest first."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from scalearena.controllers.base import ArrivalForecast
+from scalearena.controllers.oracle import Oracle, OracleConfig
+from scalearena.controllers.oracle_capacity import replica_capacity
+from tests.unit.viewkit import variant, view
+
+ENGINE = {"kv_cache_blocks": 1024, "block_size": 16, "max_num_seqs": 256,
+          "latency": {"kind": "constant", "ttft_ms": 100, "itl_ms": 10}}
+
+
+def constant_forecast(start: float, end: float, rps: float, i: int = 1000, o: int = 1000) -> ArrivalForecast:
+    n = round((end - start) * rps)
+    return ArrivalForecast("m", tuple(start + k / rps for k in range(n)), (i,) * n, (o,) * n)
+
+
+def test_replica_capacity_by_hand():
+    # a request holds ceil((1000 + 1000) / 16) = 125 blocks; floor(0.8 x 1024 / 125) = floor(6.55) = 6 slots
+    # S = 100 ms + 999 x 10 ms = 10.09 s; one replica serves 6 / 10.09 = 0.5946 req/s
+    cap = replica_capacity(ENGINE, [1000], [1000], 0.8, 100, 20)
+    assert (cap.slots, cap.kv_slots) == (6, 6)
+    assert cap.service_s == pytest.approx(10.09)
+    assert cap.rate_rps == pytest.approx(6 / 10.09)
+
+
+def test_constant_rate_gives_littles_law_replicas():
+    # 2 req/s x 10.09 s = 20.18 in flight / 6 slots = 3.36 -> 4 replicas
+    fc = constant_forecast(0, 600, 2.0)
+    o = Oracle(OracleConfig())
+    d = o.decide(100, view(100, variant(spec=1, engine=ENGINE, startup_s=60), forecast=[fc]))[0]
+    assert d.desired_replicas == 4
+    assert d.reasons[0].values["arrival_rate_rps"] == pytest.approx(2.0)  # 60 arrivals per 30 s bucket
+
+
+def test_cold_start_lead_time():
+    # demand from t=300; startup 60 s + period 10 s: horizon [t, t + 70]
+    fc = constant_forecast(300, 600, 2.0)
+    o = Oracle(OracleConfig())
+
+    def at(t: float) -> int:
+        v = variant(spec=1, engine=ENGINE, startup_s=60, min_replicas=0)
+        return o.decide(t, view(t, v, forecast=[fc]))[0].desired_replicas
+
+    assert at(220) == 0  # [220, 290] touches buckets [210,240) [240,270) [270,300): no arrivals
+    assert at(230) == 4  # [230, 300] reaches bucket [300, 330): 4 replicas, 70 s ahead
+    assert at(590) == 4  # the last bucket [570, 600) still in view
+    assert at(600) == 0  # nothing arrives from 600 on -> scale to the min (0)
+
+
+def test_cheapest_variant_first_then_the_next():
+    # a100 (cost 1, max 2): 2 replicas serve 2 x 0.5946 = 1.189 req/s; 2 - 1.189 = 0.811 left
+    # h100 (cost 2.5, same engine): ceil(0.811 / 0.5946) = ceil(1.36) = 2
+    fc = constant_forecast(0, 600, 2.0)
+    a = variant("a100", spec=1, engine=ENGINE, startup_s=60, cost=1.0, max_replicas=2)
+    h = variant("h100", spec=1, engine=ENGINE, startup_s=60, cost=2.5, min_replicas=0)
+    got = {d.variant: d.desired_replicas for d in Oracle(OracleConfig()).decide(100, view(100, a, h, forecast=[fc]))}
+    assert got == {"a100": 2, "h100": 2}
+
+
+def test_no_forecast_holds():
+    d = Oracle(OracleConfig()).decide(0, view(0, variant(spec=3)))[0]
+    assert (d.desired_replicas, d.reasons[0].rule) == (3, "no_forecast")
+
+
+@pytest.mark.parametrize("bad", [{"window_s": 0}, {"kv_target": 1.5}, {"utilization": 0}, {"order": "random"},
+                                 {"lookahead": 5}])
+def test_config_rejects_out_of_range(bad):
+    with pytest.raises(ValidationError):
+        OracleConfig(**bad)
