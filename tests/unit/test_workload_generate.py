@@ -124,3 +124,21 @@ def test_trace_workload_reports_clipping_and_keeps_trace_lengths(scenario_dict: 
     over = build_requests(make(scenario_dict, {"arrivals": arrivals, "input_tokens": fixed}, duration_s=1))
     assert [r.arrival_s for r in over] == [r.arrival_s for r in reqs]
     assert {r.input_tokens for r in over} == {64}
+
+
+def test_trace_path_relative_to_the_scenario_file(tmp_path, scenario_dict: dict[str, Any]) -> None:
+    import yaml
+
+    from scalearena.harness.scenario import load_scenario
+
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "t.jsonl").write_text(
+        '{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [3]}\n'
+        '{"timestamp": 250, "input_length": 20, "output_length": 4, "hash_ids": [3, 4]}\n'
+    )
+    scenario_dict["workload"] = {"arrivals": {"kind": "trace", "format": "mooncake", "path": "traces/t.jsonl"}}
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(scenario_dict))
+    reqs = build_requests(load_scenario(f))
+    # 250 ms -> 0.25 s; both share the first hash id 3
+    assert [(r.arrival_s, r.prefix_group, r.hash_ids) for r in reqs] == [(0.0, 3, (3,)), (0.25, 3, (3, 4))]

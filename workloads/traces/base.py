@@ -62,9 +62,9 @@ def bad(path: str, line: int, column: str, problem: str, expected: str | None = 
 def tokens(path: str, line: int, column: str, raw: str) -> int:
     """A non-negative integer token count (``"12"`` or ``"12.0"``)."""
     try:
-        value = int(raw)  # the common case, without the float round trip
-        if value >= 0:
-            return value
+        whole = int(raw)  # the common case, without the float round trip
+        if whole >= 0:
+            return whole
     except (TypeError, ValueError):
         pass
     try:
