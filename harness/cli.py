@@ -172,13 +172,15 @@ def _print_table(results: list[dict[str, Any]]) -> None:
     if not rows:
         return
     t = Table("run", "goodput rps", "throughput rps", "failures", "TTFT p99 ms", "replicas mean", "cost")
+    t.columns[0].overflow = "fold"
     for r in rows:
         s = r["summary"]
         p99 = s["ttft_ms"]["p99"]
         t.add_row(r["dir"], f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
                   str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
                   f"{s['replicas']['mean']:.2f}", f"{s['cost']:.2f}")
-    Console().print(t)
+    # piped output (CI logs) gets a wide table instead of rich's 80-column default
+    Console(width=None if sys.stdout.isatty() else 150).print(t)
 
 
 @main.command()
