@@ -157,7 +157,7 @@ def _run_one(plan: RunPlan, out: Path, cluster: str, progress: Any) -> dict[str,
 
 def _write_report(out: Path) -> None:
     try:
-        from scalearena.reports.html import write_suite_report
+        from scalearena.reports.report import write_suite_report
     except ImportError:
         return
     try:
