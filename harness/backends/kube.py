@@ -1,0 +1,204 @@
+"""CLUSTER=kind and CLUSTER=cluster: the suite on Kubernetes.
+
+``kind`` creates a kind cluster (manifests/kind/cluster.yaml: three workers
+with fake A100/H100 GPUs), builds and loads the scalearena images, and
+deletes the cluster afterwards. ``cluster`` uses the current kubeconfig
+context as it is and never creates or deletes a cluster: it applies into the
+``scalearena`` namespace and removes what it applied.
+
+Per run: render the overlay (kind or gpu-pool) with the scenario's variants
+in place of the overlay's (kube_scenario), add the autoscaler's objects, apply
+them, wait for readiness, then drive the open-loop Locust user
+(workloads/locust_user.py) against the gateway through ``kubectl
+port-forward`` while sampling replicas from the API server and vLLM metrics
+from the cluster's Prometheus into the same results layout as every other
+backend. In kind/cluster the ``hpa`` and ``keda`` autoscalers ARE the real HPA
+and KEDA objects, ``wva`` is the in-cluster controller (harness/k8s) and its
+decisions are read back from VariantAutoscaling status; any other autoscaler
+runs here, out of cluster, on the same view, patching the scale subresource.
+
+Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless
+``keep=True``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.errors import UserError
+
+from ..results import RunWriter
+from ..scenario import Scenario
+from .kube_cluster import (
+    IMAGES,
+    KEDA_MANIFEST,
+    KindCluster,
+    Kubectl,
+    Shell,
+    build_images,
+    preflight,
+    split_scope,
+)
+from .kube_render import Obj, render
+from .kube_sampling import Sampler
+from .kube_scenario import NAMESPACE, hpa_objects, keda_objects, variant_objects, wva_objects
+
+ROOT = Path(__file__).resolve().parents[2]
+NATIVE = ("wva", "hpa", "keda")  # autoscalers that run as Kubernetes objects in kind/cluster
+STATIC_WVA_KINDS = ("VariantAutoscaling", "HorizontalPodAutoscaler", "ScaledObject")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class KubeBackend:
+    def __init__(self, mode: str = "kind", *, keep: bool = False, root: Path | None = None,
+                 shell: Shell | None = None, which: Callable[[str], str | None] = shutil.which,
+                 api_factory: Callable[[str | None], Any] | None = None,
+                 metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
+                 image_prefix: str | None = None, ready_timeout_s: int = 600, **_: Any) -> None:
+        if mode not in ("kind", "cluster"):
+            raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
+        self.mode, self.keep = mode, keep
+        self.root = root or ROOT
+        self.manifests = self.root / "manifests"
+        self.shell = shell or Shell()
+        self.which = which
+        self.api_factory = api_factory
+        self.metrics_factory = metrics_factory
+        self.image_prefix = image_prefix or os.environ.get("SCALEARENA_IMAGE_PREFIX")
+        self.ready_timeout_s = ready_timeout_s
+
+    # ---- what gets applied -----------------------------------------------------------------------
+    def image(self, name: str) -> str:
+        if self.mode == "kind" or name not in IMAGES:
+            return name
+        if not self.image_prefix:
+            raise UserError("CLUSTER=cluster needs the scalearena images in a registry the cluster can pull",
+                            where="SCALEARENA_IMAGE_PREFIX",
+                            expected="SCALEARENA_IMAGE_PREFIX=registry/org after `docker push` "
+                                     "(see docs/kubernetes.md)")
+        return f"{self.image_prefix.rstrip('/')}/{name.split('/', 1)[1]}"
+
+    def plan(self, sc: Scenario, autoscaler: AutoscalerConfig) -> list[Obj]:
+        overlay = "kind" if self.mode == "kind" else "gpu-pool"
+        objs = variant_objects(sc, render(self.manifests / "overlays" / overlay))
+        kind = autoscaler.kind
+        if kind == "wva":
+            infra = [o for o in render(self.manifests / "autoscalers" / "wva")
+                     if o["kind"] not in STATIC_WVA_KINDS and not o["metadata"]["name"].startswith(
+                         ("wva-saturation", "wva-scale-to-zero"))]
+            objs += infra + wva_objects(sc, autoscaler)
+        elif kind == "hpa":
+            objs += render(self.manifests / "autoscalers" / "prometheus-adapter") + hpa_objects(sc, autoscaler)
+        elif kind == "keda":
+            objs += keda_objects(sc, autoscaler)
+        for o in objs:
+            pod = o.get("spec", {}).get("template", {}).get("spec", {})
+            for c in pod.get("containers", []):
+                c["image"] = self.image(c["image"])
+        return objs
+
+    # ---- the run -----------------------------------------------------------------------------------
+    def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
+            progress: Callable[[float, float], None] | None = None) -> None:
+        preflight(self.mode, self.which)
+        objs = self.plan(scenario, autoscaler)  # bad scenario/autoscaler input fails before any cluster work
+        logs = writer.dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        kind_cluster = KindCluster(self.shell, self.manifests / "kind" / "cluster.yaml") if self.mode == "kind" else None
+        kubectl = kind_cluster.kubectl if kind_cluster else Kubectl(self.shell)
+        forwards: list[Any] = []
+        applied: list[Obj] = []
+        old_term = self._trap_sigterm()
+        try:
+            if kind_cluster:
+                kind_cluster.create()
+                kind_cluster.load_images(build_images(self.shell, self.root))
+                writer.meta["kube_context"] = f"kind-{kind_cluster.name}"
+            else:
+                kubectl.context = kubectl.current_context()
+                writer.meta["kube_context"] = kubectl.context
+                self._refuse_foreign_adapter(kubectl, objs)
+            if autoscaler.kind == "keda":
+                kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
+                kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
+            crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
+            kubectl.apply(crds)
+            for crd in crds:
+                kubectl.wait_established(crd["metadata"]["name"])
+            applied = objs
+            kubectl.apply([o for o in objs if o["kind"] != "CustomResourceDefinition"])
+            for o in objs:
+                if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:
+                    kubectl.rollout(o["metadata"].get("namespace", NAMESPACE), o["metadata"]["name"],
+                                    self.ready_timeout_s)
+            gw_port, prom_port = free_port(), free_port()
+            forwards.append(kubectl.port_forward(NAMESPACE, "svc/gateway", gw_port, 8080, logs / "pf-gateway.log"))
+            forwards.append(kubectl.port_forward(NAMESPACE, "svc/prometheus", prom_port, 9090,
+                                                 logs / "pf-prometheus.log"))
+            api = self.api_factory(kubectl.context) if self.api_factory else self._api(kubectl.context)
+            metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
+            sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=autoscaler.kind in NATIVE)
+            sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress)
+        finally:
+            for f in forwards:
+                f.terminate()
+            if not self.keep:
+                self._teardown(kind_cluster, kubectl, applied)
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+
+    # ---- helpers -----------------------------------------------------------------------------------
+    def _api(self, context: str | None) -> Any:
+        from scalearena.harness.k8s.kubeapi import ClientKubeAPI, load_api_client
+
+        return ClientKubeAPI(load_api_client(context=context))
+
+    def _metrics(self, url: str, variants: dict[str, str]) -> Any:
+        if self.metrics_factory:
+            return self.metrics_factory(url, variants)
+        from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
+
+        return PrometheusMetrics(url, variants, promql=PromQL(extra_labels={"namespace": NAMESPACE}))
+
+    def _refuse_foreign_adapter(self, kubectl: Kubectl, objs: list[Obj]) -> None:
+        """On a shared cluster, never replace someone else's metrics APIService."""
+        for o in objs:
+            if o["kind"] != "APIService" or not kubectl.exists("apiservice", o["metadata"]["name"]):
+                continue
+            svc = kubectl.get_json("apiservice", o["metadata"]["name"]).get("spec", {}).get("service") or {}
+            if svc.get("namespace") != NAMESPACE:
+                raise UserError(f"APIService {o['metadata']['name']} already points at "
+                                f"{svc.get('namespace')}/{svc.get('name')}", where=f"context {kubectl.context}",
+                                expected="a cluster without another metrics adapter, or add scalearena's rules "
+                                         "(manifests/autoscalers/prometheus-adapter/config.yaml) to yours")
+
+    def _teardown(self, kind_cluster: KindCluster | None, kubectl: Kubectl, applied: list[Obj]) -> None:
+        if kind_cluster:
+            kind_cluster.delete()
+            return
+        namespaced, cluster_scoped = split_scope(applied)
+        kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
+        # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster
+        kubectl.delete([o for o in cluster_scoped if o["kind"] != "CustomResourceDefinition"])
+
+    @staticmethod
+    def _trap_sigterm() -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def handler(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        return signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,217 @@
+"""The measured part of a Kubernetes run: load, sampling, decisions, records.
+
+Kept apart from kube.py (cluster lifecycle) so it can be tested against a fake
+API and a fake metrics reader with virtual time: nothing here shells out.
+
+Every ``sample_interval_s`` it reads each variant's Deployment and pods from
+the API server (spec / ready / pending / terminating replicas) and the latest
+vLLM samples from Prometheus, and writes a ``TimeseriesRecord``. Decisions:
+for ``wva`` it reads VariantAutoscaling status (the in-cluster controller
+decides); for ``hpa``/``keda`` each change of a Deployment's spec.replicas is
+recorded as the in-cluster scaler's decision; any other autoscaler runs here,
+on a ``ClusterView`` built from the same reads, and patches the scale
+subresource. Requests: the Locust user's record files, one row per request,
+plus an ``error`` row for every scheduled request it never reported.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scalearena.controllers.base import AutoscalerConfig, ClusterView, Decision, Reason, VariantView
+from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.errors import MetricsUnavailable
+from scalearena.harness.k8s.actuator import ScaleActuator
+from scalearena.harness.k8s.controller import pod_counts
+from scalearena.harness.k8s.kubeapi import NotFound, selector_string
+
+from ..records import TimeseriesRecord
+from ..results import RunWriter
+from ..scenario import Scenario
+from .kube_scenario import NAMESPACE
+from .local import load
+
+
+class Sampler:
+    def __init__(self, sc: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, api: Any, metrics: Any, *,
+                 native: bool, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
+                 ) -> None:
+        self.sc, self.cfg, self.writer, self.api, self.metrics = sc, autoscaler, writer, api, metrics
+        self.native, self.clock, self.sleep = native, clock, sleep
+        self.policy = None if native else REGISTRY.build(autoscaler)
+        self.scaler = ScaleActuator(api)
+        self.end_s = sc.duration_s + sc.drain_s
+        self.t0 = 0.0
+        self.rows: list[TimeseriesRecord] = []
+        self._last_spec: dict[str, int] = {}
+        self._last_desired: dict[str, int] = {}
+        self._arrivals: dict[str, list[float]] = {}  # model -> sorted scheduled arrival times
+        self._queues: dict[str, int] = {}
+
+    # ---- reads -------------------------------------------------------------------------------------
+    def read_variant(self, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        try:
+            dep = self.api.get_deployment(NAMESPACE, name)
+        except NotFound:
+            return None, []
+        sel = dep.get("spec", {}).get("selector", {}).get("matchLabels", {})
+        return dep, self.api.list_pods(NAMESPACE, selector_string(sel))
+
+    def sample(self, t: float, t_prev: float) -> list[VariantView]:
+        views = []
+        queues: dict[str, int] = {}
+        for v in self.sc.cluster.variants:
+            dep, pods = self.read_variant(v.name)
+            ready, pending, terminating = pod_counts(pods)
+            spec = int(dep["spec"].get("replicas", 0)) if dep else 0
+            available, samples = True, []
+            try:
+                samples = [p for p in self.metrics.latest_pod_samples(v.name) if p.pod in set(ready)]
+                if v.model not in queues:
+                    queues[v.model] = int(self.metrics.router_queue(v.model))
+            except MetricsUnavailable:
+                available = False
+            kv = [p.kv_usage for p in samples]
+            gpu = [p.gpu_util for p in samples if p.gpu_util is not None]
+            arr = self._arrivals.get(v.model, [])
+            lo, hi = bisect.bisect_right(arr, t_prev), bisect.bisect_right(arr, t)
+            dt = max(t - t_prev, 1e-9)
+            self.rows.append(TimeseriesRecord(
+                t_s=round(t, 3), variant=v.name, model=v.model, spec_replicas=spec, ready_replicas=len(ready),
+                pending_replicas=pending, terminating_replicas=terminating,
+                kv_usage_mean=sum(kv) / len(kv) if kv else None, kv_usage_max=max(kv) if kv else None,
+                waiting=sum(p.waiting for p in samples), running=sum(p.running for p in samples),
+                gpu_util_mean=sum(gpu) / len(gpu) if gpu else None,
+                offered_rps=(hi - lo) / dt, completed_rps=0.0,
+                router_queue=queues.get(v.model, 0)))
+            if self.native and self.cfg.kind != "wva" and dep is not None:
+                self._record_spec_change(t, v.name, spec)
+            views.append(VariantView(
+                name=v.name, model=v.model, gpu=v.gpu, gpus_per_replica=v.gpus_per_replica, cost=v.cost,
+                min_replicas=v.min_replicas, max_replicas=v.max_replicas, spec_replicas=spec, ready=len(ready),
+                pending=pending, terminating=terminating, pods=tuple(samples), metrics_available=available,
+                target_exists=dep is not None, startup_s=v.startup_s,
+                engine=v.engine.model_dump(mode="json")))
+        self._queues = queues
+        return views
+
+    def _record_spec_change(self, t: float, name: str, spec: int) -> None:
+        prev = self._last_spec.get(name)
+        self._last_spec[name] = spec
+        if prev is not None and prev != spec:
+            who = f"{self.cfg.kind}.kube"
+            self.writer.add_decision(t, self.cfg.label, Decision(
+                variant=name, current_replicas=prev, desired_replicas=spec,
+                reasons=(Reason(who, f"in-cluster {self.cfg.kind.upper()} set spec.replicas {prev} -> {spec}"),)))
+
+    def record_wva_status(self, t: float) -> None:
+        for va in self.api.list_variant_autoscalings(NAMESPACE):
+            alloc = (va.get("status") or {}).get("desiredOptimizedAlloc") or {}
+            name, desired = va["metadata"]["name"], alloc.get("numReplicas")
+            if desired is None or self._last_desired.get(name) == desired:
+                continue
+            current = int(((va.get("status") or {}).get("currentAlloc") or {}).get("numReplicas", desired))
+            self._last_desired[name] = int(desired)
+            self.writer.add_decision(t, self.cfg.label, Decision(
+                variant=name, current_replicas=current, desired_replicas=int(desired),
+                reasons=(Reason("wva.status", alloc.get("reason") or "VariantAutoscaling status"),)))
+
+    def decide(self, t: float, views: list[VariantView], fast: bool) -> None:
+        assert self.policy is not None
+        view = ClusterView(now=t, variants=tuple(views), metrics=self.metrics, router_queue=dict(self._queues))
+        decisions = self.policy.decide_fast(t, view) if fast else self.policy.decide(t, view)
+        for d in decisions:
+            self.writer.add_decision(t, self.cfg.label, d, loop="fast" if fast else "main")
+            if d.desired_replicas != d.current_replicas:
+                self.scaler.scale(NAMESPACE, d.variant, d.desired_replicas)
+
+    # ---- the run ------------------------------------------------------------------------------------
+    def set_arrivals(self, requests: list[Any]) -> None:
+        self._arrivals = {}
+        for r in requests:
+            self._arrivals.setdefault(r.model, []).append(r.arrival_s)
+        for times in self._arrivals.values():
+            times.sort()
+
+    def start_load(self, gateway: str, logs: Path, requests: list[Any]) -> subprocess.Popen[bytes]:
+        schedule = logs.parent / "schedule.jsonl"
+        load.write_schedule(schedule, requests)
+        self.t0 = self.clock() + 3.0  # Locust needs about a second to import and connect
+        env = {load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(logs.parent / "records-{worker}.jsonl"),
+               load.ENV_T0: repr(self.t0), load.ENV_TIME_SCALE: "1.0",
+               load.ENV_TIMEOUT_S: repr(self.sc.client.timeout_s), load.ENV_END_S: repr(self.end_s)}
+        with open(logs / "locust.log", "ab") as log:
+            return subprocess.Popen([sys.executable, "-m", "scalearena.workloads.locust_user", "--host", gateway,
+                                     "--csv", str(logs / "locust")], env={**os.environ, **env}, stdout=log,
+                                    stderr=subprocess.STDOUT)
+
+    def drive(self, gateway: str, logs: Path, progress: Callable[[float, float], None] | None) -> None:
+        from scalearena.workloads.generate import build_requests
+
+        requests = build_requests(self.sc)
+        self.set_arrivals(requests)
+        locust = self.start_load(gateway, logs, requests)
+        try:
+            self.loop(lambda: locust.poll() is None, progress)
+        finally:
+            if locust.poll() is None:
+                locust.terminate()
+                try:
+                    locust.wait(10)
+                except subprocess.TimeoutExpired:
+                    locust.kill()
+            self.finish(sorted(logs.parent.glob("records-*.jsonl")), requests)
+
+    def loop(self, load_alive: Callable[[], bool], progress: Callable[[float, float], None] | None) -> None:
+        period = self.policy.period_s if self.policy else None
+        fast = getattr(self.policy, "fast_period_s", None) if self.policy else None
+        every = self.sc.metrics.sample_interval_s
+        next_sample = next_decide = next_fast = 0.0
+        t_prev = 0.0
+        views: list[VariantView] = []
+        while True:
+            t = self.clock() - self.t0
+            if t >= self.end_s + 15.0 or (t >= self.end_s and not load_alive()):
+                break
+            if t >= next_sample:
+                views = self.sample(t, t_prev)
+                t_prev, next_sample = t, t + every
+                if self.cfg.kind == "wva" and self.native:
+                    self.record_wva_status(t)
+                self.writer.checkpoint()
+                if progress:
+                    progress(min(t, self.end_s), self.end_s)
+            if period and t >= next_decide and views:
+                self.decide(t, views, fast=False)
+                next_decide = t + period
+            if fast and t >= next_fast and views:
+                self.decide(t, views, fast=True)
+                next_fast = t + float(fast)
+            self.sleep(min(0.1, every))
+
+    def finish(self, record_files: list[Path], requests: list[Any]) -> None:
+        rows = load.read_records(record_files)
+        end = self.clock() - self.t0
+        for spec in requests:
+            row = rows.get(spec.request_id)
+            self.writer.add_request(load.to_request_record(row) if row else load.unsent_record(spec, end))
+        ok_ends: dict[str, list[float]] = {}
+        for r in self.writer.requests:
+            if r.status == "ok" and r.variant:
+                ok_ends.setdefault(r.variant, []).append(r.end_s)
+        for ends in ok_ends.values():
+            ends.sort()
+        prev: dict[str, float] = {}
+        for row in self.rows:
+            lo = prev.get(row.variant, 0.0)
+            ends = ok_ends.get(row.variant, [])
+            n = bisect.bisect_right(ends, row.t_s) - bisect.bisect_right(ends, lo)
+            row.completed_rps = n / max(row.t_s - lo, 1e-9)
+            prev[row.variant] = row.t_s
+            self.writer.add_timeseries(row)

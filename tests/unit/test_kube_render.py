@@ -1,0 +1,127 @@
+"""The built-in kustomize subset and the scenario -> manifests rendering."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from scalearena.harness.backends.kube_patch import apply_json6902, strategic_merge
+from scalearena.harness.backends.kube_render import render
+from scalearena.harness.backends.kube_scenario import (
+    engine_args,
+    hpa_objects,
+    keda_objects,
+    variant_objects,
+    wva_objects,
+)
+from scalearena.harness.errors import UserError
+from scalearena.harness.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+EXP2 = ROOT / "workloads/scenarios/exp2-cost-aware.yaml"
+
+
+def test_strategic_merge_keys_containers_by_name_and_replaces_args() -> None:
+    base = {"spec": {"containers": [{"name": "engine", "args": ["--a"], "env": [{"name": "X", "value": "1"}]},
+                                    {"name": "side", "image": "s"}]}}
+    patch = {"spec": {"containers": [{"name": "engine", "args": ["--b"], "env": [{"name": "Y", "value": "2"}]}]}}
+    out = strategic_merge(base, patch)
+    engine = out["spec"]["containers"][0]
+    assert engine["args"] == ["--b"]  # primitive list: replaced
+    assert [e["name"] for e in engine["env"]] == ["Y", "X"]  # keyed list: merged, new items first (kustomize)
+    assert out["spec"]["containers"][1] == {"name": "side", "image": "s"}  # untouched sibling
+
+
+def test_strategic_merge_null_deletes_and_patch_delete_removes_item() -> None:
+    base = {"a": 1, "b": 2, "spec": {"volumes": [{"name": "v1"}, {"name": "v2"}]}}
+    out = strategic_merge(base, {"a": None, "spec": {"volumes": [{"name": "v1", "$patch": "delete"}]}})
+    assert out == {"b": 2, "spec": {"volumes": [{"name": "v2"}]}}
+
+
+def test_json6902_escapes_and_ops() -> None:
+    obj = {"r": {"limits": {"memory": "1Gi"}}, "l": [1, 2]}
+    out = apply_json6902(obj, [
+        {"op": "add", "path": "/r/limits/nvidia.com~1gpu", "value": "1"},
+        {"op": "replace", "path": "/l/0", "value": 9},
+        {"op": "add", "path": "/l/-", "value": 3},
+        {"op": "remove", "path": "/r/limits/memory"},
+        {"op": "test", "path": "/l/1", "value": 2},
+    ])
+    assert out == {"r": {"limits": {"nvidia.com/gpu": "1"}}, "l": [9, 2, 3]}
+    with pytest.raises(UserError, match="test failed"):
+        apply_json6902(obj, [{"op": "test", "path": "/l/0", "value": 5}])
+
+
+def test_unsupported_kustomize_field_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text("configMapGenerator:\n- name: x\n  literals: [a=b]\n")
+    with pytest.raises(UserError, match="configMapGenerator"):
+        render(tmp_path)
+
+
+def test_images_transformer(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                                     "spec": {"containers": [{"name": "c", "image": "a/b:1"}]}}))
+    (tmp_path / "kustomization.yaml").write_text("resources: [d.yaml]\nimages:\n- name: a/b\n  newName: c/d\n"
+                                                 "  newTag: '2'\nnamespace: ns\n")
+    (pod,) = render(tmp_path)
+    assert pod["spec"]["containers"][0]["image"] == "c/d:2"
+    assert pod["metadata"]["namespace"] == "ns"
+
+
+def test_scenario_variants_replace_the_overlay_variants() -> None:
+    sc = load_scenario(EXP2)
+    objs = variant_objects(sc, render(ROOT / "manifests/overlays/kind"))
+    deps = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Deployment"}
+    assert set(deps) == {"gateway", "prometheus"} | {v.name for v in sc.cluster.variants}
+    for v in sc.cluster.variants:
+        d = deps[v.name]
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        assert d["spec"]["replicas"] == v.start_replicas
+        assert f"--max-num-seqs={v.engine.max_num_seqs}" in c["args"]
+        assert f"--kv-cache-size={v.engine.kv_cache_blocks}" in c["args"]
+        assert f"--served-model-name={v.model}" in c["args"]
+        assert d["spec"]["template"]["metadata"]["labels"]["scalearena.io/variant"] == v.name
+        assert c["readinessProbe"]["initialDelaySeconds"] == round(v.startup_s)
+    for o in objs:
+        kubernetes_validate.validate(o, "1.33.0", strict=True)
+
+
+def test_engine_flags_for_constant_latency() -> None:
+    sc = load_scenario(EXP2)
+    v = sc.cluster.variants[0].model_copy(update={"engine": sc.cluster.variants[0].engine.model_copy(update={
+        "latency": sc.cluster.variants[0].engine.latency.model_copy(update={"ttft_ms": 150.0, "itl_ms": 7.5})})})
+    args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=False)
+    assert "--model=Qwen/Qwen3-0.6B" in args
+    assert "--time-to-first-token=150ms" in args and "--inter-token-latency=7.5ms" in args
+    vllm_args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=True)
+    assert not any(a.startswith("--time-to-first-token") for a in vllm_args)
+
+
+def test_roofline_on_kind_is_refused_with_the_field_path() -> None:
+    sc = load_scenario(ROOT / "workloads/scenarios/hetero-roofline.yaml")
+    with pytest.raises(UserError, match="latency.kind"):
+        variant_objects(sc, render(ROOT / "manifests/overlays/kind"))
+
+
+def test_autoscaler_objects_validate() -> None:
+    sc = load_scenario(EXP2)
+    crd = yaml.safe_load((ROOT / "manifests/autoscalers/wva/crd.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    wva = wva_objects(sc, sc.autoscaler("wva"))
+    for o in wva:
+        if o["kind"] == "VariantAutoscaling":
+            jsonschema.validate(o, schema)
+        else:
+            kubernetes_validate.validate(o, "1.33.0", strict=True)
+    costs = {o["metadata"]["name"]: o["spec"]["variantCost"] for o in wva if o["kind"] == "VariantAutoscaling"}
+    assert costs == {v.name: (f"{v.cost:.1f}" if v.cost == int(v.cost) else f"{v.cost:g}")
+                     for v in sc.cluster.variants}
+    for o in hpa_objects(sc, sc.autoscaler("hpa")):
+        kubernetes_validate.validate(o, "1.33.0", strict=True)
+        # paper baseline: queue 3, KV 0.5 -> "500m"
+        assert [m["pods"]["target"]["averageValue"] for m in o["spec"]["metrics"]] == ["3", "500m"]
+    (so, *_) = keda_objects(sc, sc.autoscaler("keda"))
+    assert so["spec"]["triggers"][0]["metadata"]["threshold"] == "3"
