@@ -107,7 +107,7 @@ def delta_heatmap(c: Comparison) -> str | None:
             ax.text(j, i, f"{v:+.0f}", ha="center", va="center", fontsize=7)
     fig.colorbar(im, ax=ax, label="% worse than baseline (negative: better)")
     ax.set_title("Change against the baseline, direction-aware")
-    return to_data_uri(fig)
+    return to_data_uri(fig, tight=True)
 
 
 def write_compare_html(c: Comparison, path: Path) -> Path:

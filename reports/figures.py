@@ -36,9 +36,10 @@ def palette(names: Sequence[str]) -> dict[str, tuple[float, float, float]]:
     return {n: colors[i % len(colors)] for i, n in enumerate(names)}
 
 
-def to_data_uri(fig: plt.Figure) -> str:
+def to_data_uri(fig: plt.Figure, tight: bool = False) -> str:
+    """PNG data URI. Figures set their own margins: ``bbox_inches="tight"`` draws twice (slow)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
+    fig.savefig(buf, format="png", bbox_inches="tight" if tight else None)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -58,6 +59,7 @@ def empty_figure(title: str, message: str, height: float = 2.0) -> str:
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
     ax.set_axis_off()
     ax.set_title(title)
+    fig.subplots_adjust(top=0.8)
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
     return to_data_uri(fig)
 

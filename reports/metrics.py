@@ -196,7 +196,7 @@ def summarize(
         "alerts": counts["alerts_raised"],
         "workload": _workload(req, duration),
         "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
-        "events": len(meta.get("events") or []),
+        "events": list(meta.get("events") or []),
     }
     if req["scheduled_s"].notna().any():
         lag_ms = (pd.to_numeric(req["arrival_s"]) - pd.to_numeric(req["scheduled_s"])) * 1000.0

@@ -65,10 +65,11 @@ def overview(ts: pd.DataFrame, summary: dict[str, Any]) -> str:
     ax3.grid(False)
     handles = sum((a.get_legend_handles_labels()[0] for a in (ax, ax2, ax3)), [])
     labels = sum((a.get_legend_handles_labels()[1] for a in (ax, ax2, ax3)), [])
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(labels), 6))
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(len(labels), 6))
     ax.set_ylim(bottom=0)
     ax2.set_ylim(bottom=0)
     ax.set_title(title)
+    fig.subplots_adjust(left=0.06, right=0.86, bottom=0.26, top=0.91)
     return to_data_uri(fig)
 
 
@@ -96,8 +97,9 @@ def replicas_by_variant(ts: pd.DataFrame) -> str:
     ax.set_ylabel("replicas")
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(wide.columns) + 2, 6))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.26), ncol=min(len(wide.columns) + 2, 6))
     ax.set_title(title)
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.33, top=0.9)
     return to_data_uri(fig)
 
 
@@ -131,6 +133,7 @@ def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any]) -> 
         bx.text(0.5, 0.5, "no successful requests", ha="center", va="center", transform=bx.transAxes)
     bx.set_ylabel("TTFT (ms)")
     bx.set_xlabel(xlabel)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.1, top=0.93, hspace=0.12)
     return to_data_uri(fig)
 
 
@@ -161,7 +164,7 @@ def latency_cdfs(req: pd.DataFrame, slo: dict[str, Any]) -> str:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH_IN, 3.2))
     _ecdf(ax, ok["ttft_ms"], slo.get("ttft_ms"), "TTFT (ms)", "TTFT distribution")
     _ecdf(bx, ok["itl_ms"], slo.get("itl_ms"), "mean inter-token latency (ms)", "ITL distribution")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.16, top=0.9, wspace=0.22)
     return to_data_uri(fig)
 
 
@@ -196,5 +199,5 @@ def workload(req: pd.DataFrame, duration_s: float) -> str:
         bx.hist(values, bins=40, color=["#4c72b0", "#55a868"][col], alpha=0.85, histtype="stepfilled")
         bx.set_xlabel(("input (prompt)" if col == 0 else "output") + " tokens per request")
         bx.set_ylabel("requests")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.09, top=0.94, hspace=0.42, wspace=0.18)
     return to_data_uri(fig)

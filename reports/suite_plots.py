@@ -56,7 +56,7 @@ def grouped_bars(scenario: str, runs: list[Run]) -> str:
     handles += [plt.Rectangle((0, 0), 1, 1, facecolor="#888888", hatch=h, edgecolor="white")
                 for h in FAILURE_HATCHES.values()]
     labels = list(autoscalers) + [f"failures: {c}" for c in FAILURE_HATCHES]
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.06, top=0.84, hspace=0.42, wspace=0.28)
     fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 8), bbox_to_anchor=(0.5, 0.99),
                handleheight=1.4, handlelength=2.2, fontsize=9)
     return to_data_uri(fig)
@@ -90,4 +90,5 @@ def replicas_over_time(title: str, runs: list[Run]) -> str:
     ax.set_ylim(0, max(float(ts.groupby("t_s")["ready_replicas"].sum().max()) for _, ts in series) + 1)
     ax.legend(loc="upper left", ncol=min(len(series), 6))
     ax.set_title(title)
+    fig.subplots_adjust(left=0.07, right=0.92, bottom=0.15, top=0.9)
     return to_data_uri(fig)

@@ -1,0 +1,137 @@
+"""The regression gate on hand-written summaries: verdicts, tolerances, mismatched sets, exit codes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from scalearena.harness.errors import UserError
+from scalearena.reports.catalog import BY_ID
+from scalearena.reports.cli import compare as compare_cmd
+from scalearena.reports.compare import compare, judge, parse_tolerances
+from scalearena.reports.compare_output import markdown
+
+
+def _summary(**over):
+    s = {"scenario": "stairs", "autoscaler": "wva", "complete": True, "throughput_rps": 10.0, "goodput_rps": 8.0,
+         "slo_attainment": {"both": 0.8}, "failures": {"rejected": 0, "killed": 0, "timeout": 0, "error": 0},
+         "ttft_ms": {"mean": 500.0, "p99": 1000.0}, "itl_ms": {"mean": 20.0, "p99": 40.0},
+         "e2e_ms": {"p99": 9000.0}, "gpu_hours": 2.0, "cost": 4.0, "energy_kwh": 1.0}
+    for k, v in over.items():
+        s[k] = v
+    return s
+
+
+def _results(root: Path, runs: dict[str, dict]) -> Path:
+    for key, s in runs.items():
+        (root / key).mkdir(parents=True, exist_ok=True)
+        (root / key / "summary.json").write_text(json.dumps(s))
+    return root
+
+
+def _verdicts(c, key="stairs/wva"):
+    return {d.metric.id: d.verdict for d in c.deltas if d.key == key}
+
+
+def test_improvement_passes(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(goodput_rps=9.0, cost=3.0)})
+    c = compare(base, cur)
+    v = _verdicts(c)
+    assert v["goodput_rps"] == "improved" and v["cost"] == "improved" and v["throughput_rps"] == "same"
+    assert c.passed
+
+
+def test_regression_within_tolerance_passes(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    # p99 TTFT 1000 -> 1090 ms is +9 %, inside the default +10 %; goodput 8 -> 7.7 is -3.75 %, inside -5 %
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(ttft_ms={"mean": 500.0, "p99": 1090.0},
+                                                             goodput_rps=7.7)})
+    c = compare(base, cur)
+    assert _verdicts(c)["ttft_p99"] == "within" and _verdicts(c)["goodput_rps"] == "within"
+    assert c.passed
+
+
+def test_regression_beyond_tolerance_fails(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    # p99 TTFT 1000 -> 1120 ms is +12 % > 10 %; goodput 8 -> 7.5 is -6.25 % beyond -5 %
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(ttft_ms={"mean": 500.0, "p99": 1120.0},
+                                                             goodput_rps=7.5)})
+    c = compare(base, cur)
+    assert {d.metric.id for d in c.regressions} == {"ttft_p99", "goodput_rps"}
+    assert not c.passed
+    # a looser tolerance lets it through: 12 % <= 15 %, 6.25 % <= 7 %
+    assert compare(base, cur, parse_tolerances(["ttft_p99=15", "goodput_rps=-7%"])).passed
+
+
+def test_failures_from_zero_baseline_allow_none(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(failures={"rejected": 1, "killed": 0})})
+    c = compare(base, cur)
+    assert _verdicts(c)["failures"] == "regressed"  # 0 -> 1: +0 allowed on a zero baseline
+
+
+def test_judge_by_direction():
+    # higher is better: 100 -> 94 is 6 % worse (> 5); 100 -> 96 is 4 % worse
+    assert judge(BY_ID["throughput_rps"], 100.0, 94.0, 5.0) == "regressed"
+    assert judge(BY_ID["throughput_rps"], 100.0, 96.0, 5.0) == "within"
+    assert judge(BY_ID["cost"], 10.0, 9.0, 10.0) == "improved"
+    assert judge(BY_ID["ttft_p99"], 100.0, None, 10.0) == "missing"
+    assert judge(BY_ID["ttft_p99"], None, 100.0, 10.0) == "new"
+
+
+def test_mismatched_sets_name_missing_runs(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary(), "stairs/hpa": _summary(autoscaler="hpa")})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(), "stairs/kpa": _summary(autoscaler="kpa")})
+    with pytest.raises(UserError) as e:
+        compare(base, cur)
+    assert "missing from current: stairs/hpa" in str(e.value)
+    assert "missing from baseline: stairs/kpa" in str(e.value)
+
+
+def test_missing_dir_is_user_error(tmp_path):
+    with pytest.raises(UserError):
+        compare(tmp_path / "nope", tmp_path / "nope2")
+
+
+@pytest.mark.parametrize("bad", ["ttft_p99", "ttft_p99=abc", "nosuch=5", "replicas_mean=5"])
+def test_bad_tolerance(bad):
+    with pytest.raises(UserError):
+        parse_tolerances([bad])
+
+
+def test_tolerance_off_stops_gating():
+    assert "cost" not in parse_tolerances(["cost=off"])
+
+
+def test_incomplete_current_run_fails(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(complete=False)})
+    assert compare(base, cur).incomplete == ["stairs/wva"]
+
+
+def test_cli_exit_codes_and_step_summary(tmp_path, monkeypatch):
+    base = _results(tmp_path / "b", {"stairs/wva/rate-2": _summary()})
+    good = _results(tmp_path / "g", {"stairs/wva/rate-2": _summary()})
+    bad = _results(tmp_path / "x", {"stairs/wva/rate-2": _summary(throughput_rps=5.0)})
+    step = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    runner = CliRunner()
+    ok = runner.invoke(compare_cmd, [str(base), str(good)])
+    assert ok.exit_code == 0, ok.output
+    assert "PASS" in ok.output and (good / "compare.html").is_file()
+    md = tmp_path / "out.md"
+    reg = runner.invoke(compare_cmd, [str(base), str(bad), "--markdown", str(md)])
+    assert reg.exit_code == 1
+    assert "REGRESSED" in reg.output and "throughput_rps" in md.read_text()
+    assert step.read_text().count("scalearena compare") == 2
+    assert runner.invoke(compare_cmd, [str(base), str(tmp_path / "none")]).exit_code == 2
+    assert runner.invoke(compare_cmd, [str(base), str(good), "-t", "bogus"]).exit_code == 2
+
+
+def test_markdown_escapes_table_cells(tmp_path):
+    base = _results(tmp_path / "b", {"a|b/wva": _summary()})
+    cur = _results(tmp_path / "c", {"a|b/wva": _summary(throughput_rps=1.0)})
+    assert "a\\|b/wva" in markdown(compare(base, cur))

@@ -1,0 +1,154 @@
+"""HTML reports: structure (golden), escaping of hostile names, empty runs, decision-log collapsing.
+
+Result folders are built by hand here (RunWriter + a few records), not by the
+simulator. The golden file pins the structure of the pages — sections,
+tables, figures — never pixels. Rewrite it with SCALEARENA_UPDATE_GOLDEN=1.
+"""
+from __future__ import annotations
+
+import json
+import os
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from scalearena.controllers.base import Decision, Reason
+from scalearena.harness.records import RequestRecord, TimeseriesRecord
+from scalearena.harness.results import RunWriter, run_dir
+from scalearena.reports.load import load_results
+from scalearena.reports.report import decision_rows, write_run_report, write_suite_report
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "report_structure.json"
+EVIL = "<script>alert(1)</script>"
+VARIANTS = [{"name": "va-a100", "model": "m", "gpu": "A100", "gpus_per_replica": 1, "cost": 1.0, "tdp_w": 400.0}]
+
+
+def _write_run(out: Path, scenario: str, autoscaler: str, sweep: str | None, folder: str | None = None,
+               n_requests: int = 6, reason: str = "kv spare 0.05 < 0.1") -> Path:
+    meta = {"scenario": scenario, "autoscaler": autoscaler, "cluster": "sim", "seed": 1, "duration_s": 30.0,
+            "sample_interval_s": 10.0, "slo": {"ttft_ms": 500.0, "itl_ms": 50.0}, "variants": VARIANTS}
+    d = run_dir(out, folder or scenario, autoscaler if folder is None else "as", sweep)
+    w = RunWriter(d, meta)
+    for i in range(n_requests):
+        ok = i % 3 != 2
+        w.add_request(RequestRecord(
+            request_id=i, model="m", arrival_s=i * 4.0, first_token_s=i * 4.0 + 0.2 if ok else None,
+            end_s=i * 4.0 + 1.0, input_tokens=100 + i, output_tokens=20 if ok else 0,
+            status="ok" if ok else "rejected", http_status=200 if ok else 429, variant="va-a100" if ok else None,
+            pod="p0" if ok else None, ttft_ms=200.0 + 50 * i if ok else None, itl_ms=30.0 if ok else None,
+            e2e_ms=1000.0))
+    for t in (10.0, 20.0, 30.0):
+        w.add_timeseries(TimeseriesRecord(
+            t_s=t, variant="va-a100", model="m", spec_replicas=1 + (t > 10), ready_replicas=1 + (t > 20),
+            pending_replicas=int(t == 20), terminating_replicas=0, kv_usage_mean=0.5, kv_usage_max=0.7, waiting=1,
+            running=2, gpu_util_mean=0.6, offered_rps=0.25, completed_rps=0.2, router_queue=0))
+    w.add_decision(10.0, autoscaler, Decision("va-a100", 1, 2, (Reason("saturation", reason),)))
+    for t in (20.0, 30.0):
+        w.add_decision(t, autoscaler, Decision("va-a100", 2, 2, (Reason("steady", "no trigger"),)))
+    w.finish()
+    return d
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("suite")
+    for a in ("wva", "hpa"):
+        for sweep in ("rate-2", "rate-10"):
+            _write_run(tmp_path, "rates", a, sweep)
+        _write_run(tmp_path, "stairs", a, None)
+    (tmp_path / "suite.json").write_text(json.dumps({"seed": 1, "git_sha": "abc123", "versions": {"x": "1"}}))
+    write_suite_report(tmp_path)  # parallel path; the tests below read what it wrote
+    return tmp_path
+
+
+class _Structure(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.h2: list[str] = []
+        self.ids: list[str] = []
+        self._in_h2 = False
+        self.scripts = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        a = dict(attrs)
+        if tag == "h2":
+            self._in_h2 = True
+            self.h2.append("")
+        if a.get("id") and tag in ("section", "figure", "h2"):
+            self.ids.append(a["id"])
+        if tag == "script":
+            self.scripts += 1
+        if tag == "img":
+            assert a["src"].startswith("data:image/png;base64,"), "figures must be inlined"
+
+    def handle_endtag(self, tag):
+        if tag == "h2":
+            self._in_h2 = False
+
+    def handle_data(self, data):
+        if self._in_h2:
+            self.h2[-1] += data.strip()
+
+    def summary(self) -> dict:
+        return {"h2": self.h2, "ids": self.ids,
+                "count": {t: self.tags.get(t, 0) for t in ("table", "img", "figure", "section", "details", "a")}}
+
+
+def _structure(html: str) -> dict:
+    p = _Structure()
+    p.feed(html)
+    assert p.scripts == 0
+    return p.summary()
+
+
+def test_structure_matches_golden(suite):
+    got = {"suite": _structure((suite / "report.html").read_text()),
+           "run": _structure((suite / "rates" / "wva" / "rate-2" / "report.html").read_text())}
+    if os.environ.get("SCALEARENA_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(got, indent=2) + "\n")
+    assert got == json.loads(GOLDEN.read_text())
+
+
+def test_suite_links_every_run_and_marks_best(suite):
+    html = (suite / "report.html").read_text()
+    for key in ("rates/wva/rate-2", "rates/hpa/rate-10", "stairs/hpa"):
+        assert f'href="./{key}/report.html"' in html
+        assert (suite / key / "report.html").is_file()
+    assert 'class="best"' not in html  # identical runs: no column has a single best
+    assert "abc123" in html  # git sha from suite.json
+
+
+def test_hostile_names_are_escaped(tmp_path):
+    d = _write_run(tmp_path, EVIL, EVIL, None, folder="evil", reason=EVIL)
+    suite_html = write_suite_report(tmp_path, jobs=1).read_text()
+    run_html = (d / "report.html").read_text()
+    for html in (run_html, suite_html):
+        assert EVIL not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert _structure(html)  # and no <script> element at all
+
+
+def test_run_without_requests_or_timeseries(tmp_path):
+    meta = {"scenario": "idle", "autoscaler": "static", "cluster": "sim", "seed": 0, "duration_s": 10.0,
+            "slo": {"ttft_ms": 1.0, "itl_ms": 1.0}, "variants": []}
+    w = RunWriter(tmp_path / "idle" / "static", meta)
+    w.finish()
+    html = write_run_report(tmp_path / "idle" / "static").read_text()
+    assert "no timeseries recorded" not in html  # messages are inside the PNGs, not the text
+    assert _structure(html)["count"]["img"] == 5
+    assert load_results(tmp_path).runs[0].summary["requests_total"] == 0
+
+
+def test_decision_rows_collapse_holds():
+    def dec(t, cur, want):
+        return {"t_s": t, "variant": "v", "loop": "main", "current_replicas": cur, "desired_replicas": want,
+                "action": "hold" if cur == want else ("scale_up" if want > cur else "scale_down"),
+                "reasons": [{"rule": "r", "message": "m"}], "alerts": []}
+    rows, truncated = decision_rows([dec(0, 1, 1), dec(15, 1, 1), dec(30, 1, 2), dec(45, 2, 2)])
+    # holds at 0 and 15 collapse into one row, then the scale-up, then one hold
+    assert [r["action_label"] for r in rows] == ["hold ×2", "scale up", "hold ×1"]
+    assert rows[0]["t"] == "0.0–15.0" and rows[1]["replicas"] == "1 → 2"
+    assert truncated == 0
