@@ -177,9 +177,8 @@ class Sampler:
         views: list[VariantView] = []
         while True:
             t = self.clock() - self.t0
-            if t >= self.end_s + 15.0 or (t >= self.end_s and not load_alive()):
-                break
-            if t >= next_sample:
+            done = t >= self.end_s + 15.0 or (t >= self.end_s and not load_alive())
+            if t >= next_sample or done:  # the last sample is taken at the end
                 views = self.sample(t, t_prev)
                 t_prev, next_sample = t, t + every
                 if self.cfg.kind == "wva" and self.native:
@@ -187,6 +186,8 @@ class Sampler:
                 self.writer.checkpoint()
                 if progress:
                     progress(min(t, self.end_s), self.end_s)
+            if done:
+                break
             if period and t >= next_decide and views:
                 self.decide(t, views, fast=False)
                 next_decide = t + period

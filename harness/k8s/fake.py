@@ -115,7 +115,11 @@ class FakeKubeAPI:
 
     def get_scale(self, namespace: str, name: str) -> Obj:
         self._call("get_scale", name)
-        d = self._get("Deployment", namespace, name)
+        return self._scale_of(self._get("Deployment", namespace, name))
+
+    @staticmethod
+    def _scale_of(d: Obj) -> Obj:
+        name, namespace = d["metadata"]["name"], d["metadata"].get("namespace", "")
         return {"apiVersion": "autoscaling/v1", "kind": "Scale",
                 "metadata": {"name": name, "namespace": namespace,
                              "resourceVersion": d["metadata"]["resourceVersion"]},
@@ -128,7 +132,7 @@ class FakeKubeAPI:
         self._check_rv(d, body)
         d.setdefault("spec", {})["replicas"] = int(body["spec"]["replicas"])
         d["metadata"]["resourceVersion"] = self._next_rv()
-        return self.get_scale(namespace, name)
+        return self._scale_of(d)
 
     def get_config_map(self, namespace: str, name: str) -> Obj:
         self._call("get_config_map", name)
