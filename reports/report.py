@@ -161,7 +161,8 @@ def _scenario_section(name: str, runs: list[Run], root: Path) -> dict[str, Any]:
     values = [[m.value(r.summary) for m in metrics] for r in runs]
     best: set[tuple[int, int]] = set()
     for sweep in {r.sweep for r in runs}:
-        idx = [i for i, r in enumerate(runs) if r.sweep == sweep]
+        # an incomplete run (crashed or interrupted) is shown but never ranked best
+        idx = [i for i, r in enumerate(runs) if r.sweep == sweep and r.summary.get("complete") is not False]
         for j, m in enumerate(metrics):
             best |= {(idx[k], j) for k in best_index([values[i][j] for i in idx], m.direction)}
     rows = [{"sweep": r.sweep or "", "autoscaler": r.autoscaler, "incomplete": r.summary.get("complete") is False,
