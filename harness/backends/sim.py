@@ -99,6 +99,7 @@ class Simulation:
         self._last_sample = 0.0
         self._slow = [f for f in sc.faults if f.kind == "slow_cold_start"]
         self._forecast = self._build_forecast()
+        self._engine_settings: dict[str, dict[str, Any]] = {}
 
     # ---- the loop -----------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any = None) -> None:
@@ -422,8 +423,11 @@ class Simulation:
                                v.engine.block_size)
                     for name, s in latest.items() if name in ready_names
                 )
-            engine = v.engine.model_dump(mode="json")
-            engine["kv_cache_blocks"] = d.num_gpu_blocks
+            engine = self._engine_settings.get(d.name)
+            if engine is None:
+                engine = v.engine.model_dump(mode="json")
+                engine["kv_cache_blocks"] = d.num_gpu_blocks
+                self._engine_settings[d.name] = engine
             variants.append(VariantView(
                 name=v.name, model=v.model, gpu=v.gpu, gpus_per_replica=v.gpus_per_replica, cost=v.cost,
                 min_replicas=v.min_replicas, max_replicas=v.max_replicas, spec_replicas=d.replicas,

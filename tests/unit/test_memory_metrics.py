@@ -1,0 +1,72 @@
+"""In-memory metrics source: windows, staleness, increase, quantiles, outage."""
+from __future__ import annotations
+
+import pytest
+
+from scalearena.controllers.base import E2E_HIST, KV_USAGE, NUM_WAITING, REQUEST_SUCCESS
+from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
+from scalearena.harness.errors import MetricsUnavailable
+from scalearena.harness.metrics.memory import MemoryMetrics, Sample
+
+Z_TTFT = (0.0,) * (len(TTFT_BUCKETS) + 1)
+Z_ITL = (0.0,) * (len(ITL_BUCKETS) + 1)
+
+
+def s(t: float, kv: float, waiting: int = 0, success: float = 0.0, e2e: tuple | None = None) -> Sample:
+    return Sample(t, kv, waiting, 0, None, success, Z_TTFT, Z_ITL, e2e or (0.0,) * (len(E2E_BUCKETS) + 1))
+
+
+def test_max_and_avg_over_window() -> None:
+    m = MemoryMetrics(staleness_s=300)
+    for t, kv in [(0, 0.9), (15, 0.2), (30, 0.4), (45, 0.6)]:
+        m.record("v", "p0", s(t, kv, waiting=int(kv * 10)))
+    m.now = 45.0
+    # window (45-30, 45] = samples at 30 and 45 -> max 0.6, mean 0.5
+    assert m.pod_max_over_time("v", KV_USAGE, 30.0) == {"p0": pytest.approx(0.6)}
+    assert m.pod_avg_over_time("v", KV_USAGE, 30.0) == {"p0": pytest.approx(0.5)}
+    assert m.pod_max_over_time("v", NUM_WAITING, 60.0) == {"p0": 9.0}
+
+
+def test_stale_series_disappear() -> None:
+    m = MemoryMetrics(staleness_s=60)
+    m.record("v", "old", s(0, 0.5))
+    m.record("v", "new", s(50, 0.1))
+    m.now = 61.0  # old's newest sample is 61 s old > 60 -> gone
+    assert set(m.latest("v")) == {"new"}
+    assert m.pod_max_over_time("v", KV_USAGE, 120.0) == {"new": pytest.approx(0.1)}
+
+
+def test_counter_increase_uses_sample_before_window() -> None:
+    m = MemoryMetrics()
+    for t, c in [(0, 5), (60, 9), (120, 20)]:
+        m.record("v", "p0", s(t, 0.0, success=c))
+    m.record("v", "p1", s(120, 0.0, success=3))  # born inside the window: not counted from zero
+    m.now = 120.0
+    assert m.counter_increase("v", REQUEST_SUCCESS, 60.0) == pytest.approx(11.0)  # 20 - 9, + p1 3 - 3
+    assert m.counter_increase("v", REQUEST_SUCCESS, 600.0) == pytest.approx(15.0)  # 20 - 5
+
+
+def test_histogram_quantile_interpolates() -> None:
+    h = Histogram(E2E_BUCKETS)
+    m = MemoryMetrics()
+    m.record("v", "p0", s(0, 0.0, e2e=h.cumulative()))
+    for _ in range(4):
+        h.observe(1.2)  # bucket (1.0, 1.5]
+    m.record("v", "p0", s(15, 0.0, e2e=h.cumulative()))
+    m.now = 15.0
+    # 4 observations in (1.0, 1.5]: median rank 2 -> 1.0 + 0.5 x 2/4 = 1.25
+    assert m.histogram_quantile("v", E2E_HIST, 0.5, 60.0) == pytest.approx(1.25)
+    # the baseline is the last sample at or before the window start (t=0 for a window (5, 15])
+    assert m.histogram_quantile("v", E2E_HIST, 0.5, 10.0) == pytest.approx(1.25)
+    m.now = 30.0
+    assert m.histogram_quantile("v", E2E_HIST, 0.5, 10.0) is None  # no sample in (20, 30]
+
+
+def test_outage_raises_and_empty_is_not_an_error() -> None:
+    m = MemoryMetrics()
+    assert m.pod_max_over_time("nobody", KV_USAGE, 60) == {}
+    m.available = False
+    with pytest.raises(MetricsUnavailable):
+        m.pod_max_over_time("v", KV_USAGE, 60)
+    with pytest.raises(MetricsUnavailable):
+        m.latest("v")
