@@ -1,0 +1,84 @@
+"""End-to-end on a real kind cluster: only with KIND_E2E=1 (Docker, kind, kubectl needed).
+
+These were written against kind v0.29.0 / kubectl v1.33 and have NOT been run
+in the environment where they were written (no Docker engine there); CI runs
+them nightly (.github/workflows/ci.yml, job bench-kind). Expect about 10-15
+minutes: cluster creation ~2 min, image builds ~3 min, image pulls, one short
+run per autoscaler.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.environ.get("KIND_E2E") != "1",
+                       reason="needs a real kind cluster (Docker, kind, kubectl): set KIND_E2E=1"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cluster():  # noqa: ANN201
+    from scalearena.harness.backends.kube_cluster import KindCluster, Shell, build_images, preflight
+
+    preflight("kind")
+    kind = KindCluster(Shell(), ROOT / "manifests/kind/cluster.yaml")
+    kind.create()
+    kind.load_images(build_images(Shell(), ROOT))
+    yield kind
+    if os.environ.get("KIND_E2E_KEEP") != "1":
+        kind.delete()
+
+
+def test_workers_have_fake_gpus(cluster) -> None:  # noqa: ANN001
+    nodes = cluster.kubectl.get_json("nodes", "-l", "scalearena.io/fake-gpus")["items"]
+    assert len(nodes) == 3
+    for n in nodes:
+        assert n["status"]["allocatable"].get("nvidia.com/gpu") == "4"
+
+
+def test_wva_controller_writes_conditions(cluster) -> None:  # noqa: ANN001
+    from scalearena.harness.backends.kube_render import render
+
+    k = cluster.kubectl
+    objs = render(ROOT / "manifests/overlays/kind") + render(ROOT / "manifests/autoscalers/wva")
+    crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
+    k.apply(crds)
+    k.wait_established("variantautoscalings.llmd.ai")
+    k.apply([o for o in objs if o["kind"] != "CustomResourceDefinition"])
+    for d in ("prometheus", "gateway", "va-a100", "va-h100", "wva-controller", "prometheus-adapter"):
+        k.rollout("scalearena", d, 600)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        va = k.get_json("-n", "scalearena", "variantautoscalings.llmd.ai", "va-a100")
+        conds = {c["type"]: c["status"] for c in (va.get("status") or {}).get("conditions", [])}
+        if conds.get("TargetResolved") == "True" and "MetricsAvailable" in conds:
+            break
+        time.sleep(5)
+    assert conds.get("TargetResolved") == "True", json.dumps(va.get("status"))
+    # the External metric the HPA reads is served by prometheus-adapter
+    raw = k.run("get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/scalearena/wva_desired_replicas"
+                ).stdout
+    assert "wva_desired_replicas" in raw
+    k.delete([o for o in objs if o["kind"] not in ("CustomResourceDefinition", "Namespace")])
+
+
+def test_short_run_accounts_for_every_request(cluster, tmp_path: Path) -> None:  # noqa: ANN001
+    from scalearena.harness.backends.kube import KubeBackend
+    from scalearena.harness.results import RunWriter
+    from scalearena.harness.scenario import load_scenario
+
+    sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml", overrides=["duration_s=60"])
+    w = RunWriter(tmp_path / "run", {"scenario": sc.name, "autoscaler": "hpa", "cluster": "kind", "seed": sc.seed,
+                                     "duration_s": sc.duration_s, "slo": sc.slo.model_dump(), "variants": []})
+    KubeBackend("kind", keep=True).run(sc, sc.autoscaler("hpa"), w)
+    s = w.finish()
+    assert s["requests_total"] == s["requests_ok"] + sum(s["failures"].values())
+    assert s["requests_total"] > 0
