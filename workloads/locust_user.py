@@ -188,6 +188,7 @@ class OpenLoopUser(FastHttpUser):
                         break
                     if msg.get("usage"):
                         usage_tokens = msg["usage"].get("completion_tokens")
+                        rec["server_prompt_tokens"] = msg["usage"].get("prompt_tokens")
                     if msg.get("choices"):
                         now = time.time()
                         first = first if first is not None else now

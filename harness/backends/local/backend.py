@@ -42,7 +42,7 @@ from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import Scenario
 
 from . import load
-from .pods import PENDING, READY, TERMINATING, PodSet
+from .pods import PENDING, READY, PodSet
 from .prometheus import PrometheusProcess
 from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
 
@@ -109,13 +109,6 @@ class LocalRun:
             self._http.put(self.router_url + "/admin/endpoints", json={"endpoints": eps}, timeout=2.0)
         except http.RequestException:
             pass  # router down: the run fails on its own check
-        live = {p.name for p in self.pods.pods.values() if p.state in (READY, TERMINATING)}
-        for pod in self.pods.pods.values():
-            if pod.name in live:
-                self.prom.set_engine(pod.name, f"{LOOPBACK}:{pod.port}", {"variant": pod.variant, "namespace": "local"})
-        for name in list(self.prom._engines):
-            if name not in live:
-                self.prom.remove_engine(name)
 
     # -- the run ---------------------------------------------------------------------------------
     def run(self) -> None:
@@ -139,6 +132,10 @@ class LocalRun:
                 signal.signal(signal.SIGTERM, old_term)
 
     def _start(self) -> None:
+        for variant, ports in self.pods.slots.items():  # fixed slots (see pods.PodSet)
+            for i, port in enumerate(ports):
+                self.prom.set_engine(f"{variant}-slot{i}", f"{LOOPBACK}:{port}",
+                                     {"variant": variant, "namespace": "local"}, pod_label=False)
         self.prom.start()
         argv = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "router", "--port",
                 str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",
@@ -325,8 +322,9 @@ class LocalRun:
         self.writer.meta["unreported_requests"] = sum(1 for s in self.requests if s.request_id not in rows)
         (self.dir / "local.json").write_text(json.dumps({
             "time_scale": self.scale, "t0_wall": self.t0, "router": self.router_url, "prometheus": self.prom.url,
-            "send_lag_ms": self.writer.meta.get("send_lag_ms"),
-        }, indent=2))
+            "send_lag_ms": self.writer.meta.get("send_lag_ms"), "events": self.writer.meta.get("events", []),
+            "unreported_requests": self.writer.meta["unreported_requests"],
+        }, indent=2, default=str))
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

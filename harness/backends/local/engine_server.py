@@ -250,7 +250,7 @@ class EngineServer:
     async def handle_metrics(self, request: web.Request) -> web.Response:
         t = self.now()
         text = engine_metrics_text(self.engine.metrics(t), self.cfg.model, self.gpu_busy_fraction(t),
-                                   self.cfg.engine_spec, self.num_gpu_blocks)
+                                   self.cfg.engine_spec, self.num_gpu_blocks, self.cfg.pod)
         return web.Response(body=text, content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 

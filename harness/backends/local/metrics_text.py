@@ -92,9 +92,20 @@ def engine_families(m: Any, model: str, gpu_busy: float, spec: Any, num_gpu_bloc
     return out
 
 
-def engine_metrics_text(m: Any, model: str, gpu_busy: float, spec: Any, num_gpu_blocks: int) -> bytes:
+def with_pod_label(families: list[Metric], pod: str) -> list[Metric]:
+    """Add ``pod`` to every sample. The local backend scrapes fixed port slots with
+    ``honor_labels``, so the engine itself says which pod a series belongs to."""
+    for fam in families:
+        fam.samples = [s._replace(labels={**s.labels, "pod": pod}) for s in fam.samples]
+    return families
+
+
+def engine_metrics_text(m: Any, model: str, gpu_busy: float, spec: Any, num_gpu_blocks: int, pod: str = "") -> bytes:
+    families = engine_families(m, model, gpu_busy, spec, num_gpu_blocks)
+    if pod:
+        families = with_pod_label(families, pod)
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Snapshot(engine_families(m, model, gpu_busy, spec, num_gpu_blocks)))
+    reg.register(_Snapshot(families))
     return generate_latest(reg)
 
 

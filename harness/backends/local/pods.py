@@ -60,6 +60,11 @@ class PodSet:
         self.pods: dict[str, Pod] = {}
         self.desired: dict[str, int] = {v.name: v.start_replicas for v in variants}
         self._serial = {v.name: 0 for v in variants}
+        # Fixed scrape slots: Prometheus applies target changes at most every 5 s of wall time, so
+        # every port a pod of the variant may use is a target from the start; a pod takes a free
+        # slot and labels its own series with its name (honor_labels).
+        self.slots: dict[str, list[int]] = {v.name: [free_port() for _ in range(2 * v.max_replicas + 1)]
+                                            for v in variants}
         self.startup_factor: Callable[[], float] = lambda: 1.0  # slow_cold_start fault hook
 
     # -- views -----------------------------------------------------------------------------------
@@ -77,7 +82,8 @@ class PodSet:
         v = self.variants[variant]
         name = f"{variant}-{self._serial[variant]}"
         self._serial[variant] += 1
-        port = free_port()
+        used = {p.port for p in self.pods.values()}
+        port = next((s for s in self.slots[variant] if s not in used), None) or free_port()
         startup = 0.0 if warm else v.startup_s * self.startup_factor()
         spec = v.engine.model_dump(mode="json")
         argv = [

@@ -135,8 +135,9 @@ class PrometheusProcess:
         return f"http://{LOOPBACK}:{self.port}"
 
     # -- targets ---------------------------------------------------------------------------------
-    def set_engine(self, pod: str, address: str, labels: dict[str, str]) -> None:
-        self._engines[pod] = Target(address, {**labels, "pod": pod})
+    def set_engine(self, pod: str, address: str, labels: dict[str, str], pod_label: bool = True) -> None:
+        """A scrape target; ``pod_label=False`` leaves the pod label to the engine (honor_labels)."""
+        self._engines[pod] = Target(address, {**labels, "pod": pod} if pod_label else {**labels, "slot": pod})
         self._write_targets()
 
     def remove_engine(self, pod: str) -> None:
