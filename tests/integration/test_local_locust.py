@@ -1,0 +1,60 @@
+"""The Locust open-loop user sends the simulator's request sequence, request for request.
+
+For one seed the simulator's arrival list (``build_requests``) and what the
+Locust process actually sent must be the same sequence: same ids in the same
+order of scheduled time, same prompt length (as the engine counted it from
+the words it received, echoed in usage.prompt_tokens), same max_tokens.
+Real processes: one serve-engine (zero latency) and the Locust user.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scalearena.harness.backends.local import load
+from scalearena.harness.backends.local.supervisor import Supervisor, free_port, wait_for_port
+from scalearena.harness.scenario import scenario_from_data
+from scalearena.workloads.generate import build_requests
+
+pytestmark = pytest.mark.local
+
+
+def test_locust_sends_the_simulators_sequence(tmp_path: Path, scenario_dict: dict) -> None:
+    scenario_dict["duration_s"] = 6
+    scenario_dict["workload"] = {
+        "arrivals": {"kind": "poisson", "rate_rps": 10},
+        "input_tokens": {"kind": "bounded_normal", "min": 10, "max": 300, "mean": 120, "sd": 60},
+        "output_tokens": {"kind": "uniform", "min": 1, "max": 8},
+    }
+    sc = scenario_from_data(scenario_dict, "test")
+    specs = build_requests(sc)
+    assert 30 < len(specs) < 100  # Poisson(60) draws for seed 7
+    schedule = tmp_path / "schedule.jsonl"
+    load.write_schedule(schedule, specs)
+    port = free_port()
+    with Supervisor(tmp_path / "logs") as sup:
+        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
+                                   "--model", "m", "--port", str(port), "--max-num-seqs", "256"])
+        assert wait_for_port(port, 30, eng.proc), eng.log_tail()
+        env = {load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(tmp_path / "records-{worker}.jsonl"),
+               load.ENV_T0: repr(time.time() + 1.5), load.ENV_TIMEOUT_S: "10", load.ENV_END_S: "20"}
+        loc = sup.start("locust", [sys.executable, "-m", "scalearena.workloads.locust_user", "--host",
+                                   f"http://127.0.0.1:{port}", "--csv", str(tmp_path / "locust")], env=env)
+        loc.proc.wait(timeout=60)
+        assert loc.returncode() == 0, loc.log_tail()
+    rows = load.read_records([tmp_path / "records-0.jsonl"])
+    sent = sorted(rows.values(), key=lambda r: (r["arrival_s"], r["request_id"]))
+    assert [r["request_id"] for r in sent] == [s.request_id for s in specs]  # same order of sending
+    for s in specs:
+        r = rows[s.request_id]
+        assert r["status"] == "ok", r
+        assert r["scheduled_s"] == s.arrival_s
+        assert r["server_prompt_tokens"] == s.input_tokens  # words the engine counted
+        assert r["output_tokens"] == s.output_tokens
+        assert r["lag_ms"] < 50
+    assert (tmp_path / "locust_stats.csv").read_text().count("\n") >= 2  # Locust's own CSV stats
+    assert not os.path.exists(tmp_path / "records-1.jsonl")
