@@ -32,8 +32,8 @@ from .catalog import GIB, GPUSpec, ModelShape, gpu_spec, model_shape
 
 # Calibrated on /work/shared/data/profiles (H200, plain PyTorch + CUDA graphs); see docs/simulator.md.
 DEFAULT_COMPUTE_EFFICIENCY = 0.60
-DEFAULT_MEMORY_EFFICIENCY = 0.77
-DEFAULT_LAYER_OVERHEAD_S = 77e-6  # fixed cost per layer per step (kernel launches, norms, sampling)
+DEFAULT_MEMORY_EFFICIENCY = 0.90
+DEFAULT_LAYER_OVERHEAD_S = 88e-6  # fixed cost per layer per step (kernel launches, norms, sampling)
 TP_ALLREDUCE_S = 8e-6  # per all-reduce (2 per layer) when tp > 1
 CHUNK_TOKENS = 8192  # vLLM max_num_batched_tokens: prefill tokens per step
 ACTIVATION_RESERVE_BYTES = 2 * GIB  # per GPU: activations, CUDA graphs, sampler (vLLM's profile run)
