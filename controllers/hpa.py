@@ -27,9 +27,10 @@ from .hpa_engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric
 __all__ = ["HPA", "HPAConfig", "PodsMetric", "ExternalMetric", "MetricSpec"]
 
 
+assert (NUM_WAITING, KV_USAGE) == ("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
 PAPER_METRICS: tuple[PodsMetric, ...] = (
-    PodsMetric(type="Pods", metric=NUM_WAITING, average_value=3.0),
-    PodsMetric(type="Pods", metric=KV_USAGE, average_value=0.5),
+    PodsMetric(type="Pods", metric="vllm:num_requests_waiting", average_value=3.0),
+    PodsMetric(type="Pods", metric="vllm:kv_cache_usage_perc", average_value=0.5),
 )
 
 
@@ -39,7 +40,7 @@ class HPAConfig(AutoscalerConfig):
         default=15.0, gt=0, description="Sync period (--horizontal-pod-autoscaler-sync-period), seconds."
     )
     metrics: list[MetricSpec] = Field(  # type: ignore[valid-type]
-        default_factory=lambda: list(PAPER_METRICS),
+        default_factory=lambda: list[PodsMetric | ExternalMetric](PAPER_METRICS),
         min_length=1,
         description="Metrics; the largest proposal wins. Default: the paper's baseline, Pods "
         "num_requests_waiting avg 3 and kv_cache_usage_perc avg 0.5.",
