@@ -9,7 +9,7 @@ OUT ?= results/$(CLUSTER)
 SUITE ?= workloads/suites/paper.yaml
 JOBS ?=
 
-.PHONY: bench test perf lint report render venv clean paper prometheus
+.PHONY: bench test perf lint report render venv clean paper prometheus images e2e
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,15 @@ lint: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)
+
+# Container images for CLUSTER=kind / CLUSTER=cluster (needs a Docker engine).
+images:
+	docker build -f Dockerfile.router -t $(or $(SCALEARENA_IMAGE_PREFIX),scalearena)/serve-router:dev .
+	docker build -f Dockerfile.controller -t $(or $(SCALEARENA_IMAGE_PREFIX),scalearena)/wva-controller:dev .
+
+# End-to-end tests against a real kind cluster (Docker, kind, kubectl).
+e2e: $(STAMP)
+	KIND_E2E=1 $(BIN)/python -m pytest -q tests/e2e
 
 clean:
 	rm -rf results .pytest_cache
