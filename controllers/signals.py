@@ -2,9 +2,9 @@
 a KEDA prometheus query returns.
 
 HPA External metrics and KEDA triggers read one number per variant from
-Prometheus. In the harness the numbers come from the view, so each query the
-real manifests run (``manifests/``) has a name here and one definition, and
-the Python models and the Kubernetes objects scale on the same quantity.
+Prometheus. In ``sim`` and ``local`` runs the numbers come from the view, so
+each query has a name here, one definition, and the PromQL it stands for
+(``SIGNAL_QUERIES``) for writing the matching Kubernetes objects.
 
 Sums are over the variant's ready pods that metrics cover. ``queue`` also
 counts the requests the gateway holds for the variant's model (the router
