@@ -53,7 +53,9 @@ class Duration(click.ParamType):
 @click.command("serve-engine")
 @click.option("--model", required=True, help="Model name served (the model_name label).")
 @click.option("--served-model-name", multiple=True, help="Extra names the API accepts.")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; loopback by default (0.0.0.0 inside a pod).")
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences in a batch (default 5).")
 @click.option("--max-waiting-queue-length", type=int, default=None, help="Waiting-queue limit; beyond it 429.")
 @click.option("--max-model-len", type=int, default=None, help="Longest prompt + output accepted.")
@@ -118,7 +120,7 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
     if o["time_scale"] <= 0:
         raise click.UsageError("--time-scale must be > 0")
     cfg = EngineServerConfig(
-        model=o["model"], engine_spec=spec, gpu=o["gpu"], port=o["port"],
+        model=o["model"], engine_spec=spec, gpu=o["gpu"], port=o["port"], host=o["host"],
         served_model_names=tuple(o["served_model_name"]), startup_s=o["startup_duration"],
         time_scale=o["time_scale"], termination_grace_s=o["termination_grace_period"],
         failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),
@@ -129,7 +131,9 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
 
 
 @click.command("serve-router")
-@click.option("--port", type=int, default=8080, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=int, default=8080, show_default=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; loopback by default (0.0.0.0 inside a pod).")
 @click.option("--router-spec", default=None, help="RouterSpec as JSON (scenario router section).")
 @click.option("--endpoints-file", default=None, help="JSON file of engines, rewritten by the harness; watched.")
 @click.option("--time-scale", type=float, default=1.0, show_default=True, help="Divides refresh and queue waits.")
@@ -142,7 +146,7 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     from .router_server import RouterServerConfig, serve
 
     spec = RouterSpec.model_validate(json.loads(o["router_spec"])) if o["router_spec"] else RouterSpec()
-    cfg = RouterServerConfig(spec=spec, port=o["port"], endpoints_file=o["endpoints_file"],
+    cfg = RouterServerConfig(spec=spec, port=o["port"], host=o["host"], endpoints_file=o["endpoints_file"],
                              time_scale=o["time_scale"], queue_timeout_s=o["queue_timeout"])
     asyncio.run(serve(cfg))
 
