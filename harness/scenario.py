@@ -141,6 +141,11 @@ class ClusterSpec(_Spec):
     gpu_capacity: dict[str, int] | None = Field(
         default=None, description="GPUs available per GPU type (CapacityDiscovery); null = unlimited."
     )
+    warm_start: bool = Field(
+        default=True,
+        description="Initial replicas are ready at t=0 (a deployment warmed before the run); "
+        "false: they cold-start like every later pod.",
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> ClusterSpec:

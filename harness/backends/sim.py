@@ -100,6 +100,7 @@ class Simulation:
         self._slow = [f for f in sc.faults if f.kind == "slow_cold_start"]
         self._forecast = self._build_forecast()
         self._engine_settings: dict[str, dict[str, Any]] = {}
+        self._warm = False
 
     # ---- the loop -----------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any = None) -> None:
@@ -120,8 +121,10 @@ class Simulation:
             from ..runner import variant_meta
 
             meta["variants"] = variant_meta(sc)
+        self._warm = sc.cluster.warm_start  # initial replicas skip the cold start
         for d in self.deps:
             self.reconcile(d)
+        self._warm = False
         if self.requests:
             self.push(self.requests[0].arrival_s, ARRIVAL)
         self.push(0.0, SCRAPE)
@@ -309,7 +312,7 @@ class Simulation:
                 continue
             self.pool.bind(d.spec.gpu, d.spec.gpus_per_replica)
             pod.state = STARTING
-            startup = d.spec.startup_s
+            startup = 0.0 if self._warm else d.spec.startup_s
             for f in self._slow:
                 if f.start_s <= self.t < f.end_s:
                     startup *= f.factor

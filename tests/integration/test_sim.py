@@ -28,7 +28,7 @@ def scenario(**over: Any) -> Any:
     variant.update(over.pop("variant", {}))
     data = {
         "name": "t", "duration_s": 60, "drain_s": 60, "seed": 3,
-        "cluster": {"variants": [variant]},
+        "cluster": {"variants": [variant], "warm_start": False},  # these tests time the initial cold start
         "router": {"admission": {"kind": "none"}},
         "workload": {"arrivals": {"kind": "constant", "rate_rps": 1},
                      "input_tokens": {"kind": "fixed", "value": 100}, "output_tokens": {"kind": "fixed", "value": 50}},
@@ -85,6 +85,17 @@ def test_cold_start_delays_readiness_exactly_startup_s(tmp_path: Path) -> None:
     assert r.end_s == pytest.approx(20.59)
     assert r.ttft_ms == pytest.approx(15_100)
     assert r.itl_ms == pytest.approx(10.0)
+
+
+def test_warm_start_initial_replicas_serve_from_t0(tmp_path: Path) -> None:
+    # warm_start (the default): the initial pod is ready at t=0, so a request sent at 5 starts at once:
+    # first token 5 + 0.1 = 5.1, end 5.1 + 49 x 0.01 = 5.59
+    sc = scenario()
+    sc = sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"warm_start": True})})
+    w, _ = simulate(tmp_path, sc, reqs([5.0]))
+    r = by_id(w)[0]
+    assert r.first_token_s == pytest.approx(5.1)
+    assert r.end_s == pytest.approx(5.59)
 
 
 def test_termination_grace_kills_long_requests(tmp_path: Path) -> None:

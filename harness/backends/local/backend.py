@@ -144,11 +144,12 @@ class LocalRun:
         if not wait_for_port(self.router_port, 30.0, router.proc):
             raise UserError(f"router did not start:\n{router.log_tail()}", where=str(router.log_path))
         self.prom.set_router(f"{LOOPBACK}:{self.router_port}")
-        for v in self.sc.cluster.variants:  # initial replicas start warm, as on sim
+        warm = self.sc.cluster.warm_start  # initial replicas start warm unless the scenario says not
+        for v in self.sc.cluster.variants:
             for _ in range(v.start_replicas):
-                self.pods.spawn(v.name, warm=True)
+                self.pods.spawn(v.name, warm=warm)
         deadline = time.time() + 60.0
-        while any(p.state == PENDING for p in self.pods.pods.values()):
+        while warm and any(p.state == PENDING for p in self.pods.pods.values()):
             if time.time() > deadline:
                 raise UserError("initial engines not ready after 60 s", where=str(self.sup.log_dir))
             self.pods.poll()
