@@ -17,7 +17,6 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -68,16 +67,21 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _columns(records: Iterable[Any], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Column lists straight from the slots (dataclasses.asdict is ~10x slower on 10^5 rows)."""
+    recs = records if isinstance(records, list) else list(records)
+    return {n: [getattr(r, n) for r in recs] for n in names}
+
+
 def requests_frame(records: Iterable[RequestRecord]) -> pd.DataFrame:
-    rows = [asdict(r) for r in records]
-    df = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
+    df = pd.DataFrame(_columns(records, REQUEST_COLUMNS), columns=list(REQUEST_COLUMNS))
     for col in ("first_token_s", "ttft_ms", "itl_ms", "scheduled_s"):
         df[col] = df[col].astype("float64")
     return df
 
 
 def timeseries_frame(records: Iterable[TimeseriesRecord]) -> pd.DataFrame:
-    return pd.DataFrame([asdict(r) for r in records], columns=list(TIMESERIES_COLUMNS))
+    return pd.DataFrame(_columns(records, TIMESERIES_COLUMNS), columns=list(TIMESERIES_COLUMNS))
 
 
 # Signature of the summary function (reports.metrics.summarize): it is the one
