@@ -33,12 +33,18 @@ class Sweep:
     autoscalers: tuple[str, ...] = ("wva", "hpa")
 
 
+def _hpa_metrics(queue: str, kv: str) -> str:
+    """--set override of the paper's two HPA Pods metrics (average queue depth, average KV usage)."""
+    return ("autoscalers.1.metrics=[{{type: Pods, metric: 'vllm:num_requests_waiting', average_value: " + queue
+            + "}}, {{type: Pods, metric: 'vllm:kv_cache_usage_perc', average_value: " + kv + "}}]")
+
+
 SWEEPS: tuple[Sweep, ...] = (
     Sweep("coldstart", "cold start (s)", (30, 60, 120), ("cluster.variants.0.startup_s={v}",)),
     Sweep("scrape", "scrape interval (s)", (5, 15, 30), ("metrics.scrape_interval_s={v}",)),
     Sweep("gammakv", "WVA gamma_kv", (0.1, 0.2, 0.3), ("autoscalers.0.gamma_kv={v}",), ("wva",)),
-    Sweep("hpaqueue", "HPA target mean queue depth", (2, 3, 5), ("autoscalers.1.queue_target={v}",), ("hpa",)),
-    Sweep("hpakv", "HPA target mean KV usage", (0.3, 0.5, 0.7), ("autoscalers.1.kv_target={v}",), ("hpa",)),
+    Sweep("hpaqueue", "HPA target mean queue depth", (2, 3, 5), (_hpa_metrics("{v}", "0.5"),), ("hpa",)),
+    Sweep("hpakv", "HPA target mean KV usage", (0.3, 0.5, 0.7), (_hpa_metrics("3", "{v}"),), ("hpa",)),
 )
 
 
