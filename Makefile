@@ -8,6 +8,8 @@ CLUSTER ?= sim
 OUT ?= results/$(CLUSTER)
 SUITE ?= workloads/suites/paper.yaml
 JOBS ?=
+TIME_SCALE ?= 1
+SEEDS ?= 5
 
 .PHONY: bench test perf lint report render venv clean paper prometheus images e2e
 
@@ -20,7 +22,7 @@ $(STAMP): pyproject.toml setup.py
 venv: $(STAMP)
 
 bench: $(STAMP) $(if $(filter local,$(CLUSTER)),prometheus)
-	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
+	SCALEARENA_TIME_SCALE=$(TIME_SCALE) $(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
 
 # The local-process integration tests need a real Prometheus (Debian package).
 test: $(STAMP) prometheus
@@ -37,6 +39,14 @@ lint: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)
+
+# Render OUT/report.html to OUT/report.png with headless Chromium (installs Debian chromium if missing).
+render: $(STAMP)
+	bash scripts/render_report.sh $(OUT)/report.html $(OUT)/report.png
+
+# Reproduce the WVA paper: seeds x experiments x autoscalers, sensitivity, heterogeneous pool.
+paper: $(STAMP)
+	$(BIN)/scalearena paper --seeds $(SEEDS) --out results/paper-repro --doc docs/paper-reproduction.md
 
 # Container images for CLUSTER=kind / CLUSTER=cluster (needs a Docker engine).
 images:

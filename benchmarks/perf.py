@@ -3,7 +3,9 @@
 Targets (docs/simulator.md, on a 2-core machine):
 1. one 600 s paper-like run at 10 RPS (bounded-normal tokens: input mean 4096 sd 2048
    in [10, 8192], output mean 1024 sd 512 in [10, 2048], constant latency) in < 0.6 s;
-2. one simulated hour at 100 RPS across up to 100 replicas in < 60 s, peak memory < 1 GiB.
+2. one simulated hour at 100 RPS across up to 100 replicas in < 60 s, peak memory < 1 GiB;
+3. the full paper suite (workloads/suites/paper.yaml) with every registered autoscaler in < 20 s
+   (all cores, without the HTML report, which `make bench` renders afterwards).
 
 Usage: ``python benchmarks/perf.py [--only paper|hour] [--profile]``. Wall time covers
 request generation and the simulation (``SimBackend.run``); writing parquet at the end is
@@ -91,9 +93,28 @@ def report(label: str, sc: Any, repeat: int, profile: bool) -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)
 
 
+def suite_figure() -> None:
+    """Wall time of the paper suite on the simulator, every autoscaler, all cores (no report)."""
+    import os
+
+    from scalearena.harness.runner import run_plans
+    from scalearena.harness.suite import load_suite
+
+    _, plans = load_suite(Path(__file__).resolve().parents[1] / "workloads" / "suites" / "paper.yaml")
+    out = Path(tempfile.mkdtemp(prefix="scalearena-perf-suite-"))
+    jobs = os.cpu_count() or 1
+    t0 = time.perf_counter()
+    results = run_plans(plans, out, "sim", jobs, lambda r: None)
+    wall = time.perf_counter() - t0
+    simulated = sum(p.scenario.duration_s + p.scenario.drain_s for p in plans)
+    failed = [r["dir"] for r in results if r["status"] != "ok"]
+    print(f"paper suite: {len(plans)} runs ({len(failed)} failed) in {wall:.1f} s wall on {jobs} cores; "
+          f"{simulated / 3600:.1f} simulated hours -> {simulated / wall:.0f}x real time")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["paper", "hour"])
+    ap.add_argument("--only", choices=["paper", "hour", "suite"])
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     if args.only in (None, "paper"):
@@ -103,6 +124,10 @@ def main() -> None:
         sc = scenario("perf-hour-100rps", 3600, 100.0, 100, {"kind": "wva", "tau_kv": 0.8, "tau_q": 5,
                                                              "gamma_kv": 0.3})
         report("1 h @ 100 RPS (wva, <= 100 replicas)", sc, 1, args.profile)
+        sc = scenario("perf-hour-100rps-static", 3600, 100.0, 100, {"kind": "static", "replicas": 100})
+        report("1 h @ 100 RPS (static 100 replicas: every request served)", sc, 1, args.profile)
+    if args.only in (None, "suite"):
+        suite_figure()
 
 
 if __name__ == "__main__":
