@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from datetime import date
 
-from .base import TraceRow, bad, check_order, header_index, open_trace, tokens
+from .base import TraceRow, bad, check_order, csv_rows, header_index, open_trace, tokens
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _NS = 1_000_000_000
@@ -84,16 +84,9 @@ def read_azure(path: str) -> Iterator[TraceRow]:
         reader = csv.reader(fh)
         idx = header_index(path, next(reader, None), COLUMNS)
         i_ts, i_in, i_out = idx["TIMESTAMP"], idx["ContextTokens"], idx["GeneratedTokens"]
-        need = max(i_ts, i_in, i_out)
         first: int | None = None
         previous = 0.0
-        for row in reader:
-            if not row:
-                continue
-            line = reader.line_num
-            if len(row) <= need:
-                missing = next(c for c, i in idx.items() if i >= len(row))
-                raise bad(path, line, missing, "value missing (row too short)")
+        for line, row in csv_rows(path, reader, idx):
             try:
                 ns = clock.ns(row[i_ts])
             except ValueError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from scalearena.harness.errors import UserError
 
@@ -93,3 +93,16 @@ def header_index(path: str, header: list[str] | None, needed: tuple[str, ...]) -
         if col not in names:
             raise bad(path, 1, col, f"missing from the header (have {names})", f"columns {list(needed)}")
     return {col: names.index(col) for col in needed}
+
+
+def csv_rows(path: str, reader: Any, idx: dict[str, int]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, row) of a CSV trace body: blank lines skipped, short rows an error naming the column."""
+    need = max(idx.values())
+    for row in reader:
+        if not row:
+            continue
+        line = reader.line_num
+        if len(row) <= need:
+            missing = next(c for c, i in idx.items() if i >= len(row))
+            raise bad(path, line, missing, "value missing (row too short)")
+        yield line, row

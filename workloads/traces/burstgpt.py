@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 
-from .base import TraceRow, bad, check_order, header_index, open_trace, tokens
+from .base import TraceRow, bad, check_order, csv_rows, header_index, open_trace, tokens
 
 COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
 
@@ -30,16 +30,9 @@ def read_burstgpt(path: str, model: str | None = None) -> Iterator[TraceRow]:
         idx = header_index(path, header, needed)
         i_ts, i_in, i_out = idx["Timestamp"], idx["Request tokens"], idx["Response tokens"]
         i_model = idx.get("Model")
-        need = max(idx.values())
         first: float | None = None
         previous = 0.0
-        for row in reader:
-            if not row:
-                continue
-            line = reader.line_num
-            if len(row) <= need:
-                missing = next(c for c, i in idx.items() if i >= len(row))
-                raise bad(path, line, missing, "value missing (row too short)")
+        for line, row in csv_rows(path, reader, idx):
             try:
                 ts = float(row[i_ts])
                 if ts != ts or ts in (float("inf"), float("-inf")):
