@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from typing import NamedTuple
 
 from scalearena.controllers.base import (
@@ -99,25 +100,23 @@ class MemoryMetrics:
         lo = self.now - window_s
         return [s for s in q if lo < s.t <= self.now]
 
-    def pod_max_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
+    def _per_pod(self, variant: str, metric: str, window_s: float,
+                 agg: Callable[[list[float]], float]) -> dict[str, float]:
+        """``agg by (pod)(agg_over_time(metric[window]))`` over fresh series; pods with no sample are absent."""
         self._check()
         idx = _gauge_index(metric)
         out = {}
         for p, q in self._fresh(variant).items():
             vals = [s[idx] for s in self._window(q, window_s) if s[idx] is not None]
             if vals:
-                out[p] = float(max(vals))
+                out[p] = float(agg(vals))
         return out
 
+    def pod_max_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
+        return self._per_pod(variant, metric, window_s, max)
+
     def pod_avg_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
-        self._check()
-        idx = _gauge_index(metric)
-        out = {}
-        for p, q in self._fresh(variant).items():
-            vals = [s[idx] for s in self._window(q, window_s) if s[idx] is not None]
-            if vals:
-                out[p] = float(sum(vals)) / len(vals)
-        return out
+        return self._per_pod(variant, metric, window_s, lambda v: sum(v) / len(v))
 
     def _increase(self, q: deque[Sample], idx: int, window_s: float) -> float | tuple[float, ...] | None:
         lo = self.now - window_s
