@@ -92,6 +92,18 @@ def _workload(req: pd.DataFrame, duration: float) -> dict[str, Any]:
     return out
 
 
+def _generation(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the workload generator reported: requests clipped to max_model_len, trace replay counts."""
+    gen = meta.get("workload_generation")
+    if not gen:
+        return {}
+    out: dict[str, Any] = {"clipped_requests": int(gen.get("clipped", 0))}
+    traces = [t for t in gen.get("traces") or [] if t]
+    if traces:
+        out["traces"] = traces
+    return out
+
+
 def _timeseries_stats(ts: pd.DataFrame) -> dict[str, Any]:
     if ts.empty:
         return {"kv_usage_mean": None, "kv_usage_max": None, "queue_mean": None, "queue_max": None}
@@ -194,7 +206,7 @@ def summarize(
         },
         "decisions": counts,
         "alerts": counts["alerts_raised"],
-        "workload": _workload(req, duration),
+        "workload": {**_workload(req, duration), **_generation(meta)},
         "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
         "events": list(meta.get("events") or []),
     }

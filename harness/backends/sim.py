@@ -67,9 +67,17 @@ class SimBackend:
 
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
             progress: Progress | None = None) -> None:
-        from scalearena.workloads.generate import build_requests
+        from dataclasses import asdict
 
-        Simulation(scenario, autoscaler, writer, build_requests(scenario), progress).run()
+        from scalearena.workloads.generate import WorkloadStats, build_requests
+
+        stats = WorkloadStats()
+        requests = build_requests(scenario, stats)
+        writer.meta["workload_generation"] = {
+            "requests": list(stats.requests), "clipped": stats.clipped,
+            "traces": [asdict(t) if t is not None else None for t in stats.traces],
+        }
+        Simulation(scenario, autoscaler, writer, requests, progress).run()
 
 
 class Simulation:

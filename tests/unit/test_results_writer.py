@@ -50,3 +50,12 @@ def test_checkpoint_is_rate_limited_and_finish_marks_complete(tmp_path):
     s = w.finish()
     assert s["complete"] is True
     assert not [p.name for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_summary_reports_clipped_trace_requests(tmp_path):
+    meta = {**META, "workload_generation": {"requests": [1], "clipped": 3, "traces": [{"path": "t.csv", "clipped": 3}]}}
+    w = RunWriter(tmp_path / "run", meta)
+    w.add_request(_req(0))
+    s = w.finish()
+    assert s["workload"]["clipped_requests"] == 3
+    assert s["workload"]["traces"] == [{"path": "t.csv", "clipped": 3}]
