@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import random
 from typing import Any
 
 from scalearena.controllers.base import (
@@ -109,6 +110,7 @@ class Simulation:
         self._forecast = self._build_forecast()
         self._engine_settings: dict[str, dict[str, Any]] = {}
         self._warm = False
+        self._scrape_phase = sc.metrics.scrape_interval_s
 
     # ---- the loop -----------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any = None) -> None:
@@ -135,6 +137,11 @@ class Simulation:
         self._warm = False
         if self.requests:
             self.push(self.requests[0].arrival_s, ARRIVAL)
+        # Prometheus scrapes on its own phase, not in step with the controllers' loops (which all start
+        # at t=0): the first scrape at 0 fills the view, the next at a seeded offset in (0, interval].
+        # Aligned loops would hide the scrape interval entirely (every decision would see a fresh scrape).
+        interval = sc.metrics.scrape_interval_s
+        self._scrape_phase = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
         self.push(0.0, SCRAPE)
         self.push(0.0, DECIDE)
         if getattr(self.policy, "fast_period_s", None):
@@ -408,7 +415,10 @@ class Simulation:
                     t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
                     m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
                 ))
-        self.push(t + self.sc.metrics.scrape_interval_s, SCRAPE)
+        nxt = t + self.sc.metrics.scrape_interval_s
+        if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
+            nxt = self._scrape_phase
+        self.push(nxt, SCRAPE)
 
     # ---- decisions ----------------------------------------------------------------------------------
     def _build_forecast(self) -> tuple[ArrivalForecast, ...]:

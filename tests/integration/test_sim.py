@@ -180,3 +180,32 @@ def test_same_seed_gives_identical_summary(tmp_path: Path) -> None:
         blobs.append((d / "summary.json").read_bytes())
         assert s["requests_total"] > 100
     assert blobs[0] == blobs[1]
+
+
+class SampleAges(Scripted):
+    """Records how old the newest scraped sample is at each decision."""
+
+    def __init__(self) -> None:
+        super().__init__([1], period_s=15.0)
+        self.ages: list[tuple[float, float]] = []
+
+    def decide(self, now: float, view: Any) -> list[Decision]:
+        pods = view.variants[0].pods
+        if pods:
+            self.ages.append((now, now - pods[0].ts))
+        return super().decide(now, view)
+
+
+def test_scrapes_run_on_their_own_phase(tmp_path: Path) -> None:
+    # scrape interval 15 s = decision period 15 s. Were both loops aligned at t=0, every decision would see a
+    # sample of age 0 and the scrape interval would not matter. With a phase p in (0, 15] the scrapes fall at
+    # 0, p, p+15, ...; from t=15 on every decision sees the same age 15 - p (mod 15), in [0, 15).
+    sc = scenario(metrics={"scrape_interval_s": 15, "sample_interval_s": 5},
+                  cluster={"variants": [{**scenario().cluster.variants[0].model_dump(mode="json")}]})
+    policy = SampleAges()
+    _, sim = simulate(tmp_path, sc, reqs([1.0]), policy)
+    later = {round(age, 9) for t, age in policy.ages if t >= 15}
+    assert len(later) == 1
+    (age,) = later
+    assert 0 < age < 15
+    assert age == pytest.approx((15 - sim._scrape_phase) % 15)
