@@ -7,6 +7,7 @@ know of — we do not tune parameters until it matches.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,6 +150,28 @@ def pair_ratio(a: list[Run], b: list[Run], key: str) -> Estimate:
     return estimate(vals)
 
 
+def scale_up_cadence(runs: list[Run]) -> Estimate:
+    """Mean seconds between consecutive scale-up decisions of the runs (read from decisions.jsonl)."""
+    gaps = []
+    for r in runs:
+        p = r.dir / "decisions.jsonl"
+        if not p.exists():
+            continue
+        ts = [d["t_s"] for d in map(json.loads, p.read_text().splitlines()) if d["action"] == "scale_up"]
+        gaps += [b - a for a, b in zip(ts, ts[1:], strict=False)]
+    return estimate(gaps)
+
+
+def _wva_lag(w: list[Run]) -> str:
+    cadence = scale_up_cadence(w)
+    startup = (w[0].scenario_config.get("cluster", {}).get("variants") or [{}])[0].get("startup_s") if w else None
+    return (f"WVA scaled up once every {cadence.fmt('.0f')} s on average (cold start {startup} s): it adds +1 "
+            "replica per 30 s cycle, holds the model while the new pod starts (transition blocking), and a "
+            "freshly ready replica — KV near 0, not saturated — lifts the average spare over non-saturated "
+            "replicas above gamma, so the next +1 waits for it to fill. HPA proposes ceil(N x usage/target) "
+            "and may add 4 pods or 100 % per 15 s.")
+
+
 def physical_claims(runs: list[Run], scenario: str = "physical-validation") -> list[Claim]:
     rates = sorted({int(float(r.sweep["rate"])) for r in runs if r.scenario == scenario and "rate" in r.sweep})
     if not rates:
@@ -179,13 +202,14 @@ def physical_claims(runs: list[Run], scenario: str = "physical-validation") -> l
         "phys-throughput", "Physical validation",
         "WVA reaches up to 37 % more throughput than HPA, the largest gap at 5 RPS.",
         f"WVA/HPA throughput: {gain_txt}; largest gap at {best} RPS.",
-        p1, "" if p1 else
-        "WVA did not match HPA's throughput below the cap: see the per-rate table for failures by cause.",
+        p1, "" if p1 else _wva_lag(select(runs, scenario, "wva", rate=best)),
         table,
     ))
     if 5 in fail_ratio:
         fr = fail_ratio[5]
         p2 = fr <= 0.5
+        h5 = select(runs, scenario, "hpa", rate=5)
+        killed, rejected = sum(_sum(h5, "failures.killed")), sum(_sum(h5, "failures.rejected"))
         claims.append(Claim(
             "phys-failures", "Physical validation",
             "At 5 RPS WVA has about a tenth of HPA's failures (HPA's from 429/503 saturation rejections and "
@@ -193,9 +217,10 @@ def physical_claims(runs: list[Run], scenario: str = "physical-validation") -> l
             f"WVA/HPA failures at 5 RPS (summed over seeds): {fr:.2f}; by rate: "
             + ", ".join(f"{r}: {v:.2f}" for r, v in fail_ratio.items()),
             p2, "" if p2 else
-            "WVA's failures at 5 RPS are not far below HPA's in our model: our simulated scale-down drains "
-            "through a 30 s grace period, so HPA's scale-down instability kills fewer requests than on the "
-            "paper's cluster.",
+            f"HPA's failures at 5 RPS here are {rejected:.0f} rejections (429) and {killed:.0f} killed by "
+            "scale-down over all seeds: under steady or rising load its 300 s scale-down stabilisation keeps it "
+            "from scaling down within a 600 s run, so the paper's second failure source does not appear; and WVA "
+            "rejects more because it has fewer replicas. " + _wva_lag(select(runs, scenario, "wva", rate=5)),
         ))
     if 6 in rates:
         w6, h6 = select(runs, scenario, "wva", rate=6), select(runs, scenario, "hpa", rate=6)
@@ -206,7 +231,7 @@ def physical_claims(runs: list[Run], scenario: str = "physical-validation") -> l
             "phys-cap", "Physical validation",
             "At 6 RPS the 10-replica cap binds: WVA goes to 10 replicas while HPA settles near 9.3.",
             f"WVA max replicas {wmax.fmt('.1f')} (mean {wmean.fmt('.2f')}); HPA mean replicas {hmean.fmt('.2f')}.",
-            p3, "" if p3 else "WVA did not reach the cap at 6 RPS in our model: a replica absorbs more load here.",
+            p3, "" if p3 else "WVA did not reach the cap within the 600 s run. " + _wva_lag(w6),
         ))
         wf, hf = estimate(_sum(w6, "failures")), estimate(_sum(h6, "failures"))
         wt, ht = estimate(_sum(w6, "ttft_ms.mean")), estimate(_sum(h6, "ttft_ms.mean"))
@@ -216,7 +241,8 @@ def physical_claims(runs: list[Run], scenario: str = "physical-validation") -> l
             "At 6 RPS (cap binding) WVA's failures and latencies overtake HPA's — the paper's own inversion.",
             f"failures WVA {wf.fmt('.1f')} vs HPA {hf.fmt('.1f')}; mean TTFT WVA {wt.fmt('.0f')} ms vs "
             f"HPA {ht.fmt('.0f')} ms.",
-            p4, "" if p4 else
+            p4, ("WVA's failures and latency exceed HPA's at 6 RPS as the paper reports, but here because WVA is "
+                 "under-provisioned (see phys-cap), not because the cap binds." if p4 and not p3 else "") if p4 else
             "No inversion: in our model HPA is also held at the cap at 6 RPS, so both face the same capacity.",
         ))
     return claims

@@ -25,11 +25,26 @@ def _claim_md(c: Claim) -> str:
     out = [f"### {c.experiment}: {c.id}\n", f"- **Paper:** {c.paper}", f"- **Measured:** {c.measured}",
            f"- **Verdict:** {VERDICT[c.holds]}"]
     if c.explanation:
-        out.append(f"- **Why it differs:** {c.explanation}")
+        out.append(f"- **{'Note' if c.holds else 'Why it differs'}:** {c.explanation}")
     out.append("")
     if c.table:
         out.append(md_table(c.table))
     return "\n".join(out)
+
+
+def _survival(rows: list[list[str]]) -> str:
+    """One line per parameter: do the yes/no conclusions stay the same across its values?"""
+    if len(rows) < 2:
+        return ""
+    by_param: dict[str, set[tuple[str, str, str]]] = {}
+    for r in rows[1:]:
+        by_param.setdefault(r[0], set()).add((r[2], r[6], r[7]))
+    lines = []
+    for param, seen in by_param.items():
+        rates = {rate for rate, _, _ in seen}
+        stable = len(seen) == len(rates)  # one (throughput, failures) verdict pair per rate
+        lines.append(f"- {param}: conclusions {'unchanged' if stable else 'change'} across the values tried.")
+    return "\n".join(lines) + "\n"
 
 
 def render(runs: list[Run], meta: dict[str, Any]) -> str:
@@ -62,7 +77,8 @@ def render(runs: list[Run], meta: dict[str, Any]) -> str:
         "Physical scenario at 5 and 6 RPS, one parameter changed at a time (the other side of each comparison "
         "runs with its defaults). The conclusions that survive are those whose yes/no column does not change "
         "across a parameter's values.\n",
-        md_table(sensitivity_rows(runs, SWEEPS)),
+        md_table(sens := sensitivity_rows(runs, SWEEPS)),
+        _survival(sens),
         "## Beyond the paper: heterogeneous pool vs the oracle\n",
         "A100 / H100 / H200 variants of Llama-3-8B with roofline latencies under a diurnal load. `oracle` "
         "knows the arrival schedule and provisions the fewest replicas that keep every pod unsaturated, "
