@@ -13,6 +13,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from .figures import STATUS_COLORS, WIDTH_IN, empty_figure, palette, thin, time_axis, to_data_uri
 
@@ -127,7 +128,7 @@ def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any]) -> 
         if slo.get("ttft_ms"):
             bx.axhline(float(slo["ttft_ms"]), color="#c44e52", ls="--", lw=1, label="TTFT SLO")
         if ok["ttft_ms"].max() > 20 * max(ok["ttft_ms"].median(), 1e-9):
-            bx.set_yscale("log")
+            _log_axis(bx.yaxis, bx.set_yscale)
         bx.legend(loc="upper left", ncol=3)
     else:
         bx.text(0.5, 0.5, "no successful requests", ha="center", va="center", transform=bx.transAxes)
@@ -135,6 +136,14 @@ def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any]) -> 
     bx.set_xlabel(xlabel)
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.1, top=0.93, hspace=0.12)
     return to_data_uri(fig)
+
+
+def _log_axis(axis: Any, set_scale: Any) -> None:
+    """Log scale labelled at 1-2-5 steps in plain numbers (1,000 not 10^3) and unlabelled minor ticks, so labels never collide."""
+    set_scale("log")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _ecdf(ax: plt.Axes, values: pd.Series, slo: float | None, unit_label: str, title: str) -> None:
@@ -154,7 +163,7 @@ def _ecdf(ax: plt.Axes, values: pd.Series, slo: float | None, unit_label: str, t
     if slo:
         ax.axvline(slo, color="#c44e52", ls="--", lw=1.2, label=f"SLO {slo:,.0f}")
     if a[-1] > 20 * max(a[len(a) // 2], 1e-9):
-        ax.set_xscale("log")
+        _log_axis(ax.xaxis, ax.set_xscale)
     ax.set_ylim(0, 1.02)
     ax.legend(loc="lower right")
 
