@@ -117,8 +117,8 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             results.append(r)
             progress.advance(total)
             mark = {"ok": "[green]ok[/]", "bad_input": "[red]bad input[/]"}.get(r["status"], "[red]failed[/]")
-            progress.console.print(f"  {mark} {r['dir']} ({r.get('wall_s', 0):.1f} s)"
-                                   + (f": {r['error']}" if "error" in r else ""), highlight=False)
+            detail = f": {r['error']}" if r["status"] == "failed" else ""  # bad input is printed once at the end
+            progress.console.print(f"  {mark} {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}", highlight=False)
 
         try:
             if jobs == 1:
@@ -131,8 +131,11 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
         except KeyboardInterrupt:
             interrupted = True
     rec.close(complete=not interrupted)
-    _write_report(out)
-    _print_table(results)
+    if any(r["status"] == "ok" for r in results):
+        _write_report(out)
+        _print_table(results)
+    for msg in dict.fromkeys(r["error"] for r in results if r["status"] == "bad_input"):
+        err_console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
     if interrupted:
         err_console.print(f"interrupted: partial results kept in {out} (marked incomplete)")
         return 130

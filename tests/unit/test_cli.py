@@ -55,3 +55,17 @@ def test_unknown_cluster_is_a_usage_error(scenario_file):
     r = scalearena("run", str(scenario_file), "--cluster", "mars")
     assert r.returncode == 2
     assert "mars" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_kind_without_kind_on_path_exits_2_with_one_error(scenario_file, tmp_path):
+    import os
+
+    env_path = str(tmp_path / "empty-bin")  # a PATH without kind, kubectl or docker
+    os.makedirs(env_path)
+    r = subprocess.run([sys.executable, "-m", "scalearena", "run", str(scenario_file), "--cluster", "kind",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PATH": env_path})
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert r.stderr.count("error:") == 1 and "CLUSTER=kind needs kind" in r.stderr
+    assert not (tmp_path / "o" / "report.html").exists()  # nothing ran, so no empty report
