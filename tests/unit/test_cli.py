@@ -67,5 +67,5 @@ def test_kind_without_kind_on_path_exits_2_with_one_error(scenario_file, tmp_pat
                        env={**os.environ, "PATH": env_path})
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
-    assert r.stderr.count("error:") == 1 and "CLUSTER=kind needs kind" in r.stderr
+    assert r.stderr.count("error:") == 1 and "error: PATH: CLUSTER=kind needs" in r.stderr
     assert not (tmp_path / "o" / "report.html").exists()  # nothing ran, so no empty report
