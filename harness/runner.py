@@ -91,8 +91,10 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
     run_dir = Path(out) / plan.rel_dir
     writer = RunWriter(run_dir, run_meta(plan, cluster))
     atomic_write_json(run_dir / "scenario.json", plan.scenario.model_dump(mode="json"))
-    backend = get_backend(cluster, **(backend_options or {}))
     try:
+        # inside the try: importing a backend takes ~0.5 s (local), and a Ctrl-C or a bad option
+        # then must still leave a summary.json marked incomplete
+        backend = get_backend(cluster, **(backend_options or {}))
         backend.run(plan.scenario, plan.autoscaler, writer, progress)
     except KeyboardInterrupt:
         writer.abort("interrupted")
