@@ -17,6 +17,13 @@ and KEDA objects, ``wva`` is the in-cluster controller (harness/k8s) and its
 decisions are read back from VariantAutoscaling status; any other autoscaler
 runs here, out of cluster, on the same view, patching the scale subresource.
 
+Options (backend keyword, else environment): ``gateway`` /
+``$SCALEARENA_GATEWAY`` = ``serve-router`` (default) or ``epp``, llm-d's
+endpoint picker behind Envoy with the scenario's scorer weights
+(kube_gateway); ``load`` / ``$SCALEARENA_LOAD`` = ``auto`` (default),
+``port-forward`` or ``in-cluster``, distributed Locust Jobs in the cluster
+for rates one host process cannot carry (kube_load).
+
 Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless
 ``keep=True``.
 """
@@ -46,6 +53,8 @@ from .kube_cluster import (
     preflight,
     split_scope,
 )
+from .kube_gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
+from .kube_load import InClusterLoad, choose_load, locust_objects
 from .kube_render import Obj, render
 from .kube_sampling import Sampler
 from .kube_scenario import NAMESPACE, hpa_objects, keda_objects, variant_objects, wva_objects
@@ -66,7 +75,8 @@ class KubeBackend:
                  shell: Shell | None = None, which: Callable[[str], str | None] = shutil.which,
                  api_factory: Callable[[str | None], Any] | None = None,
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
-                 image_prefix: str | None = None, ready_timeout_s: int = 600, **_: Any) -> None:
+                 image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
+                 load: str | None = None, **_: Any) -> None:
         if mode not in ("kind", "cluster"):
             raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
         self.mode, self.keep = mode, keep
@@ -78,6 +88,8 @@ class KubeBackend:
         self.metrics_factory = metrics_factory
         self.image_prefix = image_prefix or os.environ.get("SCALEARENA_IMAGE_PREFIX")
         self.ready_timeout_s = ready_timeout_s
+        self.gateway = choose_gateway(gateway)
+        self.load_option = load
 
     # ---- what gets applied -----------------------------------------------------------------------
     def image(self, name: str) -> str:
@@ -92,7 +104,8 @@ class KubeBackend:
 
     def plan(self, sc: Scenario, autoscaler: AutoscalerConfig) -> list[Obj]:
         overlay = "kind" if self.mode == "kind" else "gpu-pool"
-        objs = variant_objects(sc, render(self.manifests / "overlays" / overlay))
+        objs = with_gateway(self.gateway, sc, variant_objects(sc, render(self.manifests / "overlays" / overlay)),
+                            self.manifests)
         kind = autoscaler.kind
         if kind == "wva":
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
@@ -112,8 +125,15 @@ class KubeBackend:
     # ---- the run -----------------------------------------------------------------------------------
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
             progress: Callable[[float, float], None] | None = None) -> None:
+        from scalearena.workloads.generate import build_requests
+
         preflight(self.mode, self.which)
         objs = self.plan(scenario, autoscaler)  # bad scenario/autoscaler input fails before any cluster work
+        requests = build_requests(scenario)
+        load_mode, workers = choose_load(self.load_option, requests)
+        writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
+        load_objs = (locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
+                     if load_mode == "in-cluster" else [])
         logs = writer.dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         kind_cluster = KindCluster(self.shell, self.manifests / "kind" / "cluster.yaml") if self.mode == "kind" else None
@@ -133,6 +153,9 @@ class KubeBackend:
             if autoscaler.kind == "keda":
                 kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
                 kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
+            if self.gateway == "epp":  # the InferencePool CRD (and the GIE CRDs the EPP watches)
+                kubectl.run("apply", "--server-side", "-f", GIE_CRDS, timeout=300)
+                kubectl.wait_established(INFERENCEPOOL_CRD)
             crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
             kubectl.apply(crds)
             for crd in crds:
@@ -143,14 +166,21 @@ class KubeBackend:
                 if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:
                     kubectl.rollout(o["metadata"].get("namespace", NAMESPACE), o["metadata"]["name"],
                                     self.ready_timeout_s)
+            runner = None
+            if load_objs:
+                applied = objs + load_objs
+                kubectl.apply(load_objs)
+                runner = InClusterLoad(kubectl, workers, writer.dir, ready_timeout_s=self.ready_timeout_s)
             gw_port, prom_port = free_port(), free_port()
-            forwards.append(kubectl.port_forward(NAMESPACE, "svc/gateway", gw_port, 8080, logs / "pf-gateway.log"))
+            if runner is None:  # in-cluster load talks to svc/gateway directly
+                forwards.append(kubectl.port_forward(NAMESPACE, "svc/gateway", gw_port, 8080,
+                                                     logs / "pf-gateway.log"))
             forwards.append(kubectl.port_forward(NAMESPACE, "svc/prometheus", prom_port, 9090,
                                                  logs / "pf-prometheus.log"))
             api = self.api_factory(kubectl.context) if self.api_factory else self._api(kubectl.context)
             metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=autoscaler.kind in NATIVE)
-            sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress)
+            sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress, requests=requests, load_runner=runner)
         finally:
             for f in forwards:
                 f.terminate()

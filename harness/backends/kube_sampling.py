@@ -11,7 +11,11 @@ decides); for ``hpa``/``keda`` each change of a Deployment's spec.replicas is
 recorded as the in-cluster scaler's decision; any other autoscaler runs here,
 on a ``ClusterView`` built from the same reads, and patches the scale
 subresource. Requests: the Locust user's record files, one row per request,
-plus an ``error`` row for every scheduled request it never reported.
+plus an ``error`` row for every scheduled request it never reported. The
+load runs on the host (port-forward) or in the cluster (kube_load's
+``InClusterLoad``); the records are the same either way. Behind the EPP
+gateway a record names its pod by ``IP:port`` (Envoy's picked endpoint);
+``finish`` maps it to the pod and variant seen in the pod reads.
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ class Sampler:
         self._last_desired: dict[str, int] = {}
         self._arrivals: dict[str, list[float]] = {}  # model -> sorted scheduled arrival times
         self._queues: dict[str, int] = {}
+        self._pod_ips: dict[str, tuple[str, str]] = {}  # pod IP -> (pod name, variant), from every pod read
 
     # ---- reads -------------------------------------------------------------------------------------
     def read_variant(self, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -61,7 +66,12 @@ class Sampler:
         except NotFound:
             return None, []
         sel = dep.get("spec", {}).get("selector", {}).get("matchLabels", {})
-        return dep, self.api.list_pods(NAMESPACE, selector_string(sel))
+        pods = self.api.list_pods(NAMESPACE, selector_string(sel))
+        for p in pods:
+            ip = (p.get("status") or {}).get("podIP")
+            if ip:
+                self._pod_ips[ip] = (p["metadata"]["name"], name)
+        return dep, pods
 
     def sample(self, t: float, t_prev: float) -> list[VariantView]:
         views = []
@@ -151,11 +161,19 @@ class Sampler:
                                      "--csv", str(logs / "locust")], env={**os.environ, **env}, stdout=log,
                                     stderr=subprocess.STDOUT)
 
-    def drive(self, gateway: str, logs: Path, progress: Callable[[float, float], None] | None) -> None:
+    def drive(self, gateway: str, logs: Path, progress: Callable[[float, float], None] | None,
+              requests: list[Any] | None = None, load_runner: Any = None) -> None:
         from scalearena.workloads.generate import build_requests
 
-        requests = build_requests(self.sc)
+        requests = build_requests(self.sc) if requests is None else requests
         self.set_arrivals(requests)
+        if load_runner is not None:  # in-cluster Locust (kube_load.InClusterLoad)
+            self.t0 = load_runner.start(requests, self.end_s, self.sc.client.timeout_s)
+            try:
+                self.loop(load_runner.alive, progress)
+            finally:
+                self.finish(load_runner.collect(), requests)
+            return
         locust = self.start_load(gateway, logs, requests)
         try:
             self.loop(lambda: locust.poll() is None, progress)
@@ -196,8 +214,19 @@ class Sampler:
                 next_fast = t + float(fast)
             self.sleep(min(0.1, every))
 
+    def resolve_pod(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A record whose pod is the EPP's ``IP:port`` gets the pod name and variant of that IP."""
+        pod = row.get("pod")
+        if not pod or row.get("variant"):
+            return row
+        ip = str(pod).rsplit(":", 1)[0] if str(pod).count(":") == 1 else str(pod)
+        if ip in self._pod_ips:
+            name, variant = self._pod_ips[ip]
+            return {**row, "pod": name, "variant": variant}
+        return row
+
     def finish(self, record_files: list[Path], requests: list[Any]) -> None:
-        rows = load.read_records(record_files)
+        rows = {k: self.resolve_pod(r) for k, r in load.read_records(record_files).items()}
         end = self.clock() - self.t0
         for spec in requests:
             row = rows.get(spec.request_id)

@@ -77,7 +77,7 @@ def writer(tmp_path: Path) -> RunWriter:
                                         "duration_s": 60, "slo": {"ttft_ms": 2000, "itl_ms": 100}, "variants": []})
 
 
-def interrupted_drive(self: Sampler, gateway: str, logs: Path, progress: Any) -> None:
+def interrupted_drive(self: Sampler, gateway: str, logs: Path, progress: Any, **kw: Any) -> None:
     raise KeyboardInterrupt
 
 

@@ -53,8 +53,22 @@ def test_object_validates(where: str, obj: dict) -> None:
         assert spec["scaleTargetRef"]["name"] and spec["triggers"], where
         for t in spec["triggers"]:
             assert t["type"] == "prometheus" and {"serverAddress", "query", "threshold"} <= set(t["metadata"])
+    elif obj["kind"] == "InferencePool":
+        assert_inferencepool_v1(obj)
     else:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def assert_inferencepool_v1(obj: dict) -> None:
+    """The fields inference.networking.k8s.io/v1 requires, with their types and bounds."""
+    assert obj["apiVersion"] == "inference.networking.k8s.io/v1"
+    spec = obj["spec"]
+    assert set(spec) <= {"selector", "targetPorts", "endpointPickerRef"}
+    labels = spec["selector"]["matchLabels"]
+    assert labels and all(isinstance(v, str) and len(v) <= 63 for v in labels.values())
+    assert len(spec["targetPorts"]) == 1 and 1 <= spec["targetPorts"][0]["number"] <= 65535
+    ref = spec["endpointPickerRef"]
+    assert ref["name"] and ref.get("kind", "Service") == "Service" and 1 <= ref["port"]["number"] <= 65535
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH: cannot compare with kustomize")
