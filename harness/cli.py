@@ -102,7 +102,8 @@ def _jobs(jobs: int | None, cluster: str) -> int:
     return max(1, jobs) if jobs else default_jobs(cluster)
 
 
-def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None) -> int:
+def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None,
+             report: bool = True) -> int:
     """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code."""
     out.mkdir(parents=True, exist_ok=True)
     rec = SuiteRecorder(out, name, cluster, plans, source)
@@ -132,7 +133,8 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             interrupted = True
     rec.close(complete=not interrupted)
     if any(r["status"] == "ok" for r in results):
-        _write_report(out)
+        if report:
+            _write_report(out)
         _print_table(results)
     for msg in dict.fromkeys(r["error"] for r in results if r["status"] == "bad_input"):
         err_console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)

@@ -21,8 +21,9 @@ from .results import index_results
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field in every scenario.")
 @click.option("--jobs", type=int, default=None, help="Parallel runs; default all cores.")
 @click.option("--analyse-only", is_flag=True, help="Skip the runs; rewrite the page from existing results.")
+@click.option("--report/--no-report", default=True, show_default=True, help="Write the HTML suite report.")
 def paper(out: str, seeds: int, sensitivity: bool, hetero: bool, doc: str, overrides: tuple[str, ...],
-          jobs: int | None, analyse_only: bool) -> None:
+          jobs: int | None, analyse_only: bool, report: bool) -> None:
     """Reproduce the WVA paper: run its experiments over several seeds and write docs/paper-reproduction.md."""
     from ..cli import _jobs, _run_all
 
@@ -30,7 +31,7 @@ def paper(out: str, seeds: int, sensitivity: bool, hetero: bool, doc: str, overr
     code = 0
     if not analyse_only:
         plans = paper_plans(list(range(1, seeds + 1)), sensitivity, hetero, list(overrides))
-        code = _run_all(plans, out_dir, "sim", _jobs(jobs, "sim"), "paper-repro", None)
+        code = _run_all(plans, out_dir, "sim", _jobs(jobs, "sim"), "paper-repro", None, report)
     meta = json.loads((out_dir / "suite.json").read_text()) if (out_dir / "suite.json").exists() else {}
     meta["out"] = str(out_dir)
     path = write(index_results(out_dir), meta, Path(doc))

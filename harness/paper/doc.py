@@ -5,7 +5,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .claims import Claim, exp1_claims, exp2_claims, hetero_table, physical_claims, sensitivity_rows
+from .claims import (
+    Claim,
+    exp1_claims,
+    exp2_claims,
+    hetero_table,
+    oracle_note,
+    physical_claims,
+    sensitivity_rows,
+)
 from .plans import SWEEPS
 from .results import Run
 
@@ -85,6 +93,7 @@ def render(runs: list[Run], meta: dict[str, Any]) -> str:
         "cheapest variant first, with cold-start lead time. `cost / oracle` is the per-seed ratio; compare "
         "it at equal SLO attainment.\n",
         md_table(hetero_table(runs)) or "_not run_\n",
+        oracle_note(runs),
     ]
     return "\n".join(parts)
 
