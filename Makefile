@@ -11,7 +11,7 @@ JOBS ?=
 TIME_SCALE ?= 1
 SEEDS ?= 5
 
-.PHONY: bench test perf lint report render venv clean paper prometheus images e2e
+.PHONY: bench test perf lint report render venv clean paper prometheus images e2e baseline
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -39,6 +39,11 @@ lint: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)
+
+# Store this bench's summaries as the regression baseline that CI compares against (baselines/CLUSTER).
+baseline: bench
+	rm -rf baselines/$(CLUSTER)
+	cd $(OUT) && find . \( -name summary.json -o -name suite.json \) -exec install -D -m 644 {} $(CURDIR)/baselines/$(CLUSTER)/{} \;
 
 # Render OUT/report.html to OUT/report.png with headless Chromium (installs Debian chromium if missing).
 render: $(STAMP)
