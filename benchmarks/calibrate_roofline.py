@@ -1,6 +1,6 @@
 """Calibrate the roofline latency model against measured H200 step times.
 
-Reads ``data/profiles/h200_profile.csv`` (prefill of one sequence by prompt length,
+Reads ``benchmarks/data/h200/h200_profile.csv`` (shipped copy of the measured profiles) (prefill of one sequence by prompt length,
 decode by batch size and context; see that folder's README) and grid-searches the
 three free parameters of ``harness.engine.latency``: compute efficiency, memory
 efficiency and the fixed overhead per layer per step. The objective is the mean
@@ -20,7 +20,7 @@ import numpy as np
 from scalearena.harness.engine.catalog import gpu_spec, model_shape
 from scalearena.harness.engine.latency import RooflineModel, RooflineParams
 
-DEFAULT_DIR = Path("/work/shared/data/profiles")
+DEFAULT_DIR = Path(__file__).resolve().parent / "data" / "h200"  # a copy of shared/data/profiles
 
 
 def load(profiles: Path) -> list[dict]:

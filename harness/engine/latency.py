@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .catalog import GIB, GPUSpec, ModelShape, gpu_spec, model_shape
 
-# Calibrated on /work/shared/data/profiles (H200, plain PyTorch + CUDA graphs); see docs/simulator.md.
+# Calibrated on benchmarks/data/h200 (measured H200 step times, plain PyTorch + CUDA graphs); see docs/simulator.md.
 DEFAULT_COMPUTE_EFFICIENCY = 0.60
 DEFAULT_MEMORY_EFFICIENCY = 0.90
 DEFAULT_LAYER_OVERHEAD_S = 88e-6  # fixed cost per layer per step (kernel launches, norms, sampling)
