@@ -51,8 +51,18 @@ class Sample(NamedTuple):
     e2e: tuple[float, ...]
 
 
-_GAUGES = {KV_USAGE: 1, NUM_WAITING: 2, NUM_RUNNING: 3, GPU_UTIL: 4}
-_HISTS = {TTFT_HIST: (6, TTFT_BUCKETS), ITL_HIST: (7, ITL_BUCKETS), E2E_HIST: (8, E2E_BUCKETS)}
+# Metric name -> how to read it off a Sample (the gauge value; the histogram's cumulative buckets and bounds).
+_GAUGES: dict[str, Callable[[Sample], float | None]] = {
+    KV_USAGE: lambda s: s.kv_usage,
+    NUM_WAITING: lambda s: s.waiting,
+    NUM_RUNNING: lambda s: s.running,
+    GPU_UTIL: lambda s: s.gpu_util,
+}
+_HISTS: dict[str, tuple[Callable[[Sample], tuple[float, ...]], tuple[float, ...]]] = {
+    TTFT_HIST: (lambda s: s.ttft, TTFT_BUCKETS),
+    ITL_HIST: (lambda s: s.itl, ITL_BUCKETS),
+    E2E_HIST: (lambda s: s.e2e, E2E_BUCKETS),
+}
 
 
 class MemoryMetrics:
@@ -104,10 +114,10 @@ class MemoryMetrics:
                  agg: Callable[[list[float]], float]) -> dict[str, float]:
         """``agg by (pod)(agg_over_time(metric[window]))`` over fresh series; pods with no sample are absent."""
         self._check()
-        idx = _gauge_index(metric)
+        gauge = _gauge(metric)
         out = {}
         for p, q in self._fresh(variant).items():
-            vals = [s[idx] for s in self._window(q, window_s) if s[idx] is not None]
+            vals = [v for s in self._window(q, window_s) if (v := gauge(s)) is not None]
             if vals:
                 out[p] = float(agg(vals))
         return out
@@ -118,7 +128,8 @@ class MemoryMetrics:
     def pod_avg_over_time(self, variant: str, metric: str, window_s: float) -> dict[str, float]:
         return self._per_pod(variant, metric, window_s, lambda v: sum(v) / len(v))
 
-    def _increase(self, q: deque[Sample], idx: int, window_s: float) -> float | tuple[float, ...] | None:
+    def _increase_ends(self, q: deque[Sample], window_s: float) -> tuple[Sample, Sample] | None:
+        """The two samples ``increase`` subtracts (start, end), or None when the series has none in the window."""
         lo = self.now - window_s
         samples = list(q)
         times = [s.t for s in samples]
@@ -128,10 +139,7 @@ class MemoryMetrics:
         start = bisect_right(times, lo) - 1
         if start < 0:
             start = 0
-        a, b = samples[start][idx], samples[end][idx]
-        if isinstance(b, tuple):
-            return tuple(max(0.0, y - x) for x, y in zip(a, b, strict=True))
-        return max(0.0, b - a)
+        return samples[start], samples[end]
 
     def counter_increase(self, variant: str, metric: str, window_s: float) -> float:
         self._check()
@@ -139,27 +147,30 @@ class MemoryMetrics:
             raise KeyError(f"memory metrics source has no counter {metric!r}")
         total = 0.0
         for q in self._series.get(variant, {}).values():
-            inc = self._increase(q, 5, window_s)
-            if inc is not None:
-                total += float(inc)  # type: ignore[arg-type]
+            ends = self._increase_ends(q, window_s)
+            if ends is not None:
+                a, b = ends
+                total += float(max(0.0, b.success_total - a.success_total))
         return total
 
     def histogram_quantile(self, variant: str, metric: str, q: float, window_s: float) -> float | None:
         self._check()
         try:
-            idx, bounds = _HISTS[metric]
+            buckets, bounds = _HISTS[metric]
         except KeyError:
             raise KeyError(f"memory metrics source has no histogram {metric!r}") from None
         acc = [0.0] * (len(bounds) + 1)
         for series in self._series.get(variant, {}).values():
-            inc = self._increase(series, idx, window_s)
-            if inc is not None:
-                for i, v in enumerate(inc):  # type: ignore[arg-type]
+            ends = self._increase_ends(series, window_s)
+            if ends is not None:
+                a, b = ends
+                inc = tuple(max(0.0, y - x) for x, y in zip(buckets(a), buckets(b), strict=True))
+                for i, v in enumerate(inc):
                     acc[i] += v
         return quantile_from_buckets(q, bounds, tuple(acc))
 
 
-def _gauge_index(metric: str) -> int:
+def _gauge(metric: str) -> Callable[[Sample], float | None]:
     try:
         return _GAUGES[metric]
     except KeyError:
