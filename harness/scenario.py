@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 import yaml
 from pydantic import (
@@ -27,6 +27,9 @@ from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
 
 from .errors import UserError
+
+if TYPE_CHECKING:
+    from scalearena.controllers.base import AutoscalerConfig
 
 
 class _Spec(BaseModel):
@@ -228,11 +231,15 @@ class ClientSpec(_Spec):
     timeout_s: float = Field(default=120.0, gt=0, description="Client gives up after this long (status timeout).")
 
 
-# The discriminated union of every registered autoscaler's config, keyed on `kind`.
-AutoscalerConfigUnion = Annotated[
-    Union[tuple(e.config for e in REGISTRY.entries())],  # type: ignore[valid-type]  # noqa: UP007
-    Field(discriminator="kind"),
-]
+# The discriminated union of every registered autoscaler's config, keyed on `kind`. It is built at import
+# time from the registry, which mypy cannot follow; statically every member is an AutoscalerConfig.
+if TYPE_CHECKING:
+    AutoscalerConfigUnion: TypeAlias = AutoscalerConfig
+else:
+    AutoscalerConfigUnion = Annotated[
+        Union[tuple(e.config for e in REGISTRY.entries())],  # noqa: UP007
+        Field(discriminator="kind"),
+    ]
 
 
 class Scenario(_Spec):
@@ -248,7 +255,7 @@ class Scenario(_Spec):
     workload: list[WorkloadSpec] = Field(
         min_length=1, description="Traffic: one workload (a mapping) or a list of them, one per model."
     )
-    autoscalers: list[AutoscalerConfigUnion] = Field(  # type: ignore[valid-type]
+    autoscalers: list[AutoscalerConfigUnion] = Field(
         default_factory=list,
         description="Autoscalers to compare with their parameters; empty = every registered one with defaults.",
     )
@@ -274,7 +281,7 @@ class Scenario(_Spec):
             raise ValueError(f"duplicate autoscaler labels {sorted(dup)}: give each a distinct `name`")
         names = {v.name for v in self.cluster.variants}
         for f in self.faults:
-            if getattr(f, "variant", None) and f.variant not in names:
+            if isinstance(f, PodCrash) and f.variant and f.variant not in names:
                 raise ValueError(f"fault names unknown variant {f.variant!r}")
         return self
 

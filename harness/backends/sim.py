@@ -25,6 +25,7 @@ import heapq
 import itertools
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 from scalearena.controllers.base import (
@@ -43,7 +44,7 @@ from ..metrics.memory import MemoryMetrics, Sample
 from ..records import RequestRecord, TimeseriesRecord
 from ..results import RunWriter
 from ..router import RoutedPod, Router
-from ..scenario import Scenario
+from ..scenario import PodCrash, Scenario
 from .base import Progress
 
 # event kinds; the number is the same-time priority
@@ -154,7 +155,7 @@ class Simulation:
             elif f.kind == "pod_crash":
                 self.push(f.at_s, FAULT, ("crash", i))
         self.push(self.end_s, END)
-        handlers = {
+        handlers: dict[int, Callable[[float, Any], None]] = {
             ENGINE: self.on_engine, POD_READY: self.on_ready, GRACE_END: self.on_grace_end,
             ARRIVAL: self.on_arrival, TIMEOUT: self.on_timeout, FAULT: self.on_fault, SCRAPE: self.on_scrape,
             DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample,
@@ -394,6 +395,8 @@ class Simulation:
         elif what == "outage_end":
             self.metrics.available = True
         else:
+            if not isinstance(f, PodCrash):  # run() schedules "crash" events for pod_crash faults only
+                raise TypeError(f"fault event {what!r} on a {f.kind} fault")
             d = self.dep(f.variant) if f.variant else self.deps[0]
             ready = [p for p in d.pods if p.state == READY]
             if ready:
