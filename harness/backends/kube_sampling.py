@@ -238,10 +238,10 @@ class Sampler:
         for ends in ok_ends.values():
             ends.sort()
         prev: dict[str, float] = {}
-        for row in self.rows:
-            lo = prev.get(row.variant, 0.0)
-            ends = ok_ends.get(row.variant, [])
-            n = bisect.bisect_right(ends, row.t_s) - bisect.bisect_right(ends, lo)
-            row.completed_rps = n / max(row.t_s - lo, 1e-9)
-            prev[row.variant] = row.t_s
-            self.writer.add_timeseries(row)
+        for ts in self.rows:
+            lo = prev.get(ts.variant, 0.0)
+            ends = ok_ends.get(ts.variant, [])
+            n = bisect.bisect_right(ends, ts.t_s) - bisect.bisect_right(ends, lo)
+            ts.completed_rps = n / max(ts.t_s - lo, 1e-9)
+            prev[ts.variant] = ts.t_s
+            self.writer.add_timeseries(ts)

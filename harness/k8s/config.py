@@ -59,7 +59,7 @@ def wva_config_from_configmaps(saturation: Mapping[str, str] | None, scale_to_ze
     cfg: dict[str, Any] = {"kind": "wva", "period_s": period_s, "fast_period_s": fast_period_s}
     overrides: dict[str, dict[str, Any]] = {}
     for key, entry in _entries(saturation or {}, SATURATION_CONFIGMAP).items():
-        fields = {SATURATION_KEYS[k]: v for k, v in entry.items() if k in SATURATION_KEYS}
+        fields: dict[str, Any] = {SATURATION_KEYS[k]: v for k, v in entry.items() if k in SATURATION_KEYS}
         unknown = set(entry) - set(SATURATION_KEYS) - {"model_id", "namespace", "enableLimiter"}
         if unknown:
             raise UserError(f"entry {key!r}: unknown keys {sorted(unknown)}", where=SATURATION_CONFIGMAP,
@@ -71,7 +71,7 @@ def wva_config_from_configmaps(saturation: Mapping[str, str] | None, scale_to_ze
                 raise UserError(f"override {key!r} needs model_id", where=SATURATION_CONFIGMAP)
             overrides.setdefault(str(entry["model_id"]), {}).update(fields)
     for key, entry in _entries(scale_to_zero or {}, SCALE_TO_ZERO_CONFIGMAP).items():
-        fields: dict[str, Any] = {}
+        fields = {}
         try:
             if "scaleToZeroRetentionPeriod" in entry:
                 fields["retention_s"] = parse_duration_s(entry["scaleToZeroRetentionPeriod"])

@@ -175,7 +175,8 @@ class LocalRun:
         faults = sorted(((f.start_s if f.kind != "pod_crash" else f.at_s), i) for i, f in enumerate(sc.faults))
         outage_ends = sorted((f.end_s, i) for i, f in enumerate(sc.faults) if f.kind == "metrics_outage")
         self.pods.startup_factor = self._startup_factor
-        self._last_sample, self._arrivals_at, self._completed_prev = 0.0, 0, {}
+        self._last_sample, self._arrivals_at = 0.0, 0
+        self._completed_prev: dict[str, int] = {}  # variant -> requests completed at the last sample
         while True:
             t = self.now()
             locust = self.sup.get("locust")

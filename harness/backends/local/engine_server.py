@@ -333,7 +333,7 @@ class EngineServer:
             if st.finished:
                 tail = b""
                 if include_usage:
-                    obj = {"id": f"cmpl-{st.rid}", "object": "chat.completion.chunk" if chat else "text_completion",
+                    obj: dict[str, Any] = {"id": f"cmpl-{st.rid}", "object": "chat.completion.chunk" if chat else "text_completion",
                            "created": int(time.time()), "model": model, "choices": [], "usage": self._usage(st, st.sent)}
                     tail += b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
                 await resp.write(tail + b"data: [DONE]\n\n")
@@ -350,7 +350,7 @@ class EngineServer:
         text = " tok" * st.output_tokens
         if chat:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
-            obj = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion", "choices": [choice]}
+            obj: dict[str, Any] = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion", "choices": [choice]}
         else:
             obj = {"id": f"cmpl-{st.rid}", "object": "text_completion",
                    "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}]}

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 import yaml
@@ -67,7 +68,7 @@ class Target:
 
 def render_targets(targets: Iterable[Target]) -> bytes:
     """The file-SD JSON document: one group per target (labels differ per pod)."""
-    groups = [{"targets": [t.address], "labels": dict(sorted(t.labels.items()))} for t in targets]
+    groups: list[dict[str, Any]] = [{"targets": [t.address], "labels": dict(sorted(t.labels.items()))} for t in targets]
     groups.sort(key=lambda g: g["targets"][0])
     return (json.dumps(groups, indent=2) + "\n").encode()
 
