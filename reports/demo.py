@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from scalearena.controllers.base import Decision, Reason
 from scalearena.harness.records import RequestRecord, TimeseriesRecord
 from scalearena.harness.results import RunWriter, run_dir
 
-VARIANTS = [
+VARIANTS: list[dict[str, Any]] = [
     {"name": "va-a100", "model": "llama3-70b", "gpu": "A100-80GB", "gpus_per_replica": 1, "cost": 1.0,
      "tdp_w": 400.0, "price_per_hour": 1.8},
     {"name": "va-h100", "model": "llama3-70b", "gpu": "H100-SXM", "gpus_per_replica": 1, "cost": 2.5,

@@ -119,9 +119,10 @@ def run_context(run: Run) -> dict[str, Any]:
                                     ("replica_hours", "gpu_hours", "cost", "cost_usd", "energy_kwh")},
                  "billed_mean": (extra.get(n, {}).get("billed_replicas") or {}).get("mean")}
                 for n, v in sorted(by_variant.items())]
-    events = s.get("events") if isinstance(s.get("events"), list) else []
+    raw_events = s.get("events")
     events = [{"t": fmt(e.get("t_s"), "{:.1f}"), "kind": e.get("kind", "?"),
-               "details": ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("t_s", "kind"))} for e in events]
+               "details": ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("t_s", "kind"))}
+              for e in (raw_events if isinstance(raw_events, list) else [])]
     return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants,
             "figures": [{"id": i, "title": t, "uri": u, "caption": c} for i, t, u, c in figures],
             "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events}

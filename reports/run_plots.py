@@ -52,7 +52,8 @@ def overview(ts: pd.DataFrame, summary: dict[str, Any]) -> str:
         ax.step(g["t_s"] / div, g["ready_replicas"], where="pre", color=colors[v], lw=2, label=f"replicas {v}")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("ready replicas")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    # matplotlib's stubs type the base Locator.set_params() without kwargs; the default AutoLocator takes them.
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # stub too narrow
     pt = thin(_per_time(ts))
     ax2 = ax.twinx()
     ax2.plot(pt["t_s"] / div, pt["offered_rps"], color="#333333", lw=1.2, ls="--", label="offered load")
@@ -96,7 +97,8 @@ def replicas_by_variant(ts: pd.DataFrame) -> str:
     ax.step(pt["t_s"] / div, pt["spec"], where="pre", color="#888888", lw=1.0, ls=":", label="desired (spec)")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("replicas")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    # matplotlib's stubs type the base Locator.set_params() without kwargs; the default AutoLocator takes them.
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # stub too narrow
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.26), ncol=min(len(wide.columns) + 2, 6))
     ax.set_title(title)

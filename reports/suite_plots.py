@@ -47,8 +47,8 @@ def grouped_bars(scenario: str, runs: list[Run]) -> str:
                            lw=0.3)
                     bottom += vals
             else:
-                vals = [metric.value(r.summary) if r else None for r in runs_a]
-                ax.bar(offs, [np.nan if v is None else v for v in vals], width, color=colors[a])
+                values = [metric.value(r.summary) if r else None for r in runs_a]
+                ax.bar(offs, [np.nan if v is None else v for v in values], width, color=colors[a])
         ax.set_xticks(x, sweeps, rotation=0 if len(sweeps) < 6 else 30)
         ax.set_title(metric.label)
         ax.set_ylabel(metric.unit or metric.label)
@@ -86,7 +86,8 @@ def replicas_over_time(title: str, runs: list[Run]) -> str:
     ax.patch.set_visible(False)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("ready replicas (all variants)")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    # matplotlib's stubs type the base Locator.set_params() without kwargs; the default AutoLocator takes them.
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # stub too narrow
     ax.set_ylim(0, max(float(ts.groupby("t_s")["ready_replicas"].sum().max()) for _, ts in series) + 1)
     ax.legend(loc="upper left", ncol=min(len(series), 6))
     ax.set_title(title)

@@ -34,6 +34,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,12 +167,12 @@ class OpenLoopUser(FastHttpUser):
             )
             code = int(getattr(resp, "status_code", 0) or 0)
             rec["http_status"] = code
-            headers = resp.headers or {}
+            headers: Mapping[str, Any] = resp.headers or {}
             rec["pod"] = headers.get(load.POD_HEADER)
             rec["variant"] = headers.get(load.VARIANT_HEADER)
-            if code == 200 and getattr(resp, "_response", None) is not None:
+            raw = resp._response  # the body stream; None on an ErrorResponse
+            if code == 200 and raw is not None:
                 status = "error"  # until [DONE] arrives
-                raw = resp._response
                 while True:
                     line = raw.readline(b"\n")
                     if not line:
@@ -212,7 +213,7 @@ class OpenLoopUser(FastHttpUser):
             status = "error"
         finally:
             timeout.cancel()
-            if resp is not None and getattr(resp, "_response", None) is not None:
+            if resp is not None and resp._response is not None:
                 try:
                     resp._response.release()
                 except Exception:
