@@ -36,6 +36,7 @@ perf: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check scalearena harness controllers workloads reports tests benchmarks
+	$(BIN)/mypy scalearena harness controllers workloads reports
 
 report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)
