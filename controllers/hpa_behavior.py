@@ -104,14 +104,18 @@ def _change_in_period(events: list[tuple[float, int]], now: float, period_s: flo
     return sum(change for t, change in events if t > now - period_s)
 
 
+def _period_start(current: int, st: BehaviorState, now: float, period_s: float) -> int:
+    """Replicas at the start of a policy period: undo the scale-ups and scale-downs made within it
+    (upstream's getReplicasChangePerPeriod, applied in both directions)."""
+    return current - _change_in_period(st.up_events, now, period_s) + _change_in_period(st.down_events, now, period_s)
+
+
 def scale_up_limit(current: int, st: BehaviorState, rules: ResolvedRules, now: float) -> int:
     if rules.select == "Disabled":
         return current
     best: int | None = None
     for p in rules.policies:
-        start = current - _change_in_period(st.up_events, now, p.period_seconds) + _change_in_period(
-            st.down_events, now, p.period_seconds
-        )
+        start = _period_start(current, st, now, p.period_seconds)
         proposed = start + p.value if p.type == "Pods" else math.ceil(start * (1 + p.value / 100))
         if best is None:
             best = proposed
@@ -125,9 +129,7 @@ def scale_down_limit(current: int, st: BehaviorState, rules: ResolvedRules, now:
         return current
     best: int | None = None
     for p in rules.policies:
-        start = current - _change_in_period(st.up_events, now, p.period_seconds) + _change_in_period(
-            st.down_events, now, p.period_seconds
-        )
+        start = _period_start(current, st, now, p.period_seconds)
         proposed = start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100))
         if best is None:
             best = proposed
