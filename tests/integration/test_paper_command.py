@@ -15,10 +15,11 @@ def test_paper_command_writes_the_page_from_runs(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     text = doc.read_text()
-    # 3 scenarios; 7 autoscalers; the physical scenario at 4 rates: (1 + 1 + 4) x 7 x 2 seeds = 84 runs
-    assert len(list((tmp_path / "out").rglob("summary.json"))) == 84
+    # exp1 and exp2: 7 autoscalers each; physical: 4 rates x 8 (the 7 plus wva-headroom); 2 seeds:
+    # (7 + 7 + 4 x 8) x 2 = 92 runs
+    assert len(list((tmp_path / "out").rglob("summary.json"))) == 92
     for claim in ("exp1-replicas", "exp1-kv", "exp2-order", "phys-throughput", "phys-failures", "phys-cap",
-                  "phys-inversion"):
+                  "phys-inversion", "phys-throughput (wva-headroom)", "phys-cap (wva-headroom)"):
         assert f": {claim}" in text
     assert "seeds [1, 2]" in text
     assert "not evaluated" not in text  # every claim found its runs
