@@ -294,20 +294,22 @@ def oracle_note(runs: list[Run], scenario: str = "hetero-roofline") -> str:
             "from that estimate, and compare autoscalers at similar attainment.\n")
 
 
-def sensitivity_rows(runs: list[Run], sweeps: Any) -> list[list[str]]:
-    """Per sweep value and rate: WVA/HPA throughput ratio and failures; the other side from the main suite."""
-    rows = [["parameter", "value", "rate", "WVA/HPA throughput", "WVA failures", "HPA failures",
+def sensitivity_rows(runs: list[Run], sweeps: Any, wvas: tuple[str, ...] = ("wva", "wva-headroom")) -> list[list[str]]:
+    """Per sweep value, rate and WVA configuration: WVA/HPA throughput ratio and failures. A side the sweep
+    does not vary (HPA in a WVA sweep and the other way round) comes from the main physical runs."""
+    rows = [["parameter", "value", "rate", "WVA config", "WVA/HPA throughput", "WVA failures", "HPA failures",
              "WVA >= HPA throughput", "WVA fewer failures"]]
     for sw in sweeps:
         for v in sw.values:
             scen = f"sens-{sw.param}-{str(v).replace('.', 'p')}"
             for rate in sorted({int(float(r.sweep.get('rate', 0))) for r in runs if r.scenario == scen}):
-                w = select(runs, scen, "wva", rate=rate) or select(runs, "physical-validation", "wva", rate=rate)
                 h = select(runs, scen, "hpa", rate=rate) or select(runs, "physical-validation", "hpa", rate=rate)
-                if not w or not h:
-                    continue
-                g = pair_ratio(w, h, "throughput_rps")
-                wf, hf = float(np.nanmean(_sum(w, "failures"))), float(np.nanmean(_sum(h, "failures")))
-                rows.append([sw.title, f"{v:g}", str(rate), g.fmt(".3f"), f"{wf:.1f}", f"{hf:.1f}",
-                             "yes" if g.mean >= 1 else "no", "yes" if wf < hf else "no"])
+                for label in wvas:
+                    w = select(runs, scen, label, rate=rate) or select(runs, "physical-validation", label, rate=rate)
+                    if not w or not h:
+                        continue
+                    g = pair_ratio(w, h, "throughput_rps")
+                    wf, hf = float(np.nanmean(_sum(w, "failures"))), float(np.nanmean(_sum(h, "failures")))
+                    rows.append([sw.title, f"{v:g}", str(rate), label, g.fmt(".3f"), f"{wf:.1f}", f"{hf:.1f}",
+                                 "yes" if g.mean >= 1 else "no", "yes" if wf < hf else "no"])
     return rows

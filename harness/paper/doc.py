@@ -44,14 +44,15 @@ def _survival(rows: list[list[str]]) -> str:
     """One line per parameter: do the yes/no conclusions stay the same across its values?"""
     if len(rows) < 2:
         return ""
-    by_param: dict[str, set[tuple[str, str, str]]] = {}
+    by_key: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
     for r in rows[1:]:
-        by_param.setdefault(r[0], set()).add((r[2], r[6], r[7]))
+        by_key.setdefault((r[0], r[3]), set()).add((r[2], r[7], r[8]))
     lines = []
-    for param, seen in by_param.items():
+    for (param, wva), seen in by_key.items():
         rates = {rate for rate, _, _ in seen}
         stable = len(seen) == len(rates)  # one (throughput, failures) verdict pair per rate
-        lines.append(f"- {param}: conclusions {'unchanged' if stable else 'change'} across the values tried.")
+        lines.append(f"- {param}, {wva} vs hpa: conclusions {'unchanged' if stable else 'change'} across the "
+                     "values tried.")
     return "\n".join(lines) + "\n"
 
 

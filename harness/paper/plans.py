@@ -33,6 +33,9 @@ class Sweep:
     autoscalers: tuple[str, ...] = ("wva", "hpa")
 
 
+BOTH_WVA = ("wva", "wva-headroom")  # upstream's +1 actuation and the paper's headroom actuation
+
+
 def _hpa_metrics(queue: str, kv: str) -> str:
     """--set override of the paper's two HPA Pods metrics (average queue depth, average KV usage)."""
     return ("autoscalers.1.metrics=[{{type: Pods, metric: 'vllm:num_requests_waiting', average_value: " + queue
@@ -40,9 +43,11 @@ def _hpa_metrics(queue: str, kv: str) -> str:
 
 
 SWEEPS: tuple[Sweep, ...] = (
-    Sweep("coldstart", "cold start (s)", (30, 60, 120), ("cluster.variants.0.startup_s={v}",)),
-    Sweep("scrape", "scrape interval (s)", (5, 15, 30), ("metrics.scrape_interval_s={v}",)),
-    Sweep("gammakv", "WVA gamma_kv", (0.1, 0.2, 0.3), ("autoscalers.0.gamma_kv={v}",), ("wva",)),
+    Sweep("coldstart", "cold start (s)", (30, 60, 120), ("cluster.variants.0.startup_s={v}",), BOTH_WVA + ("hpa",)),
+    Sweep("scrape", "scrape interval (s)", (5, 15, 30), ("metrics.scrape_interval_s={v}",), BOTH_WVA + ("hpa",)),
+    # autoscalers.0 is wva, autoscalers.2 wva-headroom in physical-validation.yaml
+    Sweep("gammakv", "WVA gamma_kv", (0.1, 0.2, 0.3), ("autoscalers.0.gamma_kv={v}", "autoscalers.2.gamma_kv={v}"),
+          BOTH_WVA),
     Sweep("hpaqueue", "HPA target mean queue depth", (2, 3, 5), (_hpa_metrics("{v}", "0.5"),), ("hpa",)),
     Sweep("hpakv", "HPA target mean KV usage", (0.3, 0.5, 0.7), (_hpa_metrics("3", "{v}"),), ("hpa",)),
 )
