@@ -77,3 +77,21 @@ def test_physical_ratios(tmp_path):
     assert "0.10" in claims["phys-failures"].measured and claims["phys-failures"].holds is True
     assert claims["phys-cap"].holds is True  # wva max replicas 10
     assert claims["phys-inversion"].holds is True  # 30 > 10 failures at 6 RPS
+
+
+def test_sensitivity_rows_fall_back_to_main_runs_for_the_unswept_side(tmp_path):
+    from scalearena.harness.paper.claims import sensitivity_rows
+    from scalearena.harness.paper.plans import Sweep
+
+    def s(thr, fail):
+        return {"seed": 1, "throughput_rps": thr,
+                "failures": {"rejected": fail, "killed": 0, "timeout": 0, "error": 0}}
+    ts = [_ts(0, "v", 1)]
+    # the sweep varied only HPA (value 2): wva comes from the main physical runs
+    _run(tmp_path, "sens-hpaqueue-2/hpa/rate-5/seed-1", s(4.0, 30), ts, {})
+    _run(tmp_path, "physical-validation/wva/rate-5/seed-1", s(3.0, 50), ts, {})
+    _run(tmp_path, "physical-validation/hpa/rate-5/seed-1", s(5.0, 10), ts, {})
+    rows = sensitivity_rows(index_results(tmp_path), [Sweep("hpaqueue", "HPA queue", (2,), ("x={v}",), ("hpa",))],
+                            wvas=("wva",))
+    # wva 3.0 / swept hpa 4.0 = 0.75 (not the main hpa's 5.0); failures 50 vs 30
+    assert rows[1] == ["HPA queue", "2", "5", "wva", "0.750", "50.0", "30.0", "no", "no"]
