@@ -16,13 +16,13 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from scalearena import __version__
 
 from .errors import UserError
-from .runner import CLUSTERS, SuiteRecorder, default_jobs, execute, run_plans
+from .runner import CLUSTERS, SuiteRecorder, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario
 
@@ -125,7 +125,11 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             if jobs == 1:
                 for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
                     task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
-                    done(_run_one(p, out, cluster, lambda now, end, t=task: progress.update(t, completed=min(now, end))))
+
+                    def advance(now: float, end: float, t: TaskID = task) -> None:
+                        progress.update(t, completed=min(now, end))
+
+                    done(run_plan(p, out, cluster, advance))
                     progress.remove_task(task)
             else:
                 run_plans(plans, out, cluster, jobs, done)
@@ -144,20 +148,6 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     if any(r["status"] == "bad_input" for r in results):
         return 2
     return 1 if any(r["status"] != "ok" for r in results) else 0
-
-
-def _run_one(plan: RunPlan, out: Path, cluster: str, progress: Any) -> dict[str, Any]:
-    import time
-
-    t0 = time.perf_counter()
-    try:
-        summary = execute(plan, out, cluster, progress)
-        return {"dir": plan.rel_dir, "status": "ok", "wall_s": time.perf_counter() - t0, "summary": summary}
-    except UserError as e:
-        return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
-    except Exception as e:  # noqa: BLE001 - recorded; traceback kept in the run's error.log
-        return {"dir": plan.rel_dir, "status": "failed", "error": f"{type(e).__name__}: {e}",
-                "wall_s": time.perf_counter() - t0}
 
 
 def _write_report(out: Path) -> None:

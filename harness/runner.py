@@ -107,10 +107,11 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
     return writer.finish()
 
 
-def _execute_in_worker(plan: RunPlan, out: str, cluster: str) -> dict[str, Any]:
+def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | None = None) -> dict[str, Any]:
+    """Run one plan and describe the outcome (ok / bad_input / failed) instead of raising, so a suite goes on."""
     t0 = time.perf_counter()
     try:
-        summary = execute(plan, Path(out), cluster)
+        summary = execute(plan, Path(out), cluster, progress)
         return {"dir": plan.rel_dir, "status": "ok", "wall_s": time.perf_counter() - t0, "summary": summary}
     except UserError as e:
         return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
@@ -192,12 +193,12 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
     results: list[dict[str, Any]] = []
     if jobs <= 1 or len(plans) <= 1:
         for p in plans:
-            r = _execute_in_worker(p, str(out), cluster)
+            r = run_plan(p, str(out), cluster)
             results.append(r)
             on_done(r)
         return results
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending: set[Future[dict[str, Any]]] = {pool.submit(_execute_in_worker, p, str(out), cluster) for p in plans}
+        pending: set[Future[dict[str, Any]]] = {pool.submit(run_plan, p, str(out), cluster) for p in plans}
         try:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
