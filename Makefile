@@ -35,8 +35,8 @@ perf: $(STAMP)
 	$(BIN)/python benchmarks/perf.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check scalearena harness controllers workloads reports tests benchmarks
-	$(BIN)/mypy scalearena harness controllers workloads reports
+	$(BIN)/ruff check scalearena contracts harness controllers workloads reports tests benchmarks
+	$(BIN)/mypy scalearena contracts harness controllers workloads reports
 
 report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)

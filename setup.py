@@ -1,11 +1,11 @@
-"""Maps the repository's top-level folders (harness/, controllers/, workloads/,
-reports/) into the one importable package ``scalearena`` so the layout fixed by
+"""Maps the repository's top-level folders (contracts/, harness/, controllers/,
+workloads/, reports/) into the one importable package ``scalearena`` so the layout fixed by
 the design and the import name can both hold."""
 from __future__ import annotations
 
 from setuptools import find_packages, setup
 
-TOP = ["harness", "controllers", "workloads", "reports"]
+TOP = ["contracts", "harness", "controllers", "workloads", "reports"]
 package_dir = {"scalearena": "scalearena"}
 packages = ["scalearena"]
 for top in TOP:

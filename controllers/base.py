@@ -19,17 +19,6 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Metric names as vLLM and llm-d-inference-sim expose them.
-KV_USAGE = "vllm:kv_cache_usage_perc"
-NUM_WAITING = "vllm:num_requests_waiting"
-NUM_RUNNING = "vllm:num_requests_running"
-REQUEST_SUCCESS = "vllm:request_success_total"
-CACHE_CONFIG = "vllm:cache_config_info"
-TTFT_HIST = "vllm:time_to_first_token_seconds"
-ITL_HIST = "vllm:inter_token_latency_seconds"
-E2E_HIST = "vllm:e2e_request_latency_seconds"
-GPU_UTIL = "gpu_utilization"  # busy fraction per scrape interval (DCGM_FI_DEV_GPU_UTIL/100 on real GPUs)
-
 
 @dataclass(frozen=True)
 class PodMetrics:
@@ -48,7 +37,7 @@ class PodMetrics:
 class MetricsReader(Protocol):
     """Windowed queries over scraped metrics, the PromQL the upstreams use.
 
-    Every method raises ``harness.errors.MetricsUnavailable`` when the backend
+    Every method raises ``contracts.errors.MetricsUnavailable`` when the backend
     cannot be reached or holds no fresh data.
     """
 

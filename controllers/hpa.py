@@ -20,7 +20,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from .base import KV_USAGE, NUM_WAITING, AutoscalerBase, AutoscalerConfig, ClusterView, Decision
+from scalearena.contracts.series import KV_USAGE, NUM_WAITING
+
+from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision
 from .hpa_behavior import Behavior
 from .hpa_engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
 
 from .base import ClusterView, Decision, Reason, VariantView
 from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, resolve

@@ -29,7 +29,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 from .hpa_behavior import Behavior

@@ -34,18 +34,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import E2E_HIST
 
-from .base import (
-    E2E_HIST,
-    AutoscalerBase,
-    AutoscalerConfig,
-    ClusterView,
-    Decision,
-    Reason,
-    VariantView,
-    clamp,
-)
+from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 
 
 class MultiMetricConfig(AutoscalerConfig):

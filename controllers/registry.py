@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 from .base import Autoscaler, AutoscalerConfig
 

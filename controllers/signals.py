@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
 
 from .base import ClusterView, VariantView
 

@@ -20,8 +20,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from scalearena import __version__
+from scalearena.contracts.errors import UserError
 
-from .errors import UserError
 from .runner import CLUSTERS, SuiteRecorder, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario

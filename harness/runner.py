@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from scalearena import __version__
+from scalearena.contracts.errors import UserError
 
-from .errors import UserError
 from .results import RunWriter, atomic_write_json
 from .scenario import Scenario
 from .suite import RunPlan

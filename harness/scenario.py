@@ -23,10 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from scalearena.contracts.errors import UserError
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
-
-from .errors import UserError
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig

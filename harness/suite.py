@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scalearena.contracts.errors import UserError
 from scalearena.controllers.registry import REGISTRY
 
-from .errors import UserError
 from .scenario import Scenario, apply_overrides, format_validation_error, read_yaml, scenario_from_data
 
 

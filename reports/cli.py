@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 
 def _fail(err: UserError) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 from .catalog import BY_ID, METRICS, Metric
 from .load import ResultSet, load_results

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.harness.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 from .spec import (
     BoundedNormalTokens,

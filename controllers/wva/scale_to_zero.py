@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import REQUEST_SUCCESS
 
-from ..base import REQUEST_SUCCESS, MetricsReader, VariantView
+from ..base import MetricsReader, VariantView
 
 
 @dataclass(frozen=True)

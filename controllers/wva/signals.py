@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import KV_USAGE, NUM_WAITING
 
-from ..base import KV_USAGE, NUM_WAITING, ClusterView, VariantView
+from ..base import ClusterView, VariantView
 from .analyzer import ReplicaSample
 
 

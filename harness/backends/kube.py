@@ -38,8 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
-from scalearena.harness.errors import UserError
 
 from ..results import RunWriter
 from ..scenario import Scenario

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 from .kube_render import CLUSTER_SCOPED, Obj, dump_yaml
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.harness.scenario import Scenario
 
 from .kube_render import Obj, render

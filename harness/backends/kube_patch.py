@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 MERGE_KEYS: dict[str, str] = {
     "containers": "name",

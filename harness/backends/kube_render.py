@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 from .kube_patch import apply_json6902, strategic_merge
 

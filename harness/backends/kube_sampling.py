@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.controllers.base import AutoscalerConfig, ClusterView, Decision, Reason, VariantView
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.errors import MetricsUnavailable
 from scalearena.harness.k8s.actuator import ScaleActuator
 from scalearena.harness.k8s.controller import pod_counts
 from scalearena.harness.k8s.kubeapi import NotFound, selector_string

@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 import json
 
+from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
-from scalearena.harness.errors import UserError
 from scalearena.harness.scenario import Scenario, VariantSpec
 
 from .kube_render import Obj

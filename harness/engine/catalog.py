@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
+from scalearena.contracts.errors import UserError
 
 GIB = 1024**3
 

@@ -106,7 +106,7 @@ class RooflineModel:
         per_block = block_size * self.shape.kv_bytes_per_token / self.tp
         blocks = int(free // per_block)
         if blocks < 1:
-            from ..errors import UserError
+            from scalearena.contracts.errors import UserError
 
             raise UserError(
                 f"{self.shape.name} ({self.shape.weight_bytes / GIB:.1f} GiB of weights) leaves no room for a KV "
@@ -129,7 +129,7 @@ def build_latency(engine_spec, gpu_name: str, where: str = "engine") -> tuple[ob
     if lat.kind == "constant":
         blocks = engine_spec.kv_cache_blocks
         if blocks is None:
-            from ..errors import UserError
+            from scalearena.contracts.errors import UserError
 
             raise UserError(
                 "kv_cache_blocks is required with the constant latency model",

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

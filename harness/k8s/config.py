@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
+from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.errors import UserError
 
 SATURATION_KEYS = {  # upstream key -> WVAConfig / ModelOverride field
     "kvCacheThreshold": "tau_kv",

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.controllers.base import (
     Autoscaler,
     ClusterView,
@@ -35,7 +36,6 @@ from scalearena.controllers.base import (
     PodMetrics,
     VariantView,
 )
-from scalearena.harness.errors import MetricsUnavailable
 
 from .actuator import MetricPublisher, ScaleActuator
 from .kubeapi import Conflict, KubeAPI, NotFound, Obj, selector_string

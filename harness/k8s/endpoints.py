@@ -18,7 +18,7 @@ import time
 import urllib.request
 from typing import Any
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 from .kubeapi import KubeAPI, Obj
 

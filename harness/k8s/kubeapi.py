@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 Obj = dict[str, Any]
 VA_GROUP, VA_VERSION, VA_PLURAL = "llmd.ai", "v1alpha1", "variantautoscalings"

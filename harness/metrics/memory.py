@@ -24,7 +24,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from scalearena.controllers.base import (
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import (
     E2E_HIST,
     GPU_UTIL,
     ITL_HIST,
@@ -36,7 +37,6 @@ from scalearena.controllers.base import (
 )
 
 from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, quantile_from_buckets
-from ..errors import MetricsUnavailable
 
 
 class Sample(NamedTuple):

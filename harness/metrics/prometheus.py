@@ -29,8 +29,9 @@ from typing import Any
 import requests
 from urllib3.util.retry import Retry
 
-from scalearena.controllers.base import CACHE_CONFIG, GPU_UTIL, KV_USAGE, NUM_RUNNING, NUM_WAITING, PodMetrics
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import CACHE_CONFIG, GPU_UTIL, KV_USAGE, NUM_RUNNING, NUM_WAITING
+from scalearena.controllers.base import PodMetrics
 
 ROUTER_QUEUE = "scalearena_router_queue_size"  # requests held at the gateway per model (scale-from-zero)
 

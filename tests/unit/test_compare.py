@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.reports.catalog import BY_ID
 from scalearena.reports.cli import compare as compare_cmd
 from scalearena.reports.compare import compare, judge, parse_tolerances

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from scalearena.contracts.errors import UserError
 from scalearena.harness.engine.catalog import gpu_spec, model_shape
 from scalearena.harness.engine.core import Engine
 from scalearena.harness.engine.latency import RooflineModel, RooflineParams, build_latency
-from scalearena.harness.errors import UserError
 from scalearena.harness.scenario import EngineSpec, RooflineLatency
 
 

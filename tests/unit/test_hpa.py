@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from scalearena.controllers.base import KV_USAGE, NUM_WAITING
+from scalearena.contracts.series import KV_USAGE, NUM_WAITING
 from scalearena.controllers.hpa import HPA, HPAConfig
 from tests.unit.viewkit import pod, pods, variant, view
 

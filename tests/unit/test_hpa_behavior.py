@@ -4,7 +4,7 @@ Every sync below is 15 s apart, as the HPA controller runs by default.
 """
 from __future__ import annotations
 
-from scalearena.controllers.base import KV_USAGE, NUM_WAITING
+from scalearena.contracts.series import KV_USAGE, NUM_WAITING
 from scalearena.controllers.hpa import HPA, HPAConfig
 from tests.unit.viewkit import pod, pods, variant, view
 

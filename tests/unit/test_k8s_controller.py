@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 import yaml
 
+from scalearena.contracts.errors import MetricsUnavailable, UserError
 from scalearena.controllers.base import ClusterView, Decision, PodMetrics, Reason
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.errors import MetricsUnavailable, UserError
 from scalearena.harness.k8s.config import wva_config_from_configmaps
 from scalearena.harness.k8s.controller import WVAKubeController, engine_from_args, pod_counts
 from scalearena.harness.k8s.fake import FakeKubeAPI

@@ -18,6 +18,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from scalearena.contracts.errors import UserError
 from scalearena.harness.backends.kube_cluster import Kubectl
 from scalearena.harness.backends.kube_load import (
     INDEX_ANNOTATION,
@@ -29,7 +30,6 @@ from scalearena.harness.backends.kube_load import (
 )
 from scalearena.harness.backends.kube_sampling import Sampler
 from scalearena.harness.backends.local import load
-from scalearena.harness.errors import UserError
 from scalearena.harness.scenario import load_scenario
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.locust_incluster import wait_for_go, worker_env

@@ -8,6 +8,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from scalearena.contracts.errors import UserError
 from scalearena.harness.backends.kube_patch import apply_json6902, strategic_merge
 from scalearena.harness.backends.kube_render import render
 from scalearena.harness.backends.kube_scenario import (
@@ -17,7 +18,6 @@ from scalearena.harness.backends.kube_scenario import (
     variant_objects,
     wva_objects,
 )
-from scalearena.harness.errors import UserError
 from scalearena.harness.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.controllers.base import E2E_HIST, KV_USAGE, NUM_WAITING, REQUEST_SUCCESS
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import E2E_HIST, KV_USAGE, NUM_WAITING, REQUEST_SUCCESS
 from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
-from scalearena.harness.errors import MetricsUnavailable
 from scalearena.harness.metrics.memory import MemoryMetrics, Sample
 
 Z_TTFT = (0.0,) * (len(TTFT_BUCKETS) + 1)

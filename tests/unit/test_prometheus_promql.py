@@ -12,14 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.controllers.base import (
-    E2E_HIST,
-    GPU_UTIL,
-    KV_USAGE,
-    NUM_WAITING,
-    REQUEST_SUCCESS,
-    TTFT_HIST,
-)
+from scalearena.contracts.series import E2E_HIST, GPU_UTIL, KV_USAGE, NUM_WAITING, REQUEST_SUCCESS, TTFT_HIST
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL, promql_duration
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "promql"

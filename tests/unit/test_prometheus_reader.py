@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.controllers.base import KV_USAGE, REQUEST_SUCCESS, TTFT_HIST
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import KV_USAGE, REQUEST_SUCCESS, TTFT_HIST
 from scalearena.harness.backends.local.supervisor import free_port
-from scalearena.harness.errors import MetricsUnavailable
 from scalearena.harness.metrics.prometheus import PrometheusAuth, PrometheusMetrics
 
 SECRET = "s3cr3t-token-value"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.harness.scenario import apply_overrides, load_scenario, scenario_from_data
 
 REPO = Path(__file__).resolve().parents[2]

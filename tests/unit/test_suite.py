@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.harness.suite import load_suite
 from tests.conftest import write_yaml
 

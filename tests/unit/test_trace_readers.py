@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.workloads.traces.azure import parse_timestamp_ns, read_azure
 from scalearena.workloads.traces.burstgpt import read_burstgpt
 from scalearena.workloads.traces.mooncake import read_mooncake

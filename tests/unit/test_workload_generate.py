@@ -100,7 +100,7 @@ def test_adding_a_workload_leaves_the_first_unchanged(scenario_dict: dict[str, A
 
 
 def test_empirical_file_missing_is_user_error(scenario_dict: dict[str, Any]) -> None:
-    from scalearena.harness.errors import UserError
+    from scalearena.contracts.errors import UserError
 
     sc = make(scenario_dict, wl(inp={"kind": "empirical", "path": "/nonexistent.csv", "column": "x"}))
     with pytest.raises(UserError, match="/nonexistent.csv"):

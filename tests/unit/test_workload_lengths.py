@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.workloads.lengths import empirical_column, token_lengths
 from scalearena.workloads.spec import (
     BoundedNormalTokens,

@@ -6,7 +6,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from scalearena.controllers.base import KV_USAGE, NUM_WAITING
+from scalearena.contracts.series import KV_USAGE, NUM_WAITING
 from scalearena.controllers.wva.controller import WVA, WVAConfig
 from scalearena.controllers.wva.optimizer import scale_up_candidates
 

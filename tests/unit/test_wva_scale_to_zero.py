@@ -1,7 +1,7 @@
 """Scale-to-zero, the keep-cheapest-at-1 floor, the fast scale-from-zero loop, and the wva_* gauges."""
 from __future__ import annotations
 
-from scalearena.controllers.base import REQUEST_SUCCESS
+from scalearena.contracts.series import REQUEST_SUCCESS
 from scalearena.controllers.wva.controller import WVA, WVAConfig
 
 from .test_wva_views import NOW, FakeMetrics, by_variant, variant, view

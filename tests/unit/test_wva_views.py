@@ -11,15 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scalearena.controllers.base import (
-    KV_USAGE,
-    NUM_WAITING,
-    REQUEST_SUCCESS,
-    ClusterView,
-    PodMetrics,
-    VariantView,
-)
-from scalearena.harness.errors import MetricsUnavailable
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.series import KV_USAGE, NUM_WAITING, REQUEST_SUCCESS
+from scalearena.controllers.base import ClusterView, PodMetrics, VariantView
 
 NOW = 1000.0
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.controllers.base import ArrivalForecast, ClusterView, PodMetrics, VariantView
-from scalearena.harness.errors import MetricsUnavailable
 
 
 class FakeMetrics:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 
 
 class TraceRow(NamedTuple):

@@ -33,9 +33,9 @@ from typing import Any
 
 import requests as http
 
+from scalearena.contracts.errors import MetricsUnavailable, UserError
 from scalearena.controllers.base import ArrivalForecast, AutoscalerConfig, ClusterView, VariantView
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.errors import MetricsUnavailable, UserError
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
 from scalearena.harness.records import TimeseriesRecord
 from scalearena.harness.results import RunWriter

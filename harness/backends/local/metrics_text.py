@@ -22,7 +22,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from scalearena.controllers.base import (
+from scalearena.contracts.series import (
     CACHE_CONFIG,
     E2E_HIST,
     GPU_UTIL,

@@ -32,7 +32,7 @@ from typing import Any
 import requests
 import yaml
 
-from scalearena.harness.errors import UserError
+from scalearena.contracts.errors import UserError
 from scalearena.harness.metrics.prometheus import promql_duration as prometheus_duration
 from scalearena.harness.results import atomic_write_bytes
 
