@@ -41,7 +41,7 @@ def get_backend(cluster: str, **options: Any) -> Any:
 
         return LocalBackend(**options)
     if cluster in ("kind", "cluster"):
-        from .backends.kube import KubeBackend
+        from .backends.kube.backend import KubeBackend
 
         return KubeBackend(mode=cluster, **options)
     raise UserError(f"unknown cluster {cluster!r}", where="--cluster", expected="one of " + ", ".join(CLUSTERS))

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cluster():  # noqa: ANN201
-    from scalearena.harness.backends.kube_cluster import KindCluster, Shell, build_images, preflight
+    from scalearena.harness.backends.kube.cluster import KindCluster, Shell, build_images, preflight
 
     preflight("kind")
     kind = KindCluster(Shell(), ROOT / "manifests/kind/cluster.yaml")
@@ -45,7 +45,7 @@ def test_workers_have_fake_gpus(cluster) -> None:  # noqa: ANN001
 
 
 def test_wva_controller_writes_conditions(cluster) -> None:  # noqa: ANN001
-    from scalearena.harness.backends.kube_render import render
+    from scalearena.harness.backends.kube.render import render
 
     k = cluster.kubectl
     objs = render(ROOT / "manifests/overlays/kind") + render(ROOT / "manifests/autoscalers/wva")
@@ -71,7 +71,7 @@ def test_wva_controller_writes_conditions(cluster) -> None:  # noqa: ANN001
 
 
 def test_short_run_accounts_for_every_request(cluster, tmp_path: Path) -> None:  # noqa: ANN001
-    from scalearena.harness.backends.kube import KubeBackend
+    from scalearena.harness.backends.kube.backend import KubeBackend
     from scalearena.harness.results import RunWriter
     from scalearena.harness.scenario import load_scenario
 

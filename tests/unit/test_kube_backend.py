@@ -16,10 +16,10 @@ import pytest
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import PodMetrics
-from scalearena.harness.backends import kube_sampling
-from scalearena.harness.backends.kube import KubeBackend
-from scalearena.harness.backends.kube_cluster import preflight
-from scalearena.harness.backends.kube_sampling import Sampler
+from scalearena.harness.backends.kube import sampling as kube_sampling
+from scalearena.harness.backends.kube.backend import KubeBackend
+from scalearena.harness.backends.kube.cluster import preflight
+from scalearena.harness.backends.kube.sampling import Sampler
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import load_scenario

@@ -19,8 +19,8 @@ import kubernetes_validate
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.kube_cluster import Kubectl
-from scalearena.harness.backends.kube_load import (
+from scalearena.harness.backends.kube.cluster import Kubectl
+from scalearena.harness.backends.kube.load import (
     INDEX_ANNOTATION,
     RATE_PER_WORKER,
     InClusterLoad,
@@ -28,7 +28,7 @@ from scalearena.harness.backends.kube_load import (
     locust_objects,
     peak_rps,
 )
-from scalearena.harness.backends.kube_sampling import Sampler
+from scalearena.harness.backends.kube.sampling import Sampler
 from scalearena.harness.backends.local import load
 from scalearena.harness.scenario import load_scenario
 from scalearena.workloads.base import RequestSpec

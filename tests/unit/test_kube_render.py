@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.kube_patch import apply_json6902, strategic_merge
-from scalearena.harness.backends.kube_render import render
-from scalearena.harness.backends.kube_scenario import (
+from scalearena.harness.backends.kube.patch import apply_json6902, strategic_merge
+from scalearena.harness.backends.kube.render import render
+from scalearena.harness.backends.kube.scenario import (
     engine_args,
     hpa_objects,
     keda_objects,

@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scalearena.harness.backends.kube_render import object_key, render
+from scalearena.harness.backends.kube.render import object_key, render
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends import kube_gateway
-from scalearena.harness.backends.kube import KubeBackend
-from scalearena.harness.backends.kube_gateway import GIE_CRDS, choose_gateway, epp_plugins_config
-from scalearena.harness.backends.kube_sampling import Sampler
+from scalearena.harness.backends.kube import gateway as kube_gateway
+from scalearena.harness.backends.kube.backend import KubeBackend
+from scalearena.harness.backends.kube.gateway import GIE_CRDS, choose_gateway, epp_plugins_config
+from scalearena.harness.backends.kube.sampling import Sampler
 from scalearena.harness.backends.local import load
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.scenario import load_scenario

@@ -25,7 +25,7 @@ import yaml
 
 from scalearena.contracts.errors import UserError
 
-from .kube_patch import apply_json6902, strategic_merge
+from .patch import apply_json6902, strategic_merge
 
 Obj = dict[str, Any]
 

@@ -35,10 +35,10 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 
-from .kube_cluster import Kubectl
-from .kube_render import Obj, render
-from .kube_scenario import NAMESPACE
-from .local import load
+from ..local import load
+from .cluster import Kubectl
+from .render import Obj, render
+from .scenario import NAMESPACE
 
 LOADS = ("port-forward", "in-cluster", "auto")
 ENV_LOAD = "SCALEARENA_LOAD"

@@ -21,7 +21,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.scenario import Scenario, VariantSpec
 
-from .kube_render import Obj
+from .render import Obj
 
 NAMESPACE = "scalearena"
 GPU_PRODUCT = {  # scalearena GPU type -> nvidia.com/gpu.product node label (GPU feature discovery)

@@ -27,7 +27,7 @@ import yaml
 from scalearena.contracts.errors import UserError
 from scalearena.harness.scenario import Scenario
 
-from .kube_render import Obj, render
+from .render import Obj, render
 
 GATEWAYS = ("serve-router", "epp")
 ENV_GATEWAY = "SCALEARENA_GATEWAY"

@@ -1,6 +1,6 @@
 """The measured part of a Kubernetes run: load, sampling, decisions, records.
 
-Kept apart from kube.py (cluster lifecycle) so it can be tested against a fake
+Kept apart from backend.py (cluster lifecycle) so it can be tested against a fake
 API and a fake metrics reader with virtual time: nothing here shells out.
 
 Every ``sample_interval_s`` it reads each variant's Deployment and pods from
@@ -12,7 +12,7 @@ recorded as the in-cluster scaler's decision; any other autoscaler runs here,
 on a ``ClusterView`` built from the same reads, and patches the scale
 subresource. Requests: the Locust user's record files, one row per request,
 plus an ``error`` row for every scheduled request it never reported. The
-load runs on the host (port-forward) or in the cluster (kube_load's
+load runs on the host (port-forward) or in the cluster (kube/load.py's
 ``InClusterLoad``); the records are the same either way. Behind the EPP
 gateway a record names its pod by ``IP:port`` (Envoy's picked endpoint);
 ``finish`` maps it to the pod and variant seen in the pod reads.
@@ -35,11 +35,11 @@ from scalearena.harness.k8s.actuator import ScaleActuator
 from scalearena.harness.k8s.controller import pod_counts
 from scalearena.harness.k8s.kubeapi import NotFound, selector_string
 
-from ..records import TimeseriesRecord
-from ..results import RunWriter
-from ..scenario import Scenario
-from .kube_scenario import NAMESPACE
-from .local import load
+from ...records import TimeseriesRecord
+from ...results import RunWriter
+from ...scenario import Scenario
+from ..local import load
+from .scenario import NAMESPACE
 
 
 class Sampler:
@@ -167,7 +167,7 @@ class Sampler:
 
         requests = build_requests(self.sc) if requests is None else requests
         self.set_arrivals(requests)
-        if load_runner is not None:  # in-cluster Locust (kube_load.InClusterLoad)
+        if load_runner is not None:  # in-cluster Locust (kube.load.InClusterLoad)
             self.t0 = load_runner.start(requests, self.end_s, self.sc.client.timeout_s)
             try:
                 self.loop(load_runner.alive, progress)

@@ -7,7 +7,7 @@ context as it is and never creates or deletes a cluster: it applies into the
 ``scalearena`` namespace and removes what it applied.
 
 Per run: render the overlay (kind or gpu-pool) with the scenario's variants
-in place of the overlay's (kube_scenario), add the autoscaler's objects, apply
+in place of the overlay's (kube/scenario.py), add the autoscaler's objects, apply
 them, wait for readiness, then drive the open-loop Locust user
 (workloads/locust_user.py) against the gateway through ``kubectl
 port-forward`` while sampling replicas from the API server and vLLM metrics
@@ -20,9 +20,9 @@ runs here, out of cluster, on the same view, patching the scale subresource.
 Options (backend keyword, else environment): ``gateway`` /
 ``$SCALEARENA_GATEWAY`` = ``serve-router`` (default) or ``epp``, llm-d's
 endpoint picker behind Envoy with the scenario's scorer weights
-(kube_gateway); ``load`` / ``$SCALEARENA_LOAD`` = ``auto`` (default),
+(kube/gateway.py); ``load`` / ``$SCALEARENA_LOAD`` = ``auto`` (default),
 ``port-forward`` or ``in-cluster``, distributed Locust Jobs in the cluster
-for rates one host process cannot carry (kube_load).
+for rates one host process cannot carry (kube/load.py).
 
 Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless
 ``keep=True``.
@@ -41,9 +41,9 @@ from typing import Any
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 
-from ..results import RunWriter
-from ..scenario import Scenario
-from .kube_cluster import (
+from ...results import RunWriter
+from ...scenario import Scenario
+from .cluster import (
     IMAGES,
     KEDA_MANIFEST,
     KindCluster,
@@ -53,13 +53,13 @@ from .kube_cluster import (
     preflight,
     split_scope,
 )
-from .kube_gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
-from .kube_load import InClusterLoad, choose_load, locust_objects
-from .kube_render import Obj, render
-from .kube_sampling import Sampler
-from .kube_scenario import NAMESPACE, hpa_objects, keda_objects, variant_objects, wva_objects
+from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
+from .load import InClusterLoad, choose_load, locust_objects
+from .render import Obj, render
+from .sampling import Sampler
+from .scenario import NAMESPACE, hpa_objects, keda_objects, variant_objects, wva_objects
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NATIVE = ("wva", "hpa", "keda")  # autoscalers that run as Kubernetes objects in kind/cluster
 STATIC_WVA_KINDS = ("VariantAutoscaling", "HorizontalPodAutoscaler", "ScaledObject")
 

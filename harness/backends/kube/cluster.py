@@ -20,7 +20,7 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 
-from .kube_render import CLUSTER_SCOPED, Obj, dump_yaml
+from .render import CLUSTER_SCOPED, Obj, dump_yaml
 
 CLUSTER_NAME = "scalearena"
 TOOLS = {  # tool -> (version built and documented for, where to get it)
