@@ -82,6 +82,13 @@ def validate(file: str) -> None:
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
                    f"{sc.duration_s:g} s, autoscalers: {names}")
+        from .fit import oversized
+
+        for o in oversized(sc):
+            err_console.print(
+                f"[yellow]warning:[/] {file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for "
+                f"more than {o.limit_tokens} tokens (prompt + max_tokens), the most variant {o.variant!r} accepts; "
+                "they will fail as too_long (HTTP 400)", highlight=False, soft_wrap=True)
 
 
 @main.command()

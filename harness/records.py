@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
-Status = Literal["ok", "rejected", "killed", "timeout", "error"]
-STATUSES: tuple[str, ...] = ("ok", "rejected", "killed", "timeout", "error")
-FAILURE_CAUSES: tuple[str, ...] = ("rejected", "killed", "timeout", "error")
+Status = Literal["ok", "rejected", "killed", "timeout", "too_long", "error"]
+STATUSES: tuple[str, ...] = ("ok", "rejected", "killed", "timeout", "too_long", "error")
+# too_long: prompt + max_tokens can never fit (max_model_len or the whole KV cache), HTTP 400 at admission;
+# kept apart from ``error`` (crashes, cut streams) because it is the workload's fault, not the system's.
+FAILURE_CAUSES: tuple[str, ...] = ("rejected", "killed", "timeout", "too_long", "error")
 
 
 @dataclass(slots=True)
@@ -24,7 +26,7 @@ class RequestRecord:
     input_tokens: int
     output_tokens: int  # tokens actually generated
     status: str  # one of STATUSES
-    http_status: int  # 200 ok, 429 rejected, 503, 500 error, 0 timeout / killed mid-stream
+    http_status: int  # 200 ok, 429 rejected, 400 too_long, 503, 500 error, 0 timeout / killed mid-stream
     variant: str | None  # variant that served it (None: rejected at the gateway)
     pod: str | None
     ttft_ms: float | None  # first_token_s - arrival_s

@@ -52,6 +52,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("rejected", ("failures", "rejected"), "Rejected", "requests", "lower", "{:.0f}"),
     Metric("killed", ("failures", "killed"), "Killed", "requests", "lower", "{:.0f}"),
     Metric("timeout", ("failures", "timeout"), "Timed out", "requests", "lower", "{:.0f}"),
+    Metric("too_long", ("failures", "too_long"), "Too long", "requests", "lower", "{:.0f}"),
     Metric("ttft_mean", ("ttft_ms", "mean"), "TTFT mean", "ms", "lower", "{:.0f}", 10.0),
     Metric("ttft_p99", ("ttft_ms", "p99"), "TTFT p99", "ms", "lower", "{:.0f}", 10.0),
     Metric("itl_mean", ("itl_ms", "mean"), "ITL mean", "ms", "lower", "{:.1f}", 10.0),

@@ -22,7 +22,7 @@ import seaborn as sns  # noqa: E402
 DPI = 100
 WIDTH_IN = 11.0
 STATUS_COLORS = {"ok": "#4c9f70", "rejected": "#d1495b", "killed": "#8e44ad", "timeout": "#edae49",
-                 "error": "#555555"}
+                 "too_long": "#3d7ea6", "error": "#555555"}
 MAX_POINTS = 1500
 
 sns.set_theme(context="notebook", style="whitegrid", font_scale=0.9)

@@ -15,7 +15,8 @@ from .figures import WIDTH_IN, empty_figure, palette, thin, time_axis, to_data_u
 from .load import Run, natural_key
 
 PANELS = ("throughput_rps", "failures", "ttft_mean", "itl_mean", "cost", "energy_kwh")
-FAILURE_HATCHES = {"rejected": "", "killed": "////", "timeout": "....", "error": "xxxx"}
+FAILURE_HATCHES = {"rejected": "", "killed": "////", "timeout": "....", "too_long": "\\\\",
+                   "error": "xxxx"}
 
 
 def _groups(runs: list[Run]) -> tuple[list[str], list[str]]:

@@ -199,6 +199,8 @@ class OpenLoopUser(FastHttpUser):
                     rec["http_status"] = 0  # failed mid-stream
             elif code in (429, 503):
                 status = "rejected"
+            elif code == 400:
+                status = "too_long"  # vLLM's context-length check; the client never sends a malformed body
             else:
                 status = "error"
         except gevent.Timeout as t:

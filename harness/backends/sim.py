@@ -11,7 +11,8 @@ event instead of stepping token by token.
 Request outcomes (every request gets exactly one RequestRecord):
 ok 200; ``rejected`` 429 (router admission, full gateway queue, full engine
 waiting queue); ``killed`` 0 (still running when its pod's termination grace
-ran out); ``error`` 500 (its pod crashed) or 400 (can never fit the engine);
+ran out); ``error`` 500 (its pod crashed); ``too_long`` 400 (prompt + max_tokens
+can never fit the engine: max_model_len or the whole KV cache);
 ``timeout`` 0 (the client gave up after ``client.timeout_s``, or the run
 ended with it still in flight).
 
@@ -227,7 +228,7 @@ class Simulation:
             self.record(req, t, "rejected", 429, 0)
         else:
             req.pod = pod
-            self.record(req, t, "error", 400, 0)
+            self.record(req, t, "too_long", 400, 0)
         self.drain(pod, t)
 
     def on_timeout(self, t: float, req: _Req) -> None:

@@ -4,10 +4,10 @@ histograms (``histogram``)."""
 from __future__ import annotations
 
 from .catalog import GPUS, MODELS, GPUSpec, ModelShape, gpu_spec, model_shape
-from .core import Engine, EngineEvent, EngineMetrics, SubmitResult
+from .core import Engine, EngineEvent, EngineMetrics, SubmitResult, fit_limit
 from .latency import ConstantModel, RooflineModel, build_latency
 
 __all__ = [
     "GPUS", "MODELS", "ConstantModel", "Engine", "EngineEvent", "EngineMetrics", "GPUSpec", "ModelShape",
-    "RooflineModel", "SubmitResult", "build_latency", "gpu_spec", "model_shape",
+    "RooflineModel", "SubmitResult", "build_latency", "fit_limit", "gpu_spec", "model_shape",
 ]

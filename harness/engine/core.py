@@ -25,8 +25,13 @@ API (used by the simulator's virtual clock and by a wall-clock server alike;
 ``now`` is seconds on any monotonic clock, never decreasing):
 
 - ``submit(now, rid, prompt_tokens, output_tokens, arrival=None) -> SubmitResult``
-  ACCEPTED, REJECTED_FULL (429) or REJECTED_INVALID (400: the request can
-  never fit the KV cache or max_model_len).
+  ACCEPTED, REJECTED_FULL (429) or REJECTED_INVALID (400, recorded as
+  ``too_long``: prompt + max_tokens exceeds ``max_model_len`` or needs more
+  blocks than the whole KV cache holds, so it could never finish even alone).
+  ``max_model_len`` defaults to the KV cache's token capacity, as vLLM derives
+  it when the model's own limit does not fit; so one oversized request is
+  turned away at once instead of sitting at the head of the waiting queue
+  (or being preempted forever) and stalling everything behind it.
 - ``next_event_time() -> float`` when something next happens (inf if idle).
 - ``advance(now) -> list[EngineEvent]`` everything that happened up to now:
   ``first_token`` / ``finished`` / ``preempted`` with the request id, the exact
@@ -59,6 +64,13 @@ class SubmitResult(Enum):
     ACCEPTED = "accepted"
     REJECTED_FULL = "rejected_full"  # waiting queue at its limit: HTTP 429
     REJECTED_INVALID = "rejected_invalid"  # can never fit: HTTP 400
+
+
+def fit_limit(num_gpu_blocks: int, block_size: int, max_model_len: int | None = None) -> int:
+    """Most tokens (prompt + max_tokens) one request may ask for: ``max_model_len`` capped by the
+    whole KV cache (``num_gpu_blocks x block_size``); beyond it the engine answers 400 (too_long)."""
+    capacity = num_gpu_blocks * block_size
+    return capacity if max_model_len is None else min(max_model_len, capacity)
 
 
 class EngineEvent(NamedTuple):
@@ -108,7 +120,7 @@ class Engine:
         self.bs = block_size
         self.max_num_seqs = max_num_seqs
         self.max_waiting = max_waiting_queue
-        self.max_model_len = max_model_len
+        self.max_model_len = fit_limit(num_gpu_blocks, block_size, max_model_len)
         self.shared = model.shared_steps
         self.t = 0.0
         self.V = 0.0
@@ -141,10 +153,7 @@ class Engine:
     def submit(self, now: float, rid: int, prompt_tokens: int, output_tokens: int,
                arrival: float | None = None) -> SubmitResult:
         self._run_until(now)
-        total = prompt_tokens + output_tokens
-        if self._blocks(prompt_tokens) > self.num_blocks or (
-            self.max_model_len is not None and total > self.max_model_len
-        ):
+        if prompt_tokens + max(1, output_tokens) > self.max_model_len:
             return SubmitResult.REJECTED_INVALID
         if self.waiting and len(self.waiting) >= self.max_waiting:
             return SubmitResult.REJECTED_FULL

@@ -129,6 +129,18 @@ def test_client_timeout(tmp_path: Path) -> None:
     assert (r.status, r.http_status, r.end_s, r.pod) == ("timeout", 0, 6.0, None)
 
 
+def test_request_beyond_kv_cache_fails_too_long_and_does_not_stall(tmp_path: Path) -> None:
+    # 4 blocks x 16 = 64 tokens per pod: request 0 asks 40 + 30 = 70 > 64 -> 400 too_long at 21 s (pod ready at
+    # 20); request 1 (40 + 20 = 60) is served right behind it: TTFT 100 ms, 19 more tokens x 10 ms -> e2e 290 ms
+    sc = scenario(variant={"engine": {"max_num_seqs": 8, "kv_cache_blocks": 4, "block_size": 16,
+                                      "latency": {"kind": "constant", "ttft_ms": 100, "itl_ms": 10}}})
+    w, _ = simulate(tmp_path, sc, [RequestSpec(0, "m", 21.0, 40, 30), RequestSpec(1, "m", 21.0, 40, 20)])
+    r = by_id(w)
+    assert (r[0].status, r[0].http_status, r[0].end_s) == ("too_long", 400, 21.0)
+    assert r[1].status == "ok" and r[1].e2e_ms == pytest.approx(290.0)
+    assert w.finish()["failures"]["too_long"] == 1
+
+
 def test_saturated_router_rejects_429(tmp_path: Path) -> None:
     sc = scenario(router={"admission": {"kind": "saturation", "kv_threshold": 0.5, "queue_threshold": 5}})
     # 600-token prompts: 38 blocks each; after 14 requests KV > 0.5 (14 x 38 = 532 blocks > 512)

@@ -106,6 +106,28 @@ def test_prompt_larger_than_cache_is_invalid() -> None:
     assert e.submit(0.0, 1, 65, 1) is SubmitResult.REJECTED_INVALID
 
 
+def test_prompt_plus_max_tokens_beyond_cache_is_too_long_and_never_stalls() -> None:
+    # 4 blocks x 16 = 64 tokens of KV and no max_model_len: the limit defaults to 64.
+    # 40 + 25 = 65 > 64 -> 400 at once (before: admitted, it outgrew the cache, was preempted and then
+    # sat at the queue head for ever, stalling the request behind it). 40 + 24 = 64 fits exactly.
+    e = Engine(const(4, ttft_ms=100, itl_ms=10), 4, 16, 4)
+    assert e.max_model_len == 64
+    assert e.submit(0.0, 1, 40, 25) is SubmitResult.REJECTED_INVALID
+    assert e.submit(0.0, 2, 40, 24) is SubmitResult.ACCEPTED
+    done = {ev.rid: ev.t for ev in run_all(e) if ev.kind == "finished"}
+    # alone: TTFT 0.1 s then 23 more tokens at 10 ms = 0.33 s
+    assert done == {2: pytest.approx(0.33)}
+
+
+def test_explicit_max_model_len_counts_prompt_and_output() -> None:
+    # max_model_len 100 on a 1024-token cache: 60 + 40 = 100 is accepted, 60 + 41 = 101 is not
+    e = Engine(const(4, ttft_ms=1, itl_ms=1), 64, 16, 4, max_model_len=100)
+    assert e.submit(0.0, 1, 60, 41) is SubmitResult.REJECTED_INVALID
+    assert e.submit(0.0, 2, 60, 40) is SubmitResult.ACCEPTED
+    # a max_model_len above the cache is capped by it (vLLM would refuse to start): 2 x 16 = 32 tokens
+    assert Engine(const(4), 2, 16, 4, max_model_len=4096).max_model_len == 32
+
+
 def test_streaming_tokens_abort_and_kill() -> None:
     # TTFT 100 ms then 10 ms per token: at 0.155 the request has 1 + floor(5.5) = 6 tokens
     e = Engine(const(4, ttft_ms=100, itl_ms=10), 1024, 16, 4)

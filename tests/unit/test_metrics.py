@@ -70,7 +70,7 @@ def summary():
 def test_counts_throughput_goodput(summary):
     assert summary["requests_total"] == 4
     assert summary["requests_ok"] == 3
-    assert summary["failures"] == {"rejected": 1, "killed": 0, "timeout": 0, "error": 0}
+    assert summary["failures"] == {"rejected": 1, "killed": 0, "timeout": 0, "too_long": 0, "error": 0}
     assert summary["throughput_rps"] == pytest.approx(0.3)  # 3 ok / 10 s
     assert summary["goodput_rps"] == pytest.approx(0.2)  # requests 1 and 3 meet both / 10 s
     assert summary["failure_ratio"] == pytest.approx(0.25)  # 1 / 4

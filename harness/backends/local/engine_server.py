@@ -281,7 +281,10 @@ class EngineServer:
         if res is SubmitResult.REJECTED_FULL:
             return self._error(429, "rate_limit_exceeded", "waiting queue is full")
         if res is SubmitResult.REJECTED_INVALID:
-            return self._error(400, "context_length_exceeded", "request can never fit the KV cache / max_model_len")
+            return self._error(400, "BadRequestError",  # vLLM's wording: the load client counts it as too_long
+                               f"This model's maximum context length is {self.engine.max_model_len} tokens. However, "
+                               f"you requested {prompt + max(1, max_tokens)} tokens ({prompt} in the messages, "
+                               f"{max_tokens} in the completion).")
         st = _Stream(rid, prompt, max(1, max_tokens), t)
         self.streams[rid] = st
         self._wake.set()
