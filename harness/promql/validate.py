@@ -1,0 +1,86 @@
+"""Parse a query with promql-parser and refuse what the engine does not evaluate.
+
+The subset is checked once per query string, before any evaluation, so an
+unsupported function never yields a partial or wrong number. promql-parser's
+AST carries no source positions, so the position reported is that of the
+construct's n-th occurrence in the query text (n = its order in the AST walk),
+which is where a reader would look for it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import promql_parser as pp
+
+from .errors import PromQLParseError, UnsupportedPromQL
+from .functions import MATH_FUNCTIONS, RANGE_FUNCTIONS
+
+SUPPORTED_FUNCTIONS = frozenset(
+    {*RANGE_FUNCTIONS, *MATH_FUNCTIONS, "quantile_over_time", "histogram_quantile", "clamp", "clamp_min",
+     "clamp_max", "round", "vector", "scalar", "time", "timestamp", "absent", "sort", "sort_desc"}
+)
+SUPPORTED_AGGREGATIONS = frozenset({"sum", "avg", "min", "max", "count", "group", "topk", "bottomk", "quantile"})
+
+
+def position_of(query: str, word: str, occurrence: int = 0, *, call: bool = True) -> int | None:
+    """Character offset (0-based) of the n-th `word(` (or bare `word`) in the query."""
+    pattern = rf"(?<![\w:]){re.escape(word)}\s*\(" if call else re.escape(word)
+    hits = [m.start() for m in re.finditer(pattern, query)]
+    if not hits:
+        return None
+    return hits[min(occurrence, len(hits) - 1)]
+
+
+def parse_supported(query: str) -> Any:
+    try:
+        node = pp.parse(query)
+    except ValueError as e:
+        message = str(e)
+        unknown = re.search(r"unknown function with name '([^']+)'", message)
+        pos = position_of(query, unknown.group(1)) if unknown else None
+        raise PromQLParseError(f"PromQL parse error: {message}", query=query, position=pos) from None
+    _check_subset(query, node)
+    return node
+
+
+def _check_subset(query: str, root: Any) -> None:
+    seen: dict[str, int] = {}
+    problem: list[tuple[str, str, bool]] = []  # (message, word to locate, is a call)
+
+    def visit(node: Any) -> bool:
+        if problem:
+            return False
+        word, msg = _unsupported(node)
+        key = word or ""
+        if isinstance(node, pp.Call) or isinstance(node, pp.AggregateExpr):
+            seen[key] = seen.get(key, 0) + 1
+        if msg:
+            problem.append((msg, key, isinstance(node, pp.Call | pp.AggregateExpr)))
+            return False
+        return True
+
+    pp.walk(root, visit)
+    if problem:
+        msg, word, is_call = problem[0]
+        pos = position_of(query, word, seen.get(word, 1) - 1, call=is_call)
+        raise UnsupportedPromQL(msg, query=query, position=pos)
+
+
+def _unsupported(node: Any) -> tuple[str | None, str | None]:
+    """(the construct's name, why it is refused) or (name, None) when supported."""
+    if isinstance(node, pp.Call):
+        name = node.func.name
+        if name not in SUPPORTED_FUNCTIONS:
+            return name, f"function {name}() is outside the supported PromQL subset"
+        return name, None
+    if isinstance(node, pp.AggregateExpr):
+        op = str(node.op)
+        if op not in SUPPORTED_AGGREGATIONS:
+            return op, f"aggregation {op}() is outside the supported PromQL subset"
+        return op, None
+    if isinstance(node, pp.VectorSelector | pp.SubqueryExpr) and node.at is not None:
+        return "@", "the @ modifier is outside the supported PromQL subset"
+    if isinstance(node, pp.VectorSelector) and node.matchers.or_matchers:
+        return "or", "`or` inside a label selector is outside the supported PromQL subset"
+    return None, None

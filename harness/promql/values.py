@@ -1,0 +1,170 @@
+"""PromQL value types and float arithmetic with Go's semantics.
+
+Prometheus computes in Go, where ``1/0`` is ``+Inf``, ``math.Max`` returns NaN
+when either side is NaN, and ``%`` is ``math.Mod``; Python raises or differs
+in each of these, so the engine routes every scalar operation through the
+helpers here (facts from Go's ``math`` package docs and Prometheus'
+``promql/engine.go`` ``vectorElemBinop``). Label sets are sorted tuples of
+pairs: hashable, ordered like Prometheus' ``labels.Labels``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+NAME = "__name__"
+Labels = tuple[tuple[str, str], ...]
+INF = math.inf
+NAN = math.nan
+
+
+def make_labels(name: str | None, labels: Mapping[str, str]) -> Labels:
+    """A series' label set: its labels plus ``__name__``; empty values are absent, as in Prometheus."""
+    pairs = {k: v for k, v in labels.items() if v != ""}
+    if name:
+        pairs[NAME] = name
+    return tuple(sorted(pairs.items()))
+
+
+def label(labels: Labels, key: str) -> str:
+    for k, v in labels:
+        if k == key:
+            return v
+    return ""
+
+
+def drop_name(labels: Labels) -> Labels:
+    return tuple(p for p in labels if p[0] != NAME)
+
+
+def keep_only(labels: Labels, keys: frozenset[str]) -> Labels:
+    return tuple(p for p in labels if p[0] in keys)
+
+
+def without(labels: Labels, keys: frozenset[str]) -> Labels:
+    return tuple(p for p in labels if p[0] not in keys)
+
+
+def labels_dict(labels: Labels) -> dict[str, str]:
+    return dict(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One element of an instant vector; ``t`` (ms) is the sample's own time only for ``timestamp()``."""
+
+    labels: Labels
+    value: float
+    t: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scalar:
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class String:
+    value: str
+
+
+@dataclass(slots=True)
+class Series:
+    """One element of a range vector (matrix): points are (t_ms, value), oldest first."""
+
+    labels: Labels
+    points: list[tuple[int, float]]
+
+
+class Vector(list[Sample]):
+    """An instant vector."""
+
+
+class Matrix(list[Series]):
+    """A range vector."""
+
+
+Value = Scalar | String | Vector | Matrix
+
+
+# -- Go float semantics ---------------------------------------------------------------------------
+def go_max(a: float, b: float) -> float:
+    """Go's math.Max: +Inf wins over NaN, then NaN wins."""
+    if a == INF or b == INF:
+        return INF
+    if a != a or b != b:
+        return NAN
+    if a == 0 and b == 0:
+        return a if math.copysign(1, a) > 0 else b
+    return a if a > b else b
+
+
+def go_min(a: float, b: float) -> float:
+    """Go's math.Min: -Inf wins over NaN, then NaN wins."""
+    if a == -INF or b == -INF:
+        return -INF
+    if a != a or b != b:
+        return NAN
+    if a == 0 and b == 0:
+        return a if math.copysign(1, a) < 0 else b
+    return a if a < b else b
+
+
+def go_div(a: float, b: float) -> float:
+    if b != 0:
+        return a / b
+    if a != a or a == 0:
+        return NAN
+    return math.copysign(INF, a) * math.copysign(1, b)
+
+
+def go_mod(a: float, b: float) -> float:
+    if b == 0 or a != a or b != b or math.isinf(a):
+        return NAN
+    if math.isinf(b):
+        return a
+    return math.fmod(a, b)
+
+
+def go_pow(a: float, b: float) -> float:
+    try:
+        return math.pow(a, b)
+    except ZeroDivisionError:  # 0 ** negative
+        return INF if not (b == int(b) and int(b) % 2 and math.copysign(1, a) < 0) else -INF
+    except ValueError:  # negative ** non-integer
+        return NAN
+    except OverflowError:
+        neg = a < 0 and b == int(b) and int(b) % 2 == 1
+        return -INF if neg else INF
+
+
+ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": go_div,
+    "%": go_mod,
+    "^": go_pow,
+    "atan2": math.atan2,
+}
+COMPARISON = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+}
+SET_OPS = frozenset({"and", "or", "unless"})
+
+
+def elem_binop(op: str, lhs: float, rhs: float) -> tuple[float, bool]:
+    """Prometheus' vectorElemBinop: (value, keep); comparisons keep the left value when true."""
+    arith = ARITHMETIC.get(op)
+    if arith is not None:
+        try:
+            return arith(lhs, rhs), True
+        except (OverflowError, ValueError):
+            return NAN, True
+    return lhs, COMPARISON[op](lhs, rhs)
