@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from scalearena.contracts.limits import StrictSpec
 
 
 @dataclass(frozen=True)
@@ -169,11 +171,10 @@ class Decision:
         }
 
 
-class AutoscalerConfig(BaseModel):
+class AutoscalerConfig(StrictSpec):
     """Fields every autoscaler config has; each autoscaler subclasses this with
-    ``kind: Literal["<name>"]`` and its own parameters (upstream defaults)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    ``kind: Literal["<name>"]`` and its own parameters (upstream defaults). ``StrictSpec`` refuses
+    unknown keys, NaN/inf and numbers past the documented limit of their unit (contracts/limits.py)."""
 
     kind: str = Field(description="Which autoscaler (registry name).")
     name: str | None = Field(

@@ -26,13 +26,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from scalearena.contracts.limits import StrictSpec
 
 from .base import Reason
 
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
 
 
 class ScalingPolicy(_Spec):

@@ -12,18 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.limits import StrictSpec
 
 from .base import ClusterView, Decision, Reason, VariantView
 from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, resolve
 from .hpa_replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
 from .signals import Signal, signal_value
 
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
 
 
 class PodsMetric(_Spec):

@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.limits import StrictSpec
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 from .hpa_behavior import Behavior
@@ -37,8 +38,7 @@ from .hpa_engine import ExternalMetric, HPAEngine
 from .signals import SIGNAL_QUERIES, Signal, signal_value
 
 
-class Fallback(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Fallback(StrictSpec):
 
     failure_threshold: int = Field(ge=0, description="Fallback once consecutive failures exceed this.")
     replicas: int = Field(ge=0, description="Replicas to run while the trigger keeps failing.")

@@ -2,7 +2,12 @@
 
 Every user mistake (bad YAML, unknown field, unknown autoscaler, unreachable
 backend) surfaces as one line on stderr and exit code 2; click's own usage
-errors also exit 2. Commands that live with their subsystem (report, compare,
+errors also exit 2. Anything else that escapes a command is a bug, not bad
+input: one top-level guard prints ``error: internal error ...`` with the path
+of a log file holding the traceback, and exits 3, so the two are never
+confused. User text (file names, field values, messages) is printed as rich
+``Text``, never parsed as markup or emoji codes: a scenario value ``[/x]`` or
+``:x:`` must come out as written. Commands that live with their subsystem (report, compare,
 serve-engine, serve-router, paper) are imported lazily so `scalearena run` on
 the simulator loads nothing it does not need.
 """
@@ -11,6 +16,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +26,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
@@ -53,8 +62,29 @@ class ArenaGroup(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as e:
-            err_console.print(f"[bold red]error:[/] {e.render()}", highlight=False, soft_wrap=True)
+            print_error(e.render())
             ctx.exit(2)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # click's own usage errors (exit 2) and exits
+        except Exception as e:  # noqa: BLE001 - the one guard: a bug must not look like bad input
+            log = write_internal_error_log()
+            print_error(f"internal error: {type(e).__name__}: {e} (traceback in {log}; please report it)")
+            ctx.exit(3)
+
+
+def print_error(message: str) -> None:
+    """One ``error: ...`` line on stderr; the message is plain text (no markup, no emoji codes)."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
+
+
+def write_internal_error_log() -> str:
+    """Write the current exception's traceback to a fresh file in the temp folder; returns its path."""
+    fd, path = tempfile.mkstemp(prefix=f"scalearena-internal-error-{time.strftime('%Y%m%dT%H%M%S')}-",
+                                suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(f"scalearena {__version__}; argv: {sys.argv!r}\n")
+        fh.write(traceback.format_exc())
+    return path
 
 
 @click.group(cls=ArenaGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,7 +145,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     out.mkdir(parents=True, exist_ok=True)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     interrupted = False
     with Progress(*columns, console=err_console, transient=False) as progress:
         total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
@@ -124,9 +154,10 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             rec.record(r)
             results.append(r)
             progress.advance(total)
-            mark = {"ok": "[green]ok[/]", "bad_input": "[red]bad input[/]"}.get(r["status"], "[red]failed[/]")
+            mark = {"ok": ("ok", "green"), "bad_input": ("bad input", "red")}.get(r["status"], ("failed", "red"))
             detail = f": {r['error']}" if r["status"] == "failed" else ""  # bad input is printed once at the end
-            progress.console.print(f"  {mark} {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}", highlight=False)
+            line = Text.assemble("  ", mark, f" {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}")
+            progress.console.print(line, highlight=False)
 
         try:
             if jobs == 1:
@@ -148,9 +179,9 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             _write_report(out)
         _print_table(results)
     for msg in dict.fromkeys(r["error"] for r in results if r["status"] == "bad_input"):
-        err_console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+        print_error(msg)
     if interrupted:
-        err_console.print(f"interrupted: partial results kept in {out} (marked incomplete)")
+        err_console.print(Text(f"interrupted: partial results kept in {out} (marked incomplete)"))
         return 130
     if any(r["status"] == "bad_input" for r in results):
         return 2
@@ -164,9 +195,9 @@ def _write_report(out: Path) -> None:
         return
     try:
         path = write_suite_report(out)
-        err_console.print(f"report: {path}")
+        err_console.print(Text(f"report: {path}"))
     except Exception as e:  # noqa: BLE001 - the measurements are already on disk
-        err_console.print(f"[yellow]warning:[/] report not written: {type(e).__name__}: {e}")
+        err_console.print(Text.assemble(("warning:", "yellow"), f" report not written: {type(e).__name__}: {e}"))
 
 
 def _print_table(results: list[dict[str, Any]]) -> None:
@@ -178,7 +209,7 @@ def _print_table(results: list[dict[str, Any]]) -> None:
     for r in rows:
         s = r["summary"]
         p99 = s["ttft_ms"]["p99"]
-        t.add_row(r["dir"], f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
+        t.add_row(Text(r["dir"]), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
                   str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
                   f"{s['replicas']['mean']:.2f}", f"{s['cost']:.2f}")
     # piped output (CI logs) gets a wide table instead of rich's 80-column default

@@ -12,10 +12,7 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
-import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
@@ -24,15 +21,28 @@ from pydantic import (
 )
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import (
+    MAX_BATCH,
+    MAX_COST,
+    MAX_GPUS_PER_REPLICA,
+    MAX_KV_BLOCKS,
+    MAX_REPLICAS,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_TOKENS,
+    StrictSpec,
+)
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
+
+from .safe_yaml import parse_yaml, read_yaml
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
 
 
 # ---- serving engine ---------------------------------------------------------------------------
@@ -58,7 +68,7 @@ class ConstantLatency(_Spec):
 class RooflineLatency(_Spec):
     kind: Literal["roofline"] = Field(description="Step time = overhead + max(compute, memory) from GPU x model.")
     model_shape: str = Field(description="Model shape from the catalog, e.g. qwen3-0.6b, llama3-8b, llama3-70b.")
-    tp: int = Field(default=1, ge=1, description="Tensor-parallel degree (GPUs per replica share the model).")
+    tp: int = Field(default=1, ge=1, le=MAX_GPUS_PER_REPLICA, description="Tensor-parallel degree (GPUs per replica share the model).")
     compute_efficiency: float | None = Field(
         default=None, gt=0, le=1, description="Fraction of peak FLOP/s reached; null = calibrated default."
     )
@@ -83,15 +93,15 @@ LatencyModel = Annotated[ConstantLatency | RooflineLatency, Field(discriminator=
 
 
 class EngineSpec(_Spec):
-    max_num_seqs: int = Field(default=256, ge=1, description="vLLM --max-num-seqs: sequences in a batch.")
+    max_num_seqs: int = Field(default=256, ge=1, le=MAX_BATCH, description="vLLM --max-num-seqs: sequences in a batch.")
     kv_cache_blocks: int | None = Field(
-        default=None, ge=1, description="num_gpu_blocks; null = derived from free GPU memory (roofline)."
+        default=None, ge=1, le=MAX_KV_BLOCKS, description="num_gpu_blocks; null = derived from free GPU memory (roofline)."
     )
-    block_size: int = Field(default=16, ge=1, description="Tokens per KV block.")
+    block_size: int = Field(default=16, ge=1, le=4096, description="Tokens per KV block.")
     max_waiting_queue: int = Field(
-        default=1000, ge=0, description="Waiting-queue limit; a request beyond it gets HTTP 429."
+        default=1000, ge=0, le=MAX_BATCH, description="Waiting-queue limit; a request beyond it gets HTTP 429."
     )
-    max_model_len: int | None = Field(default=None, ge=1, description="Longest prompt+output accepted.")
+    max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Longest prompt+output accepted.")
     gpu_memory_utilization: float = Field(
         default=0.9, gt=0, le=1, description="Share of GPU memory vLLM may use (KV derivation)."
     )
@@ -103,8 +113,8 @@ class VariantSpec(_Spec):
     name: str = Field(description="Variant (one Deployment / VariantAutoscaling).", pattern=r"^[a-z0-9][a-z0-9-]*$")
     model: str = Field(description="Logical model (modelID) this variant serves.")
     gpu: str = Field(description="GPU type from the catalog, e.g. A100-80GB, H100-SXM, H200, L40S.")
-    gpus_per_replica: int = Field(default=1, ge=1, description="GPUs one replica occupies.")
-    cost: float = Field(default=10.0, gt=0, description="variantCost: relative cost per replica per hour.")
+    gpus_per_replica: int = Field(default=1, ge=1, le=MAX_GPUS_PER_REPLICA, description="GPUs one replica occupies.")
+    cost: float = Field(default=10.0, gt=0, le=MAX_COST, description="variantCost: relative cost per replica per hour.")
     min_replicas: int = Field(default=1, ge=0, description="Lower bound on replicas.")
     max_replicas: int = Field(default=10, ge=1, description="Upper bound on replicas.")
     initial_replicas: int | None = Field(default=None, ge=0, description="Replicas at t=0; null = min_replicas.")
@@ -140,7 +150,7 @@ class VariantSpec(_Spec):
 
 class ClusterSpec(_Spec):
     variants: list[VariantSpec] = Field(min_length=1, description="Deployments, one per variant.")
-    gpu_capacity: dict[str, int] | None = Field(
+    gpu_capacity: dict[str, Annotated[int, Field(ge=0, le=MAX_REPLICAS * MAX_GPUS_PER_REPLICA)]] | None = Field(
         default=None, description="GPUs available per GPU type (CapacityDiscovery); null = unlimited."
     )
     warm_start: bool = Field(
@@ -172,9 +182,9 @@ class AdmissionSpec(_Spec):
         default="saturation", description="saturation: reject with 429 when every ready pod is saturated."
     )
     kv_threshold: float = Field(default=0.8, gt=0, le=1, description="A pod is saturated at KV usage >= this.")
-    queue_threshold: int = Field(default=5, ge=0, description="A pod is saturated at waiting >= this.")
+    queue_threshold: int = Field(default=5, ge=0, le=MAX_BATCH, description="A pod is saturated at waiting >= this.")
     queue_limit: int = Field(
-        default=1000, ge=0, description="Requests the gateway holds while no pod is ready (scale from zero)."
+        default=1000, ge=0, le=MAX_BATCH, description="Requests the gateway holds while no pod is ready (scale from zero)."
     )
 
 
@@ -187,10 +197,21 @@ class RouterSpec(_Spec):
 # ---- faults ------------------------------------------------------------------------------------
 
 
-class MetricsOutage(_Spec):
+class _Window(_Spec):
+    """A fault active from start_s to end_s (an end before the start would never close it)."""
+
+    start_s: float = Field(ge=0, description="Window start, seconds.")
+    end_s: float = Field(gt=0, description="Window end, seconds; after start_s.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Window:
+        if self.end_s <= self.start_s:
+            raise ValueError(f"end_s {self.end_s:g} must be after start_s {self.start_s:g}")
+        return self
+
+
+class MetricsOutage(_Window):
     kind: Literal["metrics_outage"] = Field(description="The metrics backend is unreachable for a window.")
-    start_s: float = Field(ge=0, description="Start, seconds.")
-    end_s: float = Field(gt=0, description="End, seconds.")
 
 
 class PodCrash(_Spec):
@@ -199,10 +220,8 @@ class PodCrash(_Spec):
     variant: str | None = Field(default=None, description="Variant whose pod crashes; null = first variant.")
 
 
-class SlowColdStart(_Spec):
+class SlowColdStart(_Window):
     kind: Literal["slow_cold_start"] = Field(description="Pods created in the window start this much slower.")
-    start_s: float = Field(ge=0, description="Window start, seconds.")
-    end_s: float = Field(gt=0, description="Window end, seconds.")
     factor: float = Field(gt=1, description="Multiplier on startup_s.")
 
 
@@ -248,7 +267,7 @@ class Scenario(_Spec):
     drain_s: float = Field(
         default=0.0, ge=0, description="Extra time after the last arrival for in-flight requests to finish."
     )
-    seed: int = Field(default=0, ge=0, description="Seed for every random generator of the run.")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Seed for every random generator of the run.")
     cluster: ClusterSpec = Field(description="Variants and GPU pool.")
     router: RouterSpec = Field(default_factory=RouterSpec, description="Gateway / endpoint picker.")
     workload: list[WorkloadSpec] = Field(
@@ -282,7 +301,26 @@ class Scenario(_Spec):
         for f in self.faults:
             if isinstance(f, PodCrash) and f.variant and f.variant not in names:
                 raise ValueError(f"fault names unknown variant {f.variant!r}")
+        self._check_work()
         return self
+
+    def _check_work(self) -> None:
+        """Refuse, before generating anything, a run whose requests or loop steps exceed the limits."""
+        span = self.duration_s + self.drain_s
+        peaks = [w.arrivals.peak_rps for w in self.workloads]
+        requests = sum(p for p in peaks if p is not None) * self.duration_s
+        if requests > MAX_REQUESTS:
+            raise ValueError(f"the workload would send up to {requests:,.0f} requests (peak rate x duration_s); "
+                             f"the limit is {MAX_REQUESTS:,}")
+        loops = {"metrics.scrape_interval_s": self.metrics.scrape_interval_s,
+                 "metrics.sample_interval_s": self.metrics.sample_interval_s}
+        for a in self.autoscalers:
+            loops[f"autoscaler {a.label} period_s"] = getattr(a, "period_s", None)
+            loops[f"autoscaler {a.label} fast_period_s"] = getattr(a, "fast_period_s", None)
+        for name, interval in loops.items():
+            if interval and span / interval > MAX_STEPS:
+                raise ValueError(f"{name} {interval:g} s over {span:g} s is {span / interval:,.0f} steps; "
+                                 f"the limit is {MAX_STEPS:,}")
 
     @property
     def workloads(self) -> list[WorkloadSpec]:
@@ -328,25 +366,13 @@ def format_validation_error(err: ValidationError, where: str, data: Any = None) 
     return UserError(f"{path}: {msg}{got}{more}", where=where)
 
 
-def read_yaml(path: str | Path) -> Any:
-    p = Path(path)
-    if not p.is_file():
-        raise UserError("file not found", where=str(path), expected="a readable YAML file")
-    try:
-        return yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise UserError(f"not valid YAML: {getattr(e, 'problem', e)}", where=f"{path}{line}") from None
-
-
 def parse_override(item: str) -> tuple[list[str], Any]:
     if "=" not in item:
         raise UserError(f"--set {item!r}: missing '='", expected="dotted.key=value")
     key, raw = item.split("=", 1)
     if not key:
         raise UserError(f"--set {item!r}: empty key", expected="dotted.key=value")
-    return key.split("."), yaml.safe_load(raw)
+    return key.split("."), parse_yaml(raw, f"--set {key}")
 
 
 def apply_overrides(data: Any, overrides: list[str], where: str = "--set") -> Any:

@@ -12,24 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import StrictSpec
 from scalearena.controllers.registry import REGISTRY
 
 from .scenario import Scenario, apply_overrides, format_validation_error, read_yaml, scenario_from_data
 
 
-class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SweepSpec(StrictSpec):
 
     key: str = Field(description="Dotted scenario key the sweep sets, e.g. workload.arrivals.rate_rps.")
     values: list[Any] = Field(min_length=1, description="Values to run, one folder each.")
     label: str = Field(default="value", pattern=r"^[a-z][a-z0-9_]*$", description="Folder prefix: <label>-<value>.")
 
 
-class SuiteRun(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SuiteRun(StrictSpec):
 
     scenario: str = Field(description="Scenario YAML, relative to the suite file.")
     set: list[str] = Field(default_factory=list, description="dotted.key=value overrides for this scenario.")
@@ -39,8 +38,7 @@ class SuiteRun(BaseModel):
     )
 
 
-class SuiteSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SuiteSpec(StrictSpec):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Suite name.")
     description: str = Field(default="", description="What this suite shows.")

@@ -1,5 +1,10 @@
 """Workload configuration models (the ``workload:`` section of a scenario).
 
+Every number is bounded (contracts/limits.py: NaN/inf refused, a limit per
+unit, token counts at most ``MAX_TOKENS``), and each arrival process states
+its ``peak_rps`` so the scenario can refuse a run that would generate more
+requests than ``MAX_REQUESTS`` before generating any.
+
 Arrival processes and token-length distributions are separate plug-in
 families, each a pydantic model keyed on ``kind`` and combined by config (as
 vidur does), each with its own seed derived from the scenario seed. The
@@ -9,11 +14,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from scalearena.contracts.limits import MAX_BATCH, MAX_TOKENS, StrictSpec
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
 
 
 # ---- arrival processes -------------------------------------------------------------------------
@@ -23,10 +28,18 @@ class ConstantArrivals(_Spec):
     kind: Literal["constant"] = Field(description="Evenly spaced arrivals at a fixed rate.")
     rate_rps: float = Field(gt=0, description="Requests per second.")
 
+    @property
+    def peak_rps(self) -> float:
+        return self.rate_rps
+
 
 class PoissonArrivals(_Spec):
     kind: Literal["poisson"] = Field(description="Poisson process: exponential inter-arrival times.")
     rate_rps: float = Field(gt=0, description="Mean requests per second.")
+
+    @property
+    def peak_rps(self) -> float:
+        return self.rate_rps
 
 
 class RateStep(_Spec):
@@ -36,8 +49,12 @@ class RateStep(_Spec):
 
 class SteppedArrivals(_Spec):
     kind: Literal["stepped"] = Field(description="Piecewise-constant rate (covers the paper's staircase).")
-    steps: list[RateStep] = Field(min_length=1, description="Consecutive steps; the last one repeats to the end.")
+    steps: list[RateStep] = Field(min_length=1, max_length=100_000, description="Consecutive steps; the last one repeats to the end.")
     poisson: bool = Field(default=True, description="Poisson arrivals within a step (false: evenly spaced).")
+
+    @property
+    def peak_rps(self) -> float:
+        return max(step.rate_rps for step in self.steps)
 
 
 class RampArrivals(_Spec):
@@ -47,11 +64,19 @@ class RampArrivals(_Spec):
     ramp_s: float | None = Field(default=None, gt=0, description="Ramp length, seconds; null = whole run.")
     poisson: bool = Field(default=True, description="Non-homogeneous Poisson (false: deterministic spacing).")
 
+    @property
+    def peak_rps(self) -> float:
+        return max(self.start_rps, self.end_rps)
+
 
 class GammaArrivals(_Spec):
     kind: Literal["gamma"] = Field(description="Gamma inter-arrivals with a chosen burstiness.")
     rate_rps: float = Field(gt=0, description="Mean requests per second.")
-    cv: float = Field(gt=0, description="Coefficient of variation of inter-arrival times (1 = Poisson).")
+    cv: float = Field(gt=0, le=100, description="Coefficient of variation of inter-arrival times (1 = Poisson).")
+
+    @property
+    def peak_rps(self) -> float:
+        return self.rate_rps
 
 
 class OnOffArrivals(_Spec):
@@ -61,6 +86,10 @@ class OnOffArrivals(_Spec):
     mean_on_s: float = Field(gt=0, description="Mean burst length, seconds (exponential).")
     mean_off_s: float = Field(gt=0, description="Mean gap between bursts, seconds (exponential).")
 
+    @property
+    def peak_rps(self) -> float:
+        return max(self.on_rate_rps, self.off_rate_rps)
+
 
 class DiurnalArrivals(_Spec):
     kind: Literal["diurnal"] = Field(description="Sinusoidal rate: mean + amplitude * sin(2 pi t / period).")
@@ -68,6 +97,10 @@ class DiurnalArrivals(_Spec):
     amplitude_rps: float = Field(ge=0, description="Amplitude; must not exceed the mean.")
     period_s: float = Field(gt=0, description="Period of one cycle, seconds (86400 for a day).")
     phase_s: float = Field(default=0.0, description="Shift of the sine, seconds.")
+
+    @property
+    def peak_rps(self) -> float:
+        return self.mean_rps + self.amplitude_rps
 
     @model_validator(mode="after")
     def _amp(self) -> DiurnalArrivals:
@@ -83,6 +116,10 @@ class FlashCrowdArrivals(_Spec):
     start_s: float = Field(ge=0, description="Spike start, seconds.")
     duration_s: float = Field(gt=0, description="Spike length, seconds.")
 
+    @property
+    def peak_rps(self) -> float:
+        return self.base_rps * self.factor
+
 
 class TraceArrivals(_Spec):
     kind: Literal["trace"] = Field(description="Replay a request trace (arrival times and token counts).")
@@ -90,16 +127,21 @@ class TraceArrivals(_Spec):
     format: Literal["azure", "mooncake", "burstgpt"] = Field(description="Trace format.")
     start_s: float = Field(default=0.0, ge=0, description="Window start in the trace's own time, seconds.")
     window_s: float | None = Field(default=None, gt=0, description="Window length; null = to the end.")
-    time_scale: float = Field(default=1.0, gt=0, description="Speed-up: trace time is divided by this.")
+    time_scale: float = Field(default=1.0, ge=1e-6, le=1e6, description="Speed-up: trace time is divided by this.")
     target_rps: float | None = Field(
         default=None, gt=0, description="Rescale to this mean rate by seeded thinning or duplication."
     )
     max_model_len: int | None = Field(
-        default=None, gt=0, description="Clip input+output tokens to this length (counted in the results)."
+        default=None, gt=0, le=MAX_TOKENS, description="Clip input+output tokens to this length (counted in the results)."
     )
     trace_model: str | None = Field(
         default=None, description="BurstGPT only: replay just this Model column value (e.g. ChatGPT, GPT-4)."
     )
+
+    @property
+    def peak_rps(self) -> float | None:
+        """The replay's rate when rescaled; a trace replayed as is is bounded by its file instead."""
+        return self.target_rps
 
     @model_validator(mode="after")
     def _trace_model(self) -> TraceArrivals:
@@ -126,29 +168,29 @@ Arrivals = Annotated[
 
 class FixedTokens(_Spec):
     kind: Literal["fixed"] = Field(description="Every request has the same length.")
-    value: int = Field(ge=1, description="Tokens.")
+    value: int = Field(ge=1, le=MAX_TOKENS, description="Tokens.")
 
 
 class UniformTokens(_Spec):
     kind: Literal["uniform"] = Field(description="Uniform integer between min and max inclusive.")
-    min: int = Field(ge=1, description="Smallest length, tokens.")
-    max: int = Field(ge=1, description="Largest length, tokens.")
+    min: int = Field(ge=1, le=MAX_TOKENS, description="Smallest length, tokens.")
+    max: int = Field(ge=1, le=MAX_TOKENS, description="Largest length, tokens.")
 
 
 class BoundedNormalTokens(_Spec):
     kind: Literal["bounded_normal"] = Field(description="Normal(mean, sd) clipped to [min, max] (the paper's).")
-    min: int = Field(ge=1, description="Lower bound, tokens.")
-    max: int = Field(ge=1, description="Upper bound, tokens.")
-    mean: float = Field(gt=0, description="Mean before clipping, tokens.")
-    sd: float = Field(ge=0, description="Standard deviation before clipping, tokens.")
+    min: int = Field(ge=1, le=MAX_TOKENS, description="Lower bound, tokens.")
+    max: int = Field(ge=1, le=MAX_TOKENS, description="Upper bound, tokens.")
+    mean: float = Field(gt=0, le=MAX_TOKENS, description="Mean before clipping, tokens.")
+    sd: float = Field(ge=0, le=MAX_TOKENS, description="Standard deviation before clipping, tokens.")
 
 
 class LognormalTokens(_Spec):
     kind: Literal["lognormal"] = Field(description="Lognormal with the given median and sigma, clipped.")
-    median: float = Field(gt=0, description="Median length, tokens.")
-    sigma: float = Field(gt=0, description="Sigma of the underlying normal.")
-    min: int = Field(default=1, ge=1, description="Lower bound, tokens.")
-    max: int = Field(default=32768, ge=1, description="Upper bound, tokens.")
+    median: float = Field(gt=0, le=MAX_TOKENS, description="Median length, tokens.")
+    sigma: float = Field(gt=0, le=10, description="Sigma of the underlying normal.")
+    min: int = Field(default=1, ge=1, le=MAX_TOKENS, description="Lower bound, tokens.")
+    max: int = Field(default=32768, ge=1, le=MAX_TOKENS, description="Upper bound, tokens.")
 
 
 class EmpiricalTokens(_Spec):
@@ -164,8 +206,8 @@ TokenLengths = Annotated[
 
 
 class SharedPrefix(_Spec):
-    groups: int = Field(ge=1, description="Number of distinct shared prefixes (e.g. system prompts).")
-    prefix_tokens: int = Field(ge=1, description="Length of each shared prefix, tokens.")
+    groups: int = Field(ge=1, le=MAX_BATCH, description="Number of distinct shared prefixes (e.g. system prompts).")
+    prefix_tokens: int = Field(ge=1, le=MAX_TOKENS, description="Length of each shared prefix, tokens.")
     fraction: float = Field(default=1.0, ge=0, le=1, description="Share of requests that carry a prefix.")
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from scalearena.contracts.limits import StrictSpec
 
 from ..base import AutoscalerConfig
 
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
 
 
 @dataclass(frozen=True)

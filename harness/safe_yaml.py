@@ -1,0 +1,93 @@
+"""Reading user YAML (scenarios, suites, ``--set`` values) without trusting it.
+
+PyYAML's ``safe_load`` refuses arbitrary objects but not a small file that
+explodes: nine anchors each aliasing the previous one nine times (a "billion
+laughs" file of 1.6 KB) load as a shared graph, and the first code that walks
+it as a tree (pydantic validation, ``deepcopy``) expands it to billions of
+values. PyYAML has no switch for that, and no maintained safe loader we use
+has one either, so the loaded graph is measured here, iteratively: the number
+of values after expanding every alias, and the nesting depth; past the limits
+of ``contracts.limits`` the file is refused before anything walks it. The
+other ways a file breaks the loader (bytes that are not UTF-8, an integer of
+thousands of digits, nesting deep enough to exhaust Python's stack, a file
+larger than any scenario) become ``UserError``s naming the file too.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+
+
+def expanded_size(data: Any, where: str) -> int:
+    """Values in ``data`` counting each alias as a full copy; refuses cycles, depth and size past the limits."""
+    memo: dict[int, int] = {}  # id(container) -> expanded size
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(data, 1, False)]  # (node, depth, children done)
+    while stack:
+        node, depth, children_done = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        key = id(node)
+        children = list(node.values()) + list(node.keys()) if isinstance(node, dict) else node
+        if children_done:
+            on_path.discard(key)
+            size = 1 + sum(memo.get(id(c), 1) if isinstance(c, dict | list) else 1 for c in children)
+            if size > MAX_YAML_NODES:
+                raise UserError(f"too many values after expanding aliases (more than {MAX_YAML_NODES:,})",
+                                where=where, expected="a scenario without alias bombs")
+            memo[key] = size
+            continue
+        if key in memo:
+            continue
+        if key in on_path:
+            raise UserError("an alias refers to a mapping or list that contains it", where=where,
+                            expected="acyclic YAML")
+        if depth > MAX_YAML_DEPTH:
+            raise UserError(f"nested more than {MAX_YAML_DEPTH} levels deep", where=where)
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if isinstance(c, dict | list))
+    return memo.get(id(data), 1)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """``yaml.safe_load`` of untrusted text; every failure is a UserError naming ``where``."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise UserError(f"not valid YAML: {getattr(e, 'problem', None) or e}", where=f"{where}{line}") from None
+    except RecursionError:
+        raise UserError("nested too deeply to read", where=where,
+                        expected=f"at most {MAX_YAML_DEPTH} levels") from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise UserError(f"unreadable value: {e}", where=where) from None
+    expanded_size(data, where)
+    return data
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Load a user YAML file (scenario or suite) within the limits of ``contracts.limits``."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError("file not found", where=str(path), expected="a readable YAML file")
+    try:
+        size = p.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise UserError(f"file is {size:,} bytes", where=str(path),
+                            expected=f"at most {MAX_YAML_BYTES:,} bytes")
+        raw = p.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read: {e.strerror or e}", where=str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}", where=str(path),
+                        expected="a UTF-8 YAML file") from None
+    return parse_yaml(text, str(path))

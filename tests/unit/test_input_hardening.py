@@ -1,0 +1,134 @@
+"""Issue 17 items 4, 5, 6, 9: hostile or absurd input ends in one `error:` line and exit 2, fast.
+
+Run in-process through click's CliRunner (a subprocess per case would cost seconds each); the
+alias bomb is the 1.6 KB "billion laughs" shape from the issue, 9 levels of 9 aliases = 9**9 values.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from scalearena.harness import cli
+from tests.conftest import write_yaml
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli.main, list(args), catch_exceptions=False)
+
+
+def one_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for f in fragments:
+        assert f in result.output, (f, result.output)
+
+
+def alias_bomb() -> str:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, 10):
+        refs = ", ".join([f"*a{i - 1}"] * 9)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_is_refused_before_expansion(tmp_path: Path) -> None:
+    p = tmp_path / "bomb.yaml"
+    p.write_text(alias_bomb())
+    assert p.stat().st_size < 2000
+    one_error(invoke("validate", str(p)), str(p), "too many values after expanding aliases")
+
+
+def test_a_few_aliases_are_fine(tmp_path: Path, scenario_dict) -> None:
+    text = yaml.safe_dump(scenario_dict).replace("engine:", "engine: &eng", 1)
+    p = tmp_path / "ok.yaml"
+    p.write_text(text + "x-unused: *eng\n")  # an alias used once (it is an unknown key, so exit 2 names it)
+    one_error(invoke("validate", str(p)), "x-unused: unknown field")
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"&a [*a]\n", "an alias refers to a mapping or list that contains it"),
+        (b"[" * 5000 + b"]" * 5000, "nested"),
+        (b"name: caf\xe9\n", "not UTF-8 text: byte 0xe9 at offset 9"),
+        (b"seed: " + b"7" * 5000 + b"\n", "unreadable value"),
+    ],
+)
+def test_unreadable_yaml_is_one_error(tmp_path: Path, content: bytes, fragment: str) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_bytes(content)
+    one_error(invoke("validate", str(p)), str(p), fragment)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "fragment"),
+    [
+        (("duration_s",), 1e12, "duration_s"),
+        (("duration_s",), float("inf"), "finite number"),
+        (("workload", "arrivals", "rate_rps"), float("inf"), "rate_rps"),
+        (("workload", "arrivals", "rate_rps"), 1e6, "exceeds the limit of 10000"),
+        (("metrics", "scrape_interval_s"), 1e-9, "shorter than the limit of 0.01 s"),
+        (("cluster", "variants", 0, "min_replicas"), 100000, "replicas exceeds the limit of 1000"),
+        (("cluster", "variants", 0, "cost"), float("inf"), "cost"),
+        (("autoscalers", 0), {"kind": "hpa", "period_s": 1e-9}, "period_s"),
+        (("workload", "input_tokens", "value"), 10**9, "input_tokens"),
+        (("faults",), [{"kind": "metrics_outage", "start_s": 50, "end_s": 10}], "end_s 10 must be after start_s 50"),
+        (("seed",), 2**70, "seed"),
+    ],
+)
+def test_absurd_values_are_refused_by_the_schema(tmp_path, scenario_dict, path, value, fragment) -> None:
+    node = scenario_dict
+    for k in path[:-1]:
+        node = node.setdefault(k, {}) if isinstance(node, dict) else node[k]
+    node[path[-1]] = value
+    p = tmp_path / "absurd.yaml"
+    p.write_text(yaml.safe_dump(scenario_dict).replace("1.0e+12", "1e12"))
+    one_error(invoke("validate", str(p)), str(p), fragment)
+
+
+def test_request_count_over_the_limit_is_refused(tmp_path, scenario_dict) -> None:
+    # 9000 rps (under the per-rate limit of 10000) x 1000 s = 9,000,000 requests > MAX_REQUESTS 5,000,000
+    scenario_dict["workload"]["arrivals"]["rate_rps"] = 9000
+    scenario_dict["duration_s"] = 1000
+    one_error(invoke("validate", str(write_yaml(tmp_path / "big.yaml", scenario_dict))), "9,000,000 requests")
+
+
+def test_diurnal_nan_phase_is_refused(tmp_path, scenario_dict) -> None:
+    scenario_dict["workload"]["arrivals"] = {"kind": "diurnal", "mean_rps": 2, "amplitude_rps": 1,
+                                             "period_s": 60, "phase_s": float("nan")}
+    one_error(invoke("validate", str(write_yaml(tmp_path / "nan.yaml", scenario_dict))), "phase_s")
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [("duration_s=[1", "--set duration_s"), ("duration_s=.inf", "duration_s"), ("duration_s=1e12", "a week")],
+)
+def test_bad_set_values_are_one_error(scenario_file, tmp_path, override, fragment) -> None:
+    one_error(invoke("run", str(scenario_file), "--set", override, "--out", str(tmp_path / "o")), fragment)
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("name", ["[/x]", ":x: ^[a-z0-9]*$", "[bold]b[/bold]"])
+def test_user_text_is_never_markup(tmp_path, scenario_dict, name) -> None:
+    scenario_dict["name"] = name
+    r = invoke("validate", str(write_yaml(tmp_path / "m.yaml", scenario_dict)))
+    one_error(r, f"got {name!r}")  # printed as written: no MarkupError, no emoji, no lost brackets
+
+
+def test_unexpected_exception_is_internal_error_exit_3(scenario_file, monkeypatch) -> None:
+    def boom(*a, **k):
+        raise ZeroDivisionError("a bug, not bad input")
+
+    monkeypatch.setattr(cli, "load_scenario", boom)
+    r = invoke("validate", str(scenario_file))
+    assert r.exit_code == 3
+    assert r.output.startswith("error: internal error: ZeroDivisionError: a bug, not bad input")
+    log = r.output.split("traceback in ")[1].split(";")[0]
+    text = Path(log).read_text()
+    assert "Traceback" in text and "ZeroDivisionError" in text and "boom" in text
+    Path(log).unlink()
