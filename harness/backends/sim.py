@@ -29,20 +29,17 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from scalearena.controllers.base import (
-    ArrivalForecast,
-    AutoscalerConfig,
-    ClusterView,
-    PodMetrics,
-    VariantView,
-)
+from scalearena.controllers.base import Autoscaler, AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 
+from ..control.plane import ControlPlane
+from ..control.ports import LoadSample, ReplicaStatus, VirtualClock
+from ..control.view import forecast_from_requests, scenario_variants
 from ..engine.cluster import GONE, PENDING, READY, STARTING, TERMINATING, Deployment, GPUPool, Pod
 from ..engine.core import SubmitResult
 from ..engine.latency import build_latency
 from ..metrics.memory import MemoryMetrics, Sample
-from ..records import RequestRecord, TimeseriesRecord
+from ..records import RequestRecord
 from ..results import RunWriter
 from ..router import RoutedPod, Router
 from ..scenario import PodCrash, Scenario
@@ -85,10 +82,10 @@ class SimBackend:
 
 class Simulation:
     def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: list,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, policy: Autoscaler | None = None) -> None:
         self.sc, self.config, self.writer, self.progress = sc, config, writer, progress
         self.requests = requests
-        self.policy = REGISTRY.build(config)
+        policy = policy or REGISTRY.build(config)
         self.router = Router(sc.router, seed=sc.seed)
         self.metrics = MemoryMetrics(sc.metrics.staleness_s)
         self.pool = GPUPool(sc.cluster.gpu_capacity)
@@ -98,21 +95,27 @@ class Simulation:
             self.deps.append(Deployment(v, lat, blocks, v.start_replicas))
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
         self.gateway: dict[str, list[_Req]] = {m: [] for m in self.models}
-        self.t = 0.0
+        self.clock = VirtualClock()
         self.end_s = sc.duration_s + sc.drain_s
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = itertools.count()
         self._pod_seq = itertools.count()
         self._next_arrival = 0
         self.inflight = 0
-        self._arrivals_since = {m: 0 for m in self.models}
-        self._ok_since = {d.name: 0 for d in self.deps}
-        self._last_sample = 0.0
+        self._ok_total = {d.name: 0 for d in self.deps}
         self._slow = [f for f in sc.faults if f.kind == "slow_cold_start"]
-        self._forecast = self._build_forecast()
-        self._engine_settings: dict[str, dict[str, Any]] = {}
         self._warm = False
         self._scrape_phase = sc.metrics.scrape_interval_s
+        for d in self.deps:
+            self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
+        self.control = ControlPlane(
+            policy, config.label, scenario_variants(sc), clock=self.clock, metrics=self.metrics, actuator=self,
+            probe=self, writer=writer, forecast=forecast_from_requests(requests, self.models),
+            gpu_capacity=sc.cluster.gpu_capacity)
+
+    @property
+    def t(self) -> float:
+        return self.clock.t
 
     # ---- the loop -----------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any = None) -> None:
@@ -146,7 +149,7 @@ class Simulation:
         self._scrape_phase = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
         self.push(0.0, SCRAPE)
         self.push(0.0, DECIDE)
-        if getattr(self.policy, "fast_period_s", None):
+        if self.control.fast_period_s:
             self.push(0.0, DECIDE_FAST)
         self.push(sc.metrics.sample_interval_s, SAMPLE)
         for i, f in enumerate(sc.faults):
@@ -161,13 +164,12 @@ class Simulation:
             ARRIVAL: self.on_arrival, TIMEOUT: self.on_timeout, FAULT: self.on_fault, SCRAPE: self.on_scrape,
             DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample,
         }
-        heap = self._heap
+        heap, clock = self._heap, self.clock
         while heap:
             t, _, _, kind, payload = heapq.heappop(heap)
+            clock.t = t
             if kind == END:
-                self.t = t
                 break
-            self.t = t
             handlers[kind](t, payload)
             if (t >= sc.duration_s and self.inflight == 0 and self._next_arrival >= len(self.requests)
                     and kind in (ENGINE, TIMEOUT, SAMPLE)):
@@ -176,7 +178,7 @@ class Simulation:
 
     def finish_run(self) -> None:
         t = self.t
-        if t - self._last_sample > 1e-9:
+        if t - self.control.last_sample > 1e-9:
             self.on_sample(t, None, reschedule=False)
         for d in self.deps:
             for pod in list(d.pods):
@@ -199,7 +201,6 @@ class Simulation:
         self._next_arrival += 1
         if self._next_arrival < len(self.requests):
             self.push(self.requests[self._next_arrival].arrival_s, ARRIVAL)
-        self._arrivals_since[spec.model] = self._arrivals_since.get(spec.model, 0) + 1
         req = _Req(spec)
         self.inflight += 1
         self.push(t + self.sc.client.timeout_s, TIMEOUT, req)
@@ -284,7 +285,7 @@ class Simulation:
                 req.first_token_s = ev.t
             elif ev.kind == "finished":
                 del pod.inflight[ev.rid]
-                self._ok_since[pod.variant] += 1
+                self._ok_total[pod.variant] += 1
                 self.record(req, ev.t, "ok", 200, ev.tokens)
         if pod.state == TERMINATING and not pod.inflight:
             self.pod_gone(pod, t)
@@ -424,102 +425,52 @@ class Simulation:
             nxt = self._scrape_phase
         self.push(nxt, SCRAPE)
 
-    # ---- decisions ----------------------------------------------------------------------------------
-    def _build_forecast(self) -> tuple[ArrivalForecast, ...]:
-        out = []
-        for m in self.models:
-            rs = [r for r in self.requests if r.model == m]
-            out.append(ArrivalForecast(m, tuple(r.arrival_s for r in rs), tuple(r.input_tokens for r in rs),
-                                       tuple(r.output_tokens for r in rs)))
-        return tuple(out)
-
-    def build_view(self, t: float) -> ClusterView:
-        self.metrics.now = t
-        available = self.metrics.available
-        variants = []
-        for d in self.deps:
-            v = d.spec
-            ready_names = {p.name for p in d.pods if p.state == READY}
-            pods: tuple[PodMetrics, ...] = ()
-            if available:
-                latest = self.metrics.latest(d.name)
-                pods = tuple(
-                    PodMetrics(name, s.t, s.kv_usage, s.waiting, s.running, s.gpu_util, d.num_gpu_blocks,
-                               v.engine.block_size)
-                    for name, s in latest.items() if name in ready_names
-                )
-            engine = self._engine_settings.get(d.name)
-            if engine is None:
-                engine = v.engine.model_dump(mode="json")
-                engine["kv_cache_blocks"] = d.num_gpu_blocks
-                self._engine_settings[d.name] = engine
-            variants.append(VariantView(
-                name=v.name, model=v.model, gpu=v.gpu, gpus_per_replica=v.gpus_per_replica, cost=v.cost,
-                min_replicas=v.min_replicas, max_replicas=v.max_replicas, spec_replicas=d.replicas,
-                ready=len(ready_names), pending=d.count(PENDING) + d.count(STARTING),
-                terminating=d.count(TERMINATING), pods=pods, metrics_available=available,
-                startup_s=v.startup_s, engine=engine,
-            ))
-        return ClusterView(
-            now=t, variants=tuple(variants), metrics=self.metrics,
-            router_queue={m: len(self.gateway.get(m, [])) for m in self.models},
-            gpu_capacity=self.sc.cluster.gpu_capacity, forecast=self._forecast,
-        )
-
+    # ---- control plane: decisions (Actuator) -------------------------------------------------------
     def on_decide(self, t: float, _: Any) -> None:
-        for dec in self.policy.decide(t, self.build_view(t)):
-            self.writer.add_decision(t, self.config.label, dec)
-            self.apply(dec)
-        self.push(t + self.policy.period_s, DECIDE)
+        self.control.decide()
+        self.push(t + self.control.policy.period_s, DECIDE)
 
     def on_decide_fast(self, t: float, _: Any) -> None:
-        for dec in self.policy.decide_fast(t, self.build_view(t)):
-            if dec.action != "hold":
-                self.writer.add_decision(t, self.config.label, dec, loop="fast")
-            self.apply(dec)
-        self.push(t + float(self.policy.fast_period_s), DECIDE_FAST)  # type: ignore[arg-type]
+        self.control.decide(fast=True)
+        self.push(t + float(self.control.fast_period_s), DECIDE_FAST)  # type: ignore[arg-type]
 
-    def apply(self, dec: Any) -> None:
-        d = self.dep(dec.variant)
-        v = d.spec
-        want = max(v.min_replicas, min(v.max_replicas, dec.desired_replicas))
-        if want != d.replicas:
-            d.replicas = want
-            self.reconcile(d)
+    def replicas(self, variant: str) -> ReplicaStatus:
+        d = self.dep(variant)
+        return ReplicaStatus(spec=d.replicas, ready=tuple(p.name for p in d.pods if p.state == READY),
+                             pending=d.count(PENDING) + d.count(STARTING), terminating=d.count(TERMINATING))
 
-    # ---- samples ------------------------------------------------------------------------------------
-    def on_sample(self, t: float, _: Any, reschedule: bool = True) -> None:
-        dt = t - self._last_sample
+    def scale(self, variant: str, replicas: int) -> None:
+        d = self.dep(variant)
+        d.replicas = replicas
+        self.reconcile(d)
+
+    # ---- control plane: samples (LoadProbe) ---------------------------------------------------------
+    def router_queue(self) -> dict[str, int]:
+        return {m: len(self.gateway.get(m, [])) for m in self.models}
+
+    def load(self, now: float, since: float) -> dict[str, LoadSample]:
+        """True engine state (not scraped): KV usage of ready pods, busy fraction since ``since``."""
+        out = {}
         for d in self.deps:
             ready = [p for p in d.pods if p.state == READY]
-            kvs = [p.engine.kv_usage(t) for p in ready]
+            kvs = [p.engine.kv_usage(now) for p in ready]
             utils = []
             for p in ready:
                 busy = p.engine.busy_s
-                since = max(p.ready_s or 0.0, self._last_sample)
-                if t > since:
-                    utils.append(min(1.0, (busy - p.sample_busy) / (t - since)))
+                start = max(p.ready_s or 0.0, since)
+                if now > start:
+                    utils.append(min(1.0, (busy - p.sample_busy) / (now - start)))
                 p.sample_busy = busy
             for p in d.pods:
                 if p.state != READY:
                     p.sample_busy = p.engine.busy_s
-            waiting = sum(p.engine.num_waiting for p in d.pods)
-            running = sum(p.engine.num_running for p in d.pods)
-            m = v_model = d.spec.model
-            self.writer.add_timeseries(TimeseriesRecord(
-                t_s=round(t, 6), variant=d.name, model=v_model, spec_replicas=d.replicas,
-                ready_replicas=len(ready), pending_replicas=d.count(PENDING) + d.count(STARTING),
-                terminating_replicas=d.count(TERMINATING),
-                kv_usage_mean=sum(kvs) / len(kvs) if kvs else None, kv_usage_max=max(kvs) if kvs else None,
-                waiting=waiting, running=running, gpu_util_mean=sum(utils) / len(utils) if utils else None,
-                offered_rps=self._arrivals_since.get(m, 0) / dt if dt > 0 else 0.0,
-                completed_rps=self._ok_since[d.name] / dt if dt > 0 else 0.0,
-                router_queue=len(self.gateway.get(m, [])),
-            ))
-            self._ok_since[d.name] = 0
-        for m in self.models:
-            self._arrivals_since[m] = 0
-        self._last_sample = t
+            out[d.name] = LoadSample(
+                kv_usage=tuple(kvs), gpu_util=tuple(utils), waiting=sum(p.engine.num_waiting for p in d.pods),
+                running=sum(p.engine.num_running for p in d.pods), completed_ok=self._ok_total[d.name])
+        return out
+
+    def on_sample(self, t: float, _: Any, reschedule: bool = True) -> None:
+        self.control.sample()
         self.writer.checkpoint()
         if self.progress:
             self.progress(t, self.end_s)

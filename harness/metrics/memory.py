@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import (
@@ -35,6 +35,7 @@ from scalearena.contracts.series import (
     REQUEST_SUCCESS,
     TTFT_HIST,
 )
+from scalearena.controllers.base import PodMetrics
 
 from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, quantile_from_buckets
 
@@ -66,14 +67,16 @@ _HISTS: dict[str, tuple[Callable[[Sample], tuple[float, ...]], tuple[float, ...]
 
 
 class MemoryMetrics:
-    """In-memory MetricsSource implementing ``controllers.base.MetricsReader``."""
+    """In-memory ``harness.control.ports.MetricsSource`` (and ``controllers.base.MetricsReader``)."""
 
     def __init__(self, staleness_s: float = 300.0, retention_s: float = 1800.0) -> None:
         self.staleness_s = staleness_s
         self.retention_s = max(retention_s, staleness_s)
-        self.now = 0.0  # set by the owner before a controller queries
+        self.now = 0.0  # set by the owner (evaluate_at) before a controller queries
         self.available = True  # False during a metrics outage
         self._series: dict[str, dict[str, deque[Sample]]] = {}
+        # variant -> (num_gpu_blocks, block_size): what vllm:cache_config_info would say of its pods
+        self.cache_config: dict[str, tuple[int | None, int | None]] = {}
 
     # ---- writing ----------------------------------------------------------------------------------
     def record(self, variant: str, pod: str, sample: Sample) -> None:
@@ -105,6 +108,25 @@ class MemoryMetrics:
         for p, q in self._fresh(variant).items():
             out[p] = q[-1]
         return out
+
+    # ---- MetricsSource ----------------------------------------------------------------------------
+    def evaluate_at(self, now: float) -> None:
+        self.now = now
+
+    def latest_pod_samples(self, variant: str) -> list[PodMetrics]:
+        """``latest`` as the view's ``PodMetrics`` (scrape time in virtual seconds), in scrape order."""
+        blocks, block_size = self.cache_config.get(variant, (None, None))
+        return [PodMetrics(pod, s.t, s.kv_usage, s.waiting, s.running, s.gpu_util, blocks, block_size)
+                for pod, s in self.latest(variant).items()]
+
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        raise NotImplementedError(
+            "PromQL over the simulator's in-memory series is not available yet (harness/promql, issue 12); "
+            "policies on sim read the MetricsReader methods")
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        raise NotImplementedError(
+            "PromQL range queries over the simulator's in-memory series are not available yet (issue 12)")
 
     def _window(self, q: deque[Sample], window_s: float) -> list[Sample]:
         lo = self.now - window_s

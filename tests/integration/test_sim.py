@@ -63,9 +63,7 @@ class Scripted:
 
 def simulate(tmp_path: Path, sc: Any, requests: list[RequestSpec], policy: Any = None) -> tuple[RunWriter, Any]:
     w = RunWriter(tmp_path, {})
-    sim = Simulation(sc, sc.autoscalers[0], w, requests)
-    if policy is not None:
-        sim.policy = policy
+    sim = Simulation(sc, sc.autoscalers[0], w, requests, policy=policy)
     sim.run()
     return w, sim
 

@@ -1,0 +1,119 @@
+"""The control loop every backend runs: build view -> policy.decide -> apply -> sample.
+
+A backend owns *when* (the simulator's event heap, the wall-clock loop of
+local/kube) and the adapters (``harness.control.ports``); this class owns
+*what happens*: it builds the view (``harness.control.view.build_view``),
+asks the policy, writes every decision (the fast loop's only when it acts,
+as upstream WVA logs only its wake-ups), clamps the desired replicas to the
+variant's bounds and hands changes to the ``Actuator``, and samples one
+``TimeseriesRecord`` per variant. So a decision sequence or a time series
+can only differ between backends through what the adapters report, which
+tests/unit/test_backend_conformance.py drives with the same script for
+every backend.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, clamp
+
+from ..records import TimeseriesRecord
+from .ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
+from .view import VariantInfo, build_view
+
+
+class ControlPlane:
+    """One run's control plane. ``writer`` needs ``add_decision`` and ``add_timeseries``
+    (a ``harness.results.RunWriter``); ``emit_row`` overrides where sampled rows go."""
+
+    def __init__(self, policy: Autoscaler, label: str, variants: Sequence[VariantInfo], *, clock: Clock,
+                 metrics: MetricsSource, actuator: Actuator, probe: LoadProbe, writer: Any,
+                 forecast: tuple[ArrivalForecast, ...] = (), gpu_capacity: Mapping[str, int] | None = None,
+                 emit_row: Callable[[TimeseriesRecord], None] | None = None) -> None:
+        self.policy, self.label, self.variants = policy, label, tuple(variants)
+        self.clock, self.metrics, self.actuator, self.probe = clock, metrics, actuator, probe
+        self.writer, self.forecast, self.gpu_capacity = writer, forecast, gpu_capacity
+        self.emit_row = emit_row or writer.add_timeseries
+        self._by_name = {v.name: v for v in self.variants}
+        # offered load: each model's scheduled arrivals, counted in (previous sample, now]
+        self._arrivals = {f.model: sorted(f.arrival_s) for f in forecast}
+        self._arrived = {m: 0 for m in self._arrivals}
+        self._completed_prev: dict[str, int] = {}
+        self.last_sample = 0.0
+
+    @property
+    def fast_period_s(self) -> float | None:
+        return getattr(self.policy, "fast_period_s", None)
+
+    # ---- view ---------------------------------------------------------------------------------------
+    def replicas(self) -> dict[str, ReplicaStatus]:
+        return {v.name: self.actuator.replicas(v.name) for v in self.variants}
+
+    def view(self, now: float | None = None, with_pods: bool = True) -> ClusterView:
+        now = self.clock.now() if now is None else now
+        return build_view(now, self.variants, self.replicas(), self.metrics,
+                          router_queue=self.probe.router_queue(), gpu_capacity=self.gpu_capacity,
+                          forecast=self.forecast, with_pods=with_pods)
+
+    # ---- decide + apply -----------------------------------------------------------------------------
+    def decide(self, fast: bool = False) -> list[Decision]:
+        """One pass of the main loop (or the fast loop): decide on a fresh view, record, apply."""
+        now = self.clock.now()
+        view = self.view(now)
+        decisions = self.policy.decide_fast(now, view) if fast else self.policy.decide(now, view)
+        spec = {v.name: v.spec_replicas for v in view.variants}
+        for dec in decisions:
+            if not fast:
+                self.writer.add_decision(now, self.label, dec)
+            elif dec.action != "hold":
+                self.writer.add_decision(now, self.label, dec, loop="fast")
+            self._apply(dec, spec)
+        return list(decisions)
+
+    def _apply(self, dec: Decision, spec: dict[str, int]) -> None:
+        info = self._by_name[dec.variant]
+        want = clamp(dec.desired_replicas, info.min_replicas, info.max_replicas)
+        if want != spec.get(dec.variant):
+            spec[dec.variant] = want
+            self.actuator.scale(dec.variant, want)
+
+    # ---- sample -------------------------------------------------------------------------------------
+    def sample(self, now: float | None = None) -> list[TimeseriesRecord]:
+        """One ``TimeseriesRecord`` per variant for the interval (last sample, now]; emitted and returned."""
+        now = self.clock.now() if now is None else now
+        dt = now - self.last_sample
+        offered = self._offered(now)
+        queue = self.probe.router_queue()
+        load = self.probe.load(now, self.last_sample)
+        rows = []
+        for info in self.variants:
+            st = self.actuator.replicas(info.name)
+            ld = load[info.name]
+            kvs, utils = ld.kv_usage, ld.gpu_util
+            done = ld.completed_ok
+            completed = 0 if done is None else done - self._completed_prev.get(info.name, 0)
+            if done is not None:
+                self._completed_prev[info.name] = done
+            row = TimeseriesRecord(
+                t_s=round(now, 6), variant=info.name, model=info.model, spec_replicas=st.spec,
+                ready_replicas=len(st.ready), pending_replicas=st.pending, terminating_replicas=st.terminating,
+                kv_usage_mean=sum(kvs) / len(kvs) if kvs else None, kv_usage_max=max(kvs) if kvs else None,
+                waiting=ld.waiting, running=ld.running, gpu_util_mean=sum(utils) / len(utils) if utils else None,
+                offered_rps=offered.get(info.model, 0) / dt if dt > 0 else 0.0,
+                completed_rps=completed / dt if dt > 0 else 0.0,
+                router_queue=int(queue.get(info.model, 0)),
+            )
+            rows.append(row)
+            self.emit_row(row)
+        self.last_sample = now
+        return rows
+
+    def _offered(self, now: float) -> dict[str, int]:
+        out = {}
+        for m, times in self._arrivals.items():
+            upto = bisect_right(times, now)
+            out[m] = upto - self._arrived[m]
+            self._arrived[m] = upto
+        return out

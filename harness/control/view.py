@@ -1,0 +1,119 @@
+"""The one place a ``ClusterView`` is built, for every backend and the in-cluster controller.
+
+Before this module each backend assembled the view itself and the copies
+drifted: the oracle got no forecast on kind/cluster, and only the simulator
+derived the KV block count from GPU memory, so a policy sized replicas
+differently on sim and local for the same scenario. Here the static facts of
+a variant (``VariantInfo``, KV blocks included), the forecast, the replica
+states from the ``Actuator`` and the pod samples from the ``MetricsSource``
+meet once. A test (tests/unit/test_backend_conformance.py) fails if
+``ClusterView`` or ``VariantView`` is constructed anywhere else in the harness.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.controllers.base import ArrivalForecast, ClusterView, PodMetrics, VariantView
+
+from ..engine.latency import build_latency
+from .ports import MetricsSource, ReplicaStatus
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What does not change during a run about one variant (its Deployment spec)."""
+
+    name: str
+    model: str
+    gpu: str
+    gpus_per_replica: int
+    cost: float
+    min_replicas: int
+    max_replicas: int
+    startup_s: float | None = None
+    engine: Mapping[str, Any] = field(default_factory=dict)  # VariantView.engine: settings incl. kv_cache_blocks
+
+
+def engine_settings(spec: Any, where: str) -> dict[str, Any]:
+    """A variant's engine settings as a policy sees them, ``kv_cache_blocks`` always filled in:
+    explicit, or derived from GPU memory and the model shape exactly as the engine derives it
+    (``harness.engine.latency.build_latency``)."""
+    engine = spec.engine.model_dump(mode="json")
+    engine["kv_cache_blocks"] = build_latency(spec.engine, spec.gpu, where=where)[1]
+    return engine
+
+
+def variant_info(spec: Any, index: int) -> VariantInfo:
+    """``VariantInfo`` of the scenario's ``cluster.variants[index]`` (a ``harness.scenario.VariantSpec``)."""
+    return VariantInfo(
+        name=spec.name, model=spec.model, gpu=spec.gpu, gpus_per_replica=spec.gpus_per_replica, cost=spec.cost,
+        min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
+        engine=engine_settings(spec, f"cluster.variants[{index}].engine"),
+    )
+
+
+def scenario_variants(scenario: Any) -> tuple[VariantInfo, ...]:
+    return tuple(variant_info(v, i) for i, v in enumerate(scenario.cluster.variants))
+
+
+def forecast_from_requests(requests: Sequence[Any], models: Iterable[str]) -> tuple[ArrivalForecast, ...]:
+    """The run's arrival schedule per model, in schedule order (what the ``oracle`` reads)."""
+    out = []
+    for m in models:
+        rs = [r for r in requests if r.model == m]
+        out.append(ArrivalForecast(m, tuple(r.arrival_s for r in rs), tuple(r.input_tokens for r in rs),
+                                   tuple(r.output_tokens for r in rs)))
+    return tuple(out)
+
+
+def metrics_router_queue(metrics: Any, models: Iterable[str]) -> dict[str, int]:
+    """Gateway queue per model from a source that exports it (the EPP's queue metric); unreadable -> absent."""
+    fn = getattr(metrics, "router_queue", None)
+    if fn is None:
+        return {}
+    out: dict[str, int] = {}
+    for m in sorted(set(models)):
+        try:
+            out[m] = int(fn(m))
+        except MetricsUnavailable:
+            pass
+    return out
+
+
+def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[str, ReplicaStatus],
+               metrics: MetricsSource, *, router_queue: Mapping[str, int] | None = None,
+               gpu_capacity: Mapping[str, int] | None = None, forecast: tuple[ArrivalForecast, ...] = (),
+               with_pods: bool = True, metrics_errors: dict[str, str] | None = None) -> ClusterView:
+    """The view a policy decides on at ``now``.
+
+    Per variant: replica counts from ``replicas``; the latest sample of each *ready* pod from
+    ``metrics`` (a failed read -> no pods, ``metrics_available=False``, its message in
+    ``metrics_errors``); no pod reads for a missing target or when ``with_pods`` is False (the
+    scale-from-zero loop reads only the gateway queue).
+    """
+    metrics.evaluate_at(now)
+    out = []
+    for info in variants:
+        st = replicas[info.name]
+        pods: tuple[PodMetrics, ...] = ()
+        available = True
+        if with_pods and st.target_exists:
+            try:
+                ready = set(st.ready)
+                pods = tuple(p for p in metrics.latest_pod_samples(info.name) if p.pod in ready)
+            except MetricsUnavailable as e:
+                available = False
+                if metrics_errors is not None:
+                    metrics_errors[info.name] = str(e)
+        out.append(VariantView(
+            name=info.name, model=info.model, gpu=info.gpu, gpus_per_replica=info.gpus_per_replica, cost=info.cost,
+            min_replicas=info.min_replicas, max_replicas=info.max_replicas, spec_replicas=st.spec,
+            ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
+            metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
+            engine=info.engine,
+        ))
+    return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
+                       gpu_capacity=gpu_capacity, forecast=forecast)
