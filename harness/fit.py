@@ -29,7 +29,7 @@ def variant_limits(scenario) -> dict[str, tuple[str, int]]:
     """Per model: (variant, fit limit) of the variant that accepts the fewest tokens."""
     out: dict[str, tuple[str, int]] = {}
     for i, v in enumerate(scenario.cluster.variants):
-        _, blocks = build_latency(v.engine, v.gpu, where=f"cluster.variants[{i}].engine")
+        _, blocks = build_latency(v.engine, scenario.cluster.gpu(v.gpu), where=f"cluster.variants[{i}].engine")
         limit = fit_limit(blocks, v.engine.block_size, v.engine.max_model_len)
         if v.model not in out or limit < out[v.model][1]:
             out[v.model] = (v.name, limit)

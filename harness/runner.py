@@ -48,11 +48,9 @@ def get_backend(cluster: str, **options: Any) -> Any:
 
 
 def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
-    from .engine.catalog import gpu_spec
-
     out = []
     for v in sc.cluster.variants:
-        g = gpu_spec(v.gpu)
+        g = sc.cluster.gpu(v.gpu)
         out.append(
             {
                 "name": v.name,

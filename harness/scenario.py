@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import (
+    Discriminator,
     Field,
+    Tag,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import (
@@ -36,6 +40,8 @@ from scalearena.contracts.limits import (
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
 
+from .engine.catalog import GPUSpec, ModelShape
+from .hardware import GPUTypeSpec, ModelShapeSpec, read_hf_config
 from .safe_yaml import parse_yaml, read_yaml
 
 if TYPE_CHECKING:
@@ -65,9 +71,17 @@ class ConstantLatency(_Spec):
     )
 
 
+ShapeRef: TypeAlias = Annotated[
+    Annotated[str, Tag("catalog")] | Annotated[ModelShapeSpec, Tag("inline")],
+    Discriminator(lambda v: "catalog" if isinstance(v, str) else "inline"),
+]  # a catalog name or an inline shape; the tag keeps errors on the branch the user meant
+
+
 class RooflineLatency(_Spec):
-    kind: Literal["roofline"] = Field(description="Step time = overhead + max(compute, memory) from GPU x model.")
-    model_shape: str = Field(description="Model shape from the catalog, e.g. qwen3-0.6b, llama3-8b, llama3-70b.")
+    kind: Literal["roofline"] = Field(description="Step time from GPU x model shape x tensor parallelism.")
+    model_shape: ShapeRef = Field(
+        description="A catalog name (qwen3-0.6b, qwen3-8b, llama3-8b, llama3-70b, qwen3-30b-a3b), an inline "
+        "shape, or {config: path/to/config.json} (a Hugging Face config read from disk).")
     tp: int = Field(default=1, ge=1, le=MAX_GPUS_PER_REPLICA, description="Tensor-parallel degree (GPUs per replica share the model).")
     compute_efficiency: float | None = Field(
         default=None, gt=0, le=1, description="Fraction of peak FLOP/s reached; null = calibrated default."
@@ -79,14 +93,34 @@ class RooflineLatency(_Spec):
         default=None, ge=0, description="Fixed per-step overhead, ms; null = calibrated default."
     )
 
+    @field_validator("model_shape", mode="before")
+    @classmethod
+    def _read_config(cls, v: Any, info: ValidationInfo) -> Any:
+        base = (info.context or {}).get("base_dir")
+        return read_hf_config(v, Path(base) if base is not None else None)
+
     @field_validator("model_shape")
     @classmethod
-    def _known_shape(cls, v: str) -> str:
+    def _known_shape(cls, v: str | ModelShapeSpec) -> str | ModelShapeSpec:
         from .engine.catalog import MODELS
 
-        if v.lower() not in MODELS:
-            raise ValueError(f"unknown model shape {v!r}; expected one of {', '.join(MODELS)}")
+        if isinstance(v, str) and v.lower() not in MODELS:
+            raise ValueError(f"unknown model shape {v!r}; expected one of {', '.join(MODELS)}, an inline shape "
+                             "or {config: path/to/config.json}")
         return v
+
+    @model_validator(mode="after")
+    def _tp_divides_heads(self) -> RooflineLatency:
+        heads = self.shape().heads
+        if heads % self.tp:
+            raise ValueError(f"tp {self.tp} must divide the model's {heads} attention heads (vLLM's check)")
+        return self
+
+    def shape(self) -> ModelShape:
+        """The engine's ModelShape of this variant."""
+        from .engine.catalog import model_shape
+
+        return model_shape(self.model_shape) if isinstance(self.model_shape, str) else self.model_shape.to_shape()
 
 
 LatencyModel = Annotated[ConstantLatency | RooflineLatency, Field(discriminator="kind")]
@@ -112,7 +146,8 @@ class EngineSpec(_Spec):
 class VariantSpec(_Spec):
     name: str = Field(description="Variant (one Deployment / VariantAutoscaling).", pattern=r"^[a-z0-9][a-z0-9-]*$")
     model: str = Field(description="Logical model (modelID) this variant serves.")
-    gpu: str = Field(description="GPU type from the catalog, e.g. A100-80GB, H100-SXM, H200, L40S.")
+    gpu: str = Field(description="GPU type: a catalog name (A100-80GB, H100-SXM, H200, L40S, ...) or a key of "
+                     "cluster.gpu_types.")
     gpus_per_replica: int = Field(default=1, ge=1, le=MAX_GPUS_PER_REPLICA, description="GPUs one replica occupies.")
     cost: float = Field(default=10.0, gt=0, le=MAX_COST, description="variantCost: relative cost per replica per hour.")
     min_replicas: int = Field(default=1, ge=0, description="Lower bound on replicas.")
@@ -123,15 +158,6 @@ class VariantSpec(_Spec):
         default=30.0, ge=0, description="Grace period; requests still running at its end fail as killed."
     )
     engine: EngineSpec = Field(description="Serving engine settings.")
-
-    @field_validator("gpu")
-    @classmethod
-    def _known_gpu(cls, v: str) -> str:
-        from .engine.catalog import ALIASES, GPUS
-
-        if ALIASES.get(v, v) not in GPUS:
-            raise ValueError(f"unknown GPU type {v!r}; expected one of {', '.join(GPUS)}")
-        return v
 
     @model_validator(mode="after")
     def _bounds(self) -> VariantSpec:
@@ -158,14 +184,32 @@ class ClusterSpec(_Spec):
         description="Initial replicas are ready at t=0 (a deployment warmed before the run); "
         "false: they cold-start like every later pod.",
     )
+    gpu_types: dict[str, GPUTypeSpec] = Field(
+        default_factory=dict, description="Own GPU types by name (datasheet figures); override catalog entries.")
 
     @model_validator(mode="after")
     def _unique(self) -> ClusterSpec:
+        from .engine.catalog import ALIASES, GPUS
+
         names = [v.name for v in self.variants]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"duplicate variant names: {sorted(dup)}")
+        for i, v in enumerate(self.variants):
+            if v.gpu not in self.gpu_types and ALIASES.get(v.gpu, v.gpu) not in GPUS:
+                known = ", ".join([*self.gpu_types, *GPUS])
+                msg = f"Value error, unknown GPU type {v.gpu!r}; expected one of {known} (or describe it " \
+                      "under cluster.gpu_types)"
+                err = PydanticCustomError("value_error", msg)  # raised at the variant's own field path
+                raise ValidationError.from_exception_data(
+                    "ClusterSpec", [InitErrorDetails(type=err, loc=("variants", i, "gpu"), input=v.gpu)])
         return self
+
+    def gpu(self, name: str) -> GPUSpec:
+        """The datasheet of a GPU type: ``gpu_types`` first, then the catalog."""
+        from .engine.catalog import gpu_spec
+
+        return gpu_spec(name, {k: g.to_gpu(k) for k, g in self.gpu_types.items()})
 
 
 # ---- router (llm-d EPP-like) ------------------------------------------------------------------

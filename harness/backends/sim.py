@@ -91,7 +91,7 @@ class Simulation:
         self.pool = GPUPool(sc.cluster.gpu_capacity)
         self.deps: list[Deployment] = []
         for i, v in enumerate(sc.cluster.variants):
-            lat, blocks = build_latency(v.engine, v.gpu, where=f"cluster.variants[{i}].engine")
+            lat, blocks = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"cluster.variants[{i}].engine")
             self.deps.append(Deployment(v, lat, blocks, v.start_replicas))
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
         self.gateway: dict[str, list[_Req]] = {m: [] for m in self.models}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import GIB, GPUSpec, ModelShape, gpu_spec, model_shape
+from .catalog import GIB, GPUSpec, ModelShape, gpu_spec
 
 # Calibrated on benchmarks/data/h200 (measured H200 step times, plain PyTorch + CUDA graphs); see docs/simulator.md.
 DEFAULT_COMPUTE_EFFICIENCY = 0.60
@@ -81,7 +81,7 @@ class RooflineModel:
 
     def __init__(self, gpu: GPUSpec, shape: ModelShape, tp: int, params: RooflineParams) -> None:
         self.gpu, self.shape, self.tp, self.p = gpu, shape, tp, params
-        self._flops_s = tp * gpu.peak_bf16_flops * params.compute_efficiency
+        self._flops_s = tp * gpu.peak_flops(shape.dtype) * params.compute_efficiency
         self._bytes_s = tp * gpu.hbm_bytes_per_s * params.memory_efficiency
         self._fixed = params.step_overhead_s + (2 * shape.layers * TP_ALLREDUCE_S if tp > 1 else 0.0)
         self._w_flops = 2.0 * shape.matmul_params
@@ -93,7 +93,7 @@ class RooflineModel:
         query-context pairs among them) plus one token for each of ``n_decoding``
         sequences holding ``ctx_tokens`` of KV in total."""
         flops = self._w_flops * (prefill_tokens + n_decoding) + self._attn * (prefill_pairs + ctx_tokens)
-        mem = self.shape.weight_bytes + self._kv_tok * (ctx_tokens + prefill_tokens)
+        mem = self.shape.weights_read_bytes(prefill_tokens + n_decoding) + self._kv_tok * (ctx_tokens + prefill_tokens)
         return self._fixed + max(flops / self._flops_s, mem / self._bytes_s)
 
     def itl_s(self, n_running: int, n_decoding: int, ctx_tokens: float) -> float:
@@ -123,7 +123,7 @@ def roofline_defaults(shape: ModelShape) -> RooflineParams:
     )
 
 
-def build_latency(engine_spec, gpu_name: str, where: str = "engine") -> tuple[object, int]:
+def build_latency(engine_spec, gpu: str | GPUSpec, where: str = "engine") -> tuple[object, int]:
     """The latency model of one variant and its num_gpu_blocks (explicit or derived)."""
     lat = engine_spec.latency
     if lat.kind == "constant":
@@ -137,14 +137,14 @@ def build_latency(engine_spec, gpu_name: str, where: str = "engine") -> tuple[ob
                 expected="a block count (the paper's set-up: 1024), or latency.kind: roofline to derive it",
             )
         return ConstantModel(lat, engine_spec.max_num_seqs), blocks
-    shape = model_shape(lat.model_shape)
+    shape = lat.shape()
     d = roofline_defaults(shape)
     params = RooflineParams(
         lat.compute_efficiency or d.compute_efficiency,
         lat.memory_efficiency or d.memory_efficiency,
         d.step_overhead_s if lat.step_overhead_ms is None else lat.step_overhead_ms / 1000.0,
     )
-    model = RooflineModel(gpu_spec(gpu_name), shape, lat.tp, params)
+    model = RooflineModel(gpu if isinstance(gpu, GPUSpec) else gpu_spec(gpu), shape, lat.tp, params)
     blocks = engine_spec.kv_cache_blocks or model.num_gpu_blocks(
         engine_spec.block_size, engine_spec.gpu_memory_utilization, f"{where}.latency"
     )

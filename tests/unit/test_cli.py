@@ -21,6 +21,9 @@ def scalearena(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
         (lambda d: d["cluster"]["variants"][0].update(cost="cheap"), "cluster.variants.0.cost"),
         (lambda d: d["autoscalers"].__setitem__(0, {"kind": "magic"}), "autoscalers.0"),
         (lambda d: d["workload"]["arrivals"].update(rate_rps=-2), "workload.arrivals.constant.rate_rps"),
+        (lambda d: d["cluster"]["variants"][0]["engine"].update(latency={"kind": "roofline", "model_shape": {
+            "hidden_size": 4096, "num_layers": 32, "num_heads": 32, "num_kv_heads": 5, "intermediate_size": 14336,
+            "vocab_size": 128256}}), "cluster.variants.0.engine.latency.roofline.model_shape.inline"),
     ],
 )
 def test_validate_bad_scenario_exits_2_with_field_path(tmp_path, scenario_dict, mutate, fragment):

@@ -85,7 +85,8 @@ class LocalRun:
                                       self.scale)
         self.reader = PrometheusMetrics(self.prom.url, {v.name: v.model for v in sc.cluster.variants},
                                         promql=PromQL(time_scale=self.scale))
-        self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event)
+        self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event,
+                           sc.cluster.gpu_types)
         self.router_port = free_port()
         self.router_url = f"http://{LOOPBACK}:{self.router_port}"
         self._http = http.Session()

@@ -76,6 +76,8 @@ class Duration(click.ParamType):
 @click.option("--seed", type=int, default=None, help="Seed for failure injection.")
 @click.option("--engine-spec", default=None, help="EngineSpec as JSON (scenario engine section); flags override it.")
 @click.option("--gpu", default="A100-80GB", show_default=True, help="GPU type (roofline latency).")
+@click.option("--gpu-spec", default=None, help="The GPU type's datasheet as JSON (a scenario's cluster.gpu_types "
+              "entry) when it is not in the catalog.")
 @click.option("--time-scale", type=float, default=1.0, show_default=True,
               help="Run s times faster than real time: every duration is divided by s.")
 @click.option("--termination-grace-period", type=Duration("s"), default=30.0,
@@ -114,13 +116,21 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
         spec = EngineSpec.model_validate(base)
     except Exception as e:  # pydantic ValidationError: one line
         raise click.UsageError(f"engine settings: {e}") from None
+    gpu = o["gpu"]
+    if o["gpu_spec"]:
+        from scalearena.harness.hardware import GPUTypeSpec
+
+        try:
+            gpu = GPUTypeSpec.model_validate(json.loads(o["gpu_spec"])).to_gpu(o["gpu"])
+        except Exception as e:  # JSON or pydantic error: one line
+            raise click.UsageError(f"--gpu-spec: {e}") from None
     bad = set(o["failure_types"]) - set(FAILURES)
     if bad:
         raise click.UsageError(f"--failure-types: unknown {sorted(bad)}; expected {sorted(FAILURES)}")
     if o["time_scale"] <= 0:
         raise click.UsageError("--time-scale must be > 0")
     cfg = EngineServerConfig(
-        model=o["model"], engine_spec=spec, gpu=o["gpu"], port=o["port"], host=o["host"],
+        model=o["model"], engine_spec=spec, gpu=gpu, port=o["port"], host=o["host"],
         served_model_names=tuple(o["served_model_name"]), startup_s=o["startup_duration"],
         time_scale=o["time_scale"], termination_grace_s=o["termination_grace_period"],
         failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),

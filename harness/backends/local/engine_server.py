@@ -64,7 +64,7 @@ FAILURES = {  # llm-d-inference-sim failure types -> (HTTP status, OpenAI error 
 class EngineServerConfig:
     model: str
     engine_spec: Any  # harness.scenario.EngineSpec
-    gpu: str = "A100-80GB"
+    gpu: Any = "A100-80GB"  # catalog name or a GPUSpec (the scenario's own GPU type)
     host: str = "127.0.0.1"
     port: int = 8000
     served_model_names: tuple[str, ...] = ()

@@ -51,9 +51,11 @@ class PodSet:
     """Every engine pod of a run, by variant."""
 
     def __init__(self, supervisor: Supervisor, variants: list[Any], time_scale: float,
-                 on_change: Callable[[], None], on_event: Callable[[str, dict[str, Any]], None]) -> None:
+                 on_change: Callable[[], None], on_event: Callable[[str, dict[str, Any]], None],
+                 gpu_types: dict[str, Any] | None = None) -> None:
         self.sup = supervisor
         self.variants = {v.name: v for v in variants}
+        self.gpu_types = gpu_types or {}  # the scenario's own GPU types (cluster.gpu_types), by name
         self.scale = time_scale
         self.on_change = on_change  # membership changed: push to router + Prometheus
         self.on_event = on_event
@@ -93,6 +95,8 @@ class PodSet:
             "--termination-grace-period", f"{v.termination_grace_s}s", "--pod", name, "--variant", variant,
             "--spawned-at", repr(time.time()),
         ]
+        if v.gpu in self.gpu_types:
+            argv += ["--gpu-spec", json.dumps(self.gpu_types[v.gpu].model_dump(mode="json"))]
         self.sup.start(name, argv)
         pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time())
         self.pods[name] = pod
