@@ -9,7 +9,8 @@ nothing waits for a response before the next send.
 
 Each request is an OpenAI streaming completion (``stream: true``,
 ``stream_options.include_usage``) with ``max_tokens`` = output tokens,
-``ignore_eos`` and a prompt of N whitespace-separated words (the scalearena
+``ignore_eos`` and a prompt of N whitespace-separated words (workloads/prompts.py: the
+group's shared prefix, one word unique to the request, filler; the scalearena
 engine counts one token per word, so llm-d-inference-sim or vLLM can be
 swapped in), or the ``scalearena_prompt_tokens`` extension field.
 Per request it records: scheduled and actual send time (the lag), TTFT (first
@@ -44,14 +45,7 @@ from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
 from scalearena.harness.backends.local import load
-
-_WORD_CACHE = "w " * 65536  # slicing a prefix of this makes an N-word prompt without building it
-
-
-def prompt_of(n_tokens: int) -> str:
-    if n_tokens <= 65536:
-        return _WORD_CACHE[: 2 * n_tokens - 1]
-    return " ".join(["w"] * n_tokens)
+from scalearena.workloads.prompts import prompt_text
 
 
 class RunEnded(Exception):
@@ -130,7 +124,7 @@ class OpenLoopUser(FastHttpUser):
             common[load.PROMPT_TOKENS_FIELD] = spec.input_tokens
             text = "w"
         else:
-            text = prompt_of(spec.input_tokens)
+            text = prompt_text(spec)
         if self.cfg.api == "chat":
             return "/v1/chat/completions", {**common, "messages": [{"role": "user", "content": text}]}
         return "/v1/completions", {**common, "prompt": text}
