@@ -1,6 +1,7 @@
 """The built-in kustomize subset and the scenario -> manifests rendering."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -19,6 +20,7 @@ from scalearena.harness.backends.kube.scenario import (
     wva_objects,
 )
 from scalearena.harness.scenario import load_scenario
+from scalearena.workloads.generate import build_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 EXP2 = ROOT / "workloads/scenarios/exp2-cost-aware.yaml"
@@ -93,17 +95,29 @@ def test_engine_flags_for_constant_latency() -> None:
     sc = load_scenario(EXP2)
     v = sc.cluster.variants[0].model_copy(update={"engine": sc.cluster.variants[0].engine.model_copy(update={
         "latency": sc.cluster.variants[0].engine.latency.model_copy(update={"ttft_ms": 150.0, "itl_ms": 7.5})})})
-    args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=False)
+    args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=False, max_model_len=10240)
     assert "--model=Qwen/Qwen3-0.6B" in args
     assert "--time-to-first-token=150ms" in args and "--inter-token-latency=7.5ms" in args
-    vllm_args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=True)
+    vllm_args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=True, max_model_len=10240)
     assert not any(a.startswith("--time-to-first-token") for a in vllm_args)
 
 
-def test_roofline_on_kind_is_refused_with_the_field_path() -> None:
+def test_roofline_on_kind_runs_the_scalearena_engine_image() -> None:
     sc = load_scenario(ROOT / "workloads/scenarios/hetero-roofline.yaml")
-    with pytest.raises(UserError, match="latency.kind"):
-        variant_objects(sc, render(ROOT / "manifests/overlays/kind"))
+    deps = [o for o in variant_objects(sc, render(ROOT / "manifests/overlays/kind")) if o["kind"] == "Deployment"
+            and o["metadata"]["labels"].get("scalearena.io/component") == "variant"]
+    assert len(deps) == len(sc.cluster.variants) == 3
+    requests = build_requests(sc)
+    longest = max(r.input_tokens + r.output_tokens for r in requests)
+    for d in deps:
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        assert c["image"] == "scalearena/serve-engine:dev"
+        spec = json.loads(next(a.split("=", 1)[1] for a in c["args"] if a.startswith("--engine-spec=")))
+        assert spec["latency"]["kind"] == "roofline"
+        # fits the longest request of this seed's workload, rounded up to whole 16-token blocks
+        assert all(r.input_tokens + r.output_tokens <= spec["max_model_len"] for r in requests)
+        assert spec["max_model_len"] % 16 == 0 and spec["max_model_len"] - longest < 16
+        assert c["readinessProbe"]["httpGet"]["path"] == "/health/ready"
 
 
 def test_autoscaler_objects_validate() -> None:

@@ -54,10 +54,19 @@ from .cluster import (
     split_scope,
 )
 from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
+from .knobs import refuse_unrendered
 from .load import InClusterLoad, choose_load, locust_objects
 from .render import Obj, render
 from .sampling import Sampler
-from .scenario import NAMESPACE, hpa_objects, keda_objects, variant_objects, wva_objects
+from .scenario import (
+    NAMESPACE,
+    hpa_objects,
+    keda_objects,
+    variant_objects,
+    wva_controller_settings,
+    wva_objects,
+)
+from .validate import check_objects
 
 ROOT = Path(__file__).resolve().parents[3]
 NATIVE = ("wva", "hpa", "keda")  # autoscalers that run as Kubernetes objects in kind/cluster
@@ -107,10 +116,12 @@ class KubeBackend:
         objs = with_gateway(self.gateway, sc, variant_objects(sc, render(self.manifests / "overlays" / overlay)),
                             self.manifests)
         kind = autoscaler.kind
+        refuse_unrendered(autoscaler)  # a knob the objects cannot carry is bad input, never silently dropped
         if kind == "wva":
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
                      if o["kind"] not in STATIC_WVA_KINDS and not o["metadata"]["name"].startswith(
                          ("wva-saturation", "wva-scale-to-zero"))]
+            wva_controller_settings(infra, autoscaler)
             objs += infra + wva_objects(sc, autoscaler)
         elif kind == "hpa":
             objs += render(self.manifests / "autoscalers" / "prometheus-adapter") + hpa_objects(sc, autoscaler)
@@ -120,6 +131,7 @@ class KubeBackend:
             pod = o.get("spec", {}).get("template", {}).get("spec", {})
             for c in pod.get("containers", []):
                 c["image"] = self.image(c["image"])
+        check_objects(objs)  # the API server's semantic rules, before any cluster work
         return objs
 
     # ---- the run -----------------------------------------------------------------------------------

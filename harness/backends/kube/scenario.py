@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.scenario import Scenario, VariantSpec
 
+from .knobs import hpa_behavior, quantity
 from .render import Obj
 
 NAMESPACE = "scalearena"
+ENGINE_IMAGE = "scalearena/serve-engine:dev"  # Dockerfile.engine
 GPU_PRODUCT = {  # scalearena GPU type -> nvidia.com/gpu.product node label (GPU feature discovery)
     "A100-80GB": "NVIDIA-A100-SXM4-80GB", "A100-40GB": "NVIDIA-A100-SXM4-40GB", "H100-SXM": "NVIDIA-H100-80GB-HBM3",
     "H100-PCIE": "NVIDIA-H100-PCIe", "H200": "NVIDIA-H200", "L40S": "NVIDIA-L40S", "L4": "NVIDIA-L4",
 }
+WVA_METRIC = [{"type": "External"}]  # the actuation HPA reads wva_desired_replicas (External): zero allowed
 KEDA_QUERIES = {  # controllers/signals.py signal -> PromQL over the scrape labels of manifests/base
     "waiting_sum": "sum(vllm:num_requests_waiting{{{sel}}})",
     "running_sum": "sum(vllm:num_requests_running{{{sel}}})",
@@ -46,13 +50,30 @@ def _ms(x: float) -> str:
     return f"{x:g}ms"
 
 
-def engine_args(v: VariantSpec, template_args: list[str], vllm: bool) -> list[str]:
+def workload_max_len(sc: Scenario) -> int:
+    """The longest prompt + output of the scenario's requests, rounded up to whole KV blocks.
+
+    llm-d-inference-sim defaults ``--max-model-len`` to 1024 and answers 400 above it, so an engine
+    rendered without the flag rejects nearly every paper request (4096 +- 2048 in, 1024 +- 512 out).
+    """
+    from scalearena.workloads.generate import build_requests
+
+    longest = max((r.input_tokens + r.output_tokens for r in build_requests(sc)), default=1)
+    block = max((v.engine.block_size for v in sc.cluster.variants), default=16)
+    return -(-longest // block) * block
+
+
+def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_len: int) -> list[str]:
+    """Flags of the template's engine (vLLM or llm-d-inference-sim) for the variant's engine section.
+
+    ``max_model_len``: the scenario's own value when it sets one (requests above it fail as they do
+    in the simulator), else what fits the workload (``workload_max_len``).
+    """
     base_model = next((a.split("=", 1)[1] for a in template_args if a.startswith("--model=")), v.model)
     e = v.engine
     args = [f"--model={base_model}", f"--served-model-name={v.model}", "--port=8000",
-            f"--max-num-seqs={e.max_num_seqs}", f"--block-size={e.block_size}"]
-    if e.max_model_len:
-        args.append(f"--max-model-len={e.max_model_len}")
+            f"--max-num-seqs={e.max_num_seqs}", f"--block-size={e.block_size}",
+            f"--max-model-len={e.max_model_len or max_model_len}"]
     if vllm:
         if e.kv_cache_blocks:
             args.append(f"--num-gpu-blocks-override={e.kv_cache_blocks}")
@@ -61,12 +82,11 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool) -> list[st
         if v.gpus_per_replica > 1:
             args.append(f"--tensor-parallel-size={v.gpus_per_replica}")
         return args
-    if e.latency.kind != "constant":
-        raise UserError(f"variant {v.name}: llm-d-inference-sim supports only the constant latency model",
-                        where="cluster.variants[].engine.latency.kind",
-                        expected="kind: constant on CLUSTER=kind (roofline runs on sim and local)")
     lat = e.latency
-    args += [f"--max-waiting-queue-length={e.max_waiting_queue}", "--enable-kvcache"]
+    # --force-dummy-tokenizer (llm-d-inference-sim >= v0.9.2): with a Hugging Face model name the simulator
+    # otherwise tokenizes through a vLLM render server on localhost:8082 that is not deployed, and every
+    # request fails with 500 while /health stays 200
+    args += [f"--max-waiting-queue-length={e.max_waiting_queue}", "--enable-kvcache", "--force-dummy-tokenizer"]
     if e.kv_cache_blocks:
         args.append(f"--kv-cache-size={e.kv_cache_blocks}")
     args += [f"--time-to-first-token={_ms(lat.ttft_ms)}", f"--inter-token-latency={_ms(lat.itl_ms)}",
@@ -74,6 +94,23 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool) -> list[st
              f"--prefill-time-per-token={_ms(lat.prefill_time_per_token_ms)}",
              f"--time-factor-under-load={lat.time_factor_under_load:g}"]
     return args
+
+
+def serve_engine_container(c: Obj, v: VariantSpec, max_model_len: int) -> None:
+    """Turn a llm-d-inference-sim container into scalearena's serve-engine (roofline and every other model).
+
+    llm-d-inference-sim has only constant latencies; the project's own engine image (Dockerfile.engine)
+    runs the same serving model as the simulator, so roofline scenarios run on kind too.
+    """
+    spec = v.engine.model_dump(mode="json")
+    spec["max_model_len"] = v.engine.max_model_len or max_model_len
+    c["image"] = ENGINE_IMAGE
+    c["command"] = ["python", "-m", "scalearena.harness.backends.local.cli", "engine"]
+    c["args"] = ["--host=0.0.0.0", "--port=8000", f"--model={v.model}", f"--gpu={v.gpu}",
+                 f"--engine-spec={json.dumps(spec, sort_keys=True, separators=(',', ':'))}",
+                 f"--startup-duration={v.startup_s:g}s", f"--termination-grace-period={v.termination_grace_s:g}s",
+                 "--pod=$(POD_NAME)", f"--variant={v.name}"]
+    c["readinessProbe"] = {"httpGet": {"path": "/health/ready", "port": "http"}, "periodSeconds": 2}
 
 
 def _is_variant(o: Obj) -> bool:
@@ -88,6 +125,7 @@ def variant_objects(sc: Scenario, overlay: list[Obj]) -> list[Obj]:
         raise UserError("the overlay has no variant Deployment/Service to use as a template",
                         expected="objects labelled scalearena.io/component=variant")
     out = [o for o in overlay if not _is_variant(o)]
+    max_len = workload_max_len(sc)
     for v in sc.cluster.variants:
         tpl = next((t for t in templates if t["metadata"].get("annotations", {}).get("scalearena.io/gpu") == v.gpu),
                    templates[0])
@@ -107,14 +145,17 @@ def variant_objects(sc: Scenario, overlay: list[Obj]) -> list[Obj]:
         pod["terminationGracePeriodSeconds"] = int(round(v.termination_grace_s))
         c = pod["containers"][0]
         vllm = "vllm-openai" in c.get("image", "")
-        c["args"] = engine_args(v, list(c.get("args", [])), vllm)
+        if not vllm and v.engine.latency.kind != "constant":
+            serve_engine_container(c, v, max_len)
+        else:
+            c["args"] = engine_args(v, list(c.get("args", [])), vllm, max_len)
         res = c.setdefault("resources", {})
         if "nvidia.com/gpu" in res.get("limits", {}) or vllm:
             for part in ("requests", "limits"):
                 res.setdefault(part, {})["nvidia.com/gpu"] = str(v.gpus_per_replica)
         if "nodeSelector" in pod or vllm:
             pod.setdefault("nodeSelector", {})["nvidia.com/gpu.product"] = GPU_PRODUCT.get(v.gpu, v.gpu)
-        if not vllm and v.startup_s > 0:  # the simulator starts at once: cold start = not Ready for startup_s
+        if not vllm and c["image"] != ENGINE_IMAGE and v.startup_s > 0:  # the simulator starts at once: cold start = not Ready for startup_s
             c.setdefault("readinessProbe", {})["initialDelaySeconds"] = int(round(v.startup_s))
         out.append(d)
         s = copy.deepcopy(svc_templates[0])
@@ -122,6 +163,7 @@ def variant_objects(sc: Scenario, overlay: list[Obj]) -> list[Obj]:
         s["metadata"]["labels"] = {**s["metadata"].get("labels", {}), **labels}
         s["spec"]["selector"] = {"scalearena.io/variant": v.name}
         out.append(s)
+    prometheus_settings(out, sc)
     for o in out:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "gateway-config":
             o["data"]["ROUTER_SPEC"] = json.dumps(sc.router.model_dump(mode="json"), sort_keys=True)
@@ -159,9 +201,12 @@ def wva_objects(sc: Scenario, cfg: AutoscalerConfig, actuation: str = "hpa") -> 
         if actuation == "hpa":
             objs.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
                          "metadata": _meta(f"{v.name}-wva", v.name),
-                         "spec": {"scaleTargetRef": _target(v), "minReplicas": v.min_replicas,
+                         "spec": {"scaleTargetRef": _target(v), "minReplicas": hpa_min_replicas(
+                                      v, True, WVA_METRIC, "autoscalers[wva]"),
                                   "maxReplicas": v.max_replicas,
-                                  "behavior": {d: {"stabilizationWindowSeconds": 0, "policies": [
+                                  # tolerance 0 (HPAConfigurableTolerance): the default 0.1 swallows WVA's
+                                  # +-1 steps from 11 replicas up (12/11 = 1.09 is within 10 % of 1)
+                                  "behavior": {d: {"stabilizationWindowSeconds": 0, "tolerance": "0", "policies": [
                                       {"type": "Pods", "value": 10, "periodSeconds": 15}]}
                                       for d in ("scaleUp", "scaleDown")},
                                   "metrics": [{"type": "External", "external": {
@@ -171,26 +216,63 @@ def wva_objects(sc: Scenario, cfg: AutoscalerConfig, actuation: str = "hpa") -> 
     return objs
 
 
-def _quantity(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{int(round(x * 1000))}m"
+def wva_controller_settings(objs: list[Obj], cfg: AutoscalerConfig) -> None:
+    """The WVA loop periods into the controller's ConfigMap (WVA_INTERVAL_S / WVA_FAST_INTERVAL_S)."""
+    c: Any = cfg
+    for o in objs:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "wva-controller-config":
+            o["data"]["WVA_INTERVAL_S"] = f"{c.period_s:g}"
+            o["data"]["WVA_FAST_INTERVAL_S"] = f"{c.fast_period_s:g}" if c.fast_period_s else "0"
+
+
+def prometheus_settings(objs: list[Obj], sc: Scenario) -> None:
+    """The scenario's scrape interval into the in-cluster Prometheus' global config."""
+    import yaml
+
+    for o in objs:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config":
+            doc = yaml.safe_load(o["data"]["prometheus.yml"])
+            doc.setdefault("global", {})["scrape_interval"] = f"{sc.metrics.scrape_interval_s:g}s"
+            o["data"]["prometheus.yml"] = yaml.safe_dump(doc, sort_keys=False)
+
+
+def hpa_min_replicas(v: VariantSpec, scale_to_zero: bool, metrics: list[Obj], where: str) -> int:
+    """minReplicas as the API server accepts it and as the simulated HPA behaves.
+
+    Kubernetes (pkg/apis/autoscaling/validation/validation.go, validateMetrics) forbids minReplicas 0
+    unless the HPAScaleToZero gate is on AND at least one Object or External metric is configured. The
+    simulated HPA (controllers/hpa.py) floors a variant's min_replicas 0 at 1 unless scale_to_zero is set,
+    so the rendered object does the same; scale_to_zero with only Pods metrics is refused.
+    """
+    if v.min_replicas > 0:
+        return v.min_replicas
+    if not scale_to_zero:
+        return min(1, v.max_replicas)
+    if not any(m["type"] in ("Object", "External") for m in metrics):
+        raise UserError(f"variant {v.name}: minReplicas 0 needs an Object or External metric (Kubernetes "
+                        "validation.go); this HPA has only Pods metrics", where=where,
+                        expected="scale_to_zero: false, or min_replicas >= 1 for this variant")
+    return 0
 
 
 def hpa_objects(sc: Scenario, cfg: AutoscalerConfig) -> list[Obj]:
+    c: Any = cfg
     metrics = []
-    for m in getattr(cfg, "metrics", []):
+    for m in c.metrics:
         if m.type != "Pods":
             raise UserError(f"hpa metric {m.type} cannot be served by prometheus-adapter's rules here",
                             where="autoscalers[hpa].metrics", expected="Pods metrics on CLUSTER=kind/cluster")
         metrics.append({"type": "Pods", "pods": {"metric": {"name": m.metric.replace(":", "_")},
                                                  "target": {"type": "AverageValue",
-                                                            "averageValue": _quantity(m.average_value)}}})
+                                                            "averageValue": quantity(m.average_value)}}})
+    behavior = hpa_behavior(c.behavior, c.tolerance)
+    if c.behavior.scale_down.stabilization_window_seconds is None:
+        behavior.setdefault("scaleDown", {})["stabilizationWindowSeconds"] = int(c.downscale_stabilization_s)
     objs = []
     for v in sc.cluster.variants:
-        spec: Obj = {"scaleTargetRef": _target(v), "minReplicas": v.min_replicas, "maxReplicas": v.max_replicas,
-                     "metrics": metrics}
-        stab = getattr(cfg, "downscale_stabilization_s", None)
-        if stab is not None:
-            spec["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": int(stab)}}
+        spec: Obj = {"scaleTargetRef": _target(v),
+                     "minReplicas": hpa_min_replicas(v, c.scale_to_zero, metrics, "autoscalers[hpa].scale_to_zero"),
+                     "maxReplicas": v.max_replicas, "metrics": metrics, "behavior": behavior}
         objs.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
                      "metadata": _meta(v.name, v.name), "spec": spec})
     return objs
@@ -202,17 +284,32 @@ def keda_objects(sc: Scenario, cfg: AutoscalerConfig) -> list[Obj]:
     if signal not in KEDA_QUERIES:
         raise UserError(f"keda query {signal!r} has no PromQL here", where="autoscalers[keda].query",
                         expected="one of " + ", ".join(KEDA_QUERIES))
+    behavior = hpa_behavior(cfg.behavior)  # type: ignore[attr-defined]
     objs = []
     for v in sc.cluster.variants:
         sel = f'namespace="{NAMESPACE}",variant="{v.name}"'
         meta = {"serverAddress": f"http://prometheus.{NAMESPACE}.svc:9090",
                 "query": KEDA_QUERIES[signal].format(sel=sel, model=v.model),
-                "threshold": f"{c.get('threshold', 3.0):g}",
-                "activationThreshold": f"{c.get('activation_threshold', 0.0) or 0:g}"}
+                "threshold": f"{c['threshold']:g}", "activationThreshold": f"{c['activation_threshold']:g}"}
+        spec: Obj = {"scaleTargetRef": _target(v), "pollingInterval": _whole_s(c["polling_interval_s"], "keda",
+                                                                               "polling_interval_s"),
+                     "cooldownPeriod": _whole_s(c["cooldown_period_s"], "keda", "cooldown_period_s"),
+                     "minReplicaCount": v.min_replicas, "maxReplicaCount": v.max_replicas,
+                     "triggers": [{"type": "prometheus", "name": signal.replace("_", "-"),
+                                   "metricType": c["metric_type"], "metadata": meta}]}
+        if behavior:
+            spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
+        if c.get("fallback"):
+            spec["fallback"] = {"failureThreshold": c["fallback"]["failure_threshold"],
+                                "replicas": c["fallback"]["replicas"]}
         objs.append({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": _meta(v.name, v.name),
-                     "spec": {"scaleTargetRef": _target(v), "pollingInterval": int(c.get("polling_interval_s", 30)),
-                              "cooldownPeriod": int(c.get("cooldown_period_s", 300)),
-                              "minReplicaCount": v.min_replicas, "maxReplicaCount": v.max_replicas,
-                              "triggers": [{"type": "prometheus", "name": signal.replace("_", "-"),
-                                            "metricType": c.get("metric_type", "AverageValue"), "metadata": meta}]}})
+                     "spec": spec})
     return objs
+
+
+def _whole_s(x: float, kind: str, field: str) -> int:
+    """KEDA's intervals are whole seconds (int32 in the CRD): refuse what would be silently rounded."""
+    if x != int(x) or x < 1 and field == "polling_interval_s":
+        raise UserError(f"{field} = {x:g} s cannot be written to a ScaledObject", where=f"autoscalers[{kind}].{field}",
+                        expected="whole seconds (>= 1 for pollingInterval)")
+    return int(x)
