@@ -109,16 +109,26 @@ def validate(file: str) -> None:
                    f"({len({p.scenario.name for p in plans})} scenarios)")
     else:
         sc = load_scenario(file)
+        traces = _check_traces(sc)
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
-                   f"{sc.duration_s:g} s, autoscalers: {names}")
+                   f"{sc.duration_s:g} s, autoscalers: {names}{traces}")
         from .fit import oversized
 
         for o in oversized(sc):
-            err_console.print(
-                f"[yellow]warning:[/] {file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for "
-                f"more than {o.limit_tokens} tokens (prompt + max_tokens), the most variant {o.variant!r} accepts; "
-                "they will fail as too_long (HTTP 400)", highlight=False, soft_wrap=True)
+            err_console.print(Text.assemble(
+                ("warning:", "yellow"),
+                f" {file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for more than "
+                f"{o.limit_tokens} tokens (prompt + max_tokens), the most variant {o.variant!r} accepts; "
+                "they will fail as too_long (HTTP 400)"), highlight=False, soft_wrap=True)
+
+
+def _check_traces(sc: Any) -> str:
+    """Read every trace the scenario replays, whole (streaming); the first bad row is a UserError."""
+    from scalearena.workloads.traces.replay import check_trace
+
+    rows = [check_trace(w.arrivals) for w in sc.workloads if w.arrivals.kind == "trace"]
+    return f", traces: {', '.join(f'{n:,} rows' for n in rows)}" if rows else ""
 
 
 @main.command()
@@ -142,7 +152,7 @@ def _jobs(jobs: int | None, cluster: str) -> int:
 def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None,
              report: bool = True) -> int:
     """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code."""
-    out.mkdir(parents=True, exist_ok=True)
+    _prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -186,6 +196,18 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     if any(r["status"] == "bad_input" for r in results):
         return 2
     return 1 if any(r["status"] != "ok" for r in results) else 0
+
+
+def _prepare_out(out: Path) -> None:
+    """Create the results folder and prove it writable before any run starts."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".scalearena-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"cannot write results there: {e.strerror or e}", where=f"--out {out}",
+                        expected="a writable folder") from None
 
 
 def _write_report(out: Path) -> None:

@@ -44,8 +44,10 @@ def report(results_dir: Path, jobs: int | None) -> None:
               help="Where to write compare.html (default: CURRENT/compare.html).")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
               help="Also write the Markdown summary to this file.")
+@click.option("--allow-incomplete", is_flag=True,
+              help="Compare interrupted/failed runs instead of refusing them (an incomplete current run fails).")
 def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], html_path: Path | None,
-            markdown_path: Path | None) -> None:
+            markdown_path: Path | None, allow_incomplete: bool) -> None:
     """Compare CURRENT results with a BASELINE; exit 1 on a regression beyond tolerance.
 
     Metrics and default tolerances (allowed worsening relative to the baseline):
@@ -58,14 +60,19 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], html_pat
     from .compare_output import append_step_summary, markdown, text_table, write_compare_html
 
     try:
-        result = run_compare(baseline, current, parse_tolerances(tolerances))
+        result = run_compare(baseline, current, parse_tolerances(tolerances), allow_incomplete)
     except UserError as e:
         _fail(e)
     click.echo(text_table(result))
-    html = write_compare_html(result, html_path or Path(current) / "compare.html")
-    click.echo(f"report: {html}")
-    if markdown_path is not None:
-        markdown_path.parent.mkdir(parents=True, exist_ok=True)
-        markdown_path.write_text(markdown(result), encoding="utf-8")
+    target = html_path or Path(current) / "compare.html"
+    try:
+        html = write_compare_html(result, target)
+        click.echo(f"report: {html}")
+        if markdown_path is not None:
+            target = markdown_path
+            markdown_path.parent.mkdir(parents=True, exist_ok=True)
+            markdown_path.write_text(markdown(result), encoding="utf-8")
+    except OSError as e:
+        _fail(UserError(f"cannot write: {e.strerror or e}", where=str(target), expected="a writable path"))
     append_step_summary(result)
     sys.exit(0 if result.passed else 1)

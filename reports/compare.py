@@ -6,11 +6,19 @@ else the comparison is refused (exit 2) naming what is missing on each side.
 Each gated metric of the catalog has a direction and a tolerance: the share
 by which it may get worse than the baseline before it counts as a
 regression. Tolerances are relative to the baseline value, so a metric whose
-baseline is 0 (no failures) may not grow at all. A current run that did not
+baseline is 0 (no failures) may not grow at all.
+
+The gate trusts nothing it reads: every summary on both sides is checked
+first (``check_summary``: ``complete`` a JSON boolean, every number finite,
+counts non-negative integers, gated metrics non-negative numbers), so a
+``goodput_rps: NaN`` or ``"complete": "false"`` is refused (exit 2) instead of
+comparing false against true. Incomplete runs (interrupted, crashed) are
+refused too unless ``allow_incomplete``; then a current run that did not
 complete is a regression by itself.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +27,7 @@ from typing import Literal
 from scalearena.contracts.errors import UserError
 
 from .catalog import BY_ID, METRICS, Metric
-from .load import ResultSet, load_results
+from .load import ResultSet, Run, load_results
 
 Verdict = Literal["improved", "same", "within", "regressed", "missing", "new", "n/a"]
 DEFAULT_TOLERANCES: dict[str, float] = {m.id: m.tolerance_pct for m in METRICS if m.tolerance_pct is not None}
@@ -111,9 +119,58 @@ def judge(metric: Metric, base: float | None, cur: float | None, tol_pct: float 
     return "regressed" if worse > allowed * (1 + 1e-9) else "within"
 
 
-def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[str, float] | None = None
-            ) -> Comparison:
+COUNTS = ("requests_total", "requests_ok", "requests_failed", "scaling_actions")
+
+
+def _bad(run: Run, field_path: str, got: object, expected: str) -> UserError:
+    return UserError(f"{field_path}: got {got!r}", where=str(run.dir / "summary.json"), expected=expected)
+
+
+def _first_non_finite(node: object, path: str) -> tuple[str, float] | None:
+    stack = [(node, path)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path, node
+        if isinstance(node, dict):
+            stack += [(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, f"{path}.{i}") for i, v in enumerate(node)]
+    return None
+
+
+def check_summary(run: Run) -> None:
+    """Refuse a summary the gate cannot trust (see the module docstring)."""
+    s = run.summary
+    if not isinstance(s.get("complete"), bool):
+        raise _bad(run, "complete", s.get("complete"), "true or false (a JSON boolean)")
+    bad = _first_non_finite(s, "")
+    if bad is not None:
+        raise _bad(run, bad[0], bad[1], "a finite number")
+    failures = s.get("failures", {})
+    if not isinstance(failures, dict):
+        raise _bad(run, "failures", failures, "a mapping of failure cause to count")
+    counts = [(k, s[k]) for k in COUNTS if k in s] + [(f"failures.{k}", v) for k, v in failures.items()]
+    for name, v in counts:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise _bad(run, name, v, "a non-negative integer count")
+    for m in METRICS:
+        node: object = s
+        for key in m.path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is None or isinstance(node, dict) and m.id == "failures":
+            continue
+        if isinstance(node, bool) or not isinstance(node, int | float) or node < 0:
+            raise _bad(run, ".".join(m.path), node, "a non-negative number or null")
+
+
+def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[str, float] | None = None,
+            allow_incomplete: bool = False) -> Comparison:
     base, cur = load_results(baseline_dir), load_results(current_dir)
+    for run in base.runs + cur.runs:
+        check_summary(run)
+    if not allow_incomplete:
+        _refuse_incomplete(base, cur)
     if base.single_run and cur.single_run:  # two run folders: pair them whatever their names
         cur.runs[0].key = base.runs[0].key
         cur.by_key = {cur.runs[0].key: cur.runs[0]}
@@ -128,6 +185,20 @@ def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[
         raise UserError("result sets do not match: " + "; ".join(parts), where=f"{baseline_dir} vs {current_dir}",
                         expected="the same scenario/autoscaler[/sweep] runs on both sides")
     tol = DEFAULT_TOLERANCES.copy() if tolerances is None else tolerances
+    return _judge_all(base, cur, tol)
+
+
+def _refuse_incomplete(base: ResultSet, cur: ResultSet) -> None:
+    sides = [(name, [r.key for r in rs.runs if r.summary["complete"] is False])
+             for name, rs in (("baseline", base), ("current", cur))]
+    if any(keys for _, keys in sides):
+        listed = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in sides if keys)
+        raise UserError(f"incomplete runs (interrupted or failed) cannot be gated: {listed}",
+                        where=f"{base.root} vs {cur.root}",
+                        expected="complete runs, or --allow-incomplete (an incomplete current run then fails)")
+
+
+def _judge_all(base: ResultSet, cur: ResultSet, tol: dict[str, float]) -> Comparison:
     result = Comparison(base, cur, tol)
     for run in cur.runs:
         b = base.by_key[run.key]

@@ -64,13 +64,13 @@ class Run:
         if not path.is_file():
             return []
         rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             line = line.strip()
             if not line:
                 continue
             try:
                 rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a run interrupted mid-line: keep what is whole
+            except (ValueError, RecursionError):  # a run interrupted mid-line: keep what is whole
                 continue
         return rows
 
@@ -94,7 +94,11 @@ class ResultSet:
 def _read_parquet(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame(columns=list(columns))
-    df = pd.read_parquet(path)
+    try:
+        df = pd.read_parquet(path)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ... for a damaged file
+        raise UserError(f"cannot read parquet: {type(e).__name__}: {e}", where=str(path),
+                        expected="a parquet file written by scalearena") from None
     missing = [c for c in columns if c not in df.columns]
     return df.assign(**{c: None for c in missing}) if missing else df
 
@@ -102,8 +106,8 @@ def _read_parquet(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
 def read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise UserError(f"cannot read JSON: {e}", where=str(path)) from None
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: bad JSON, bytes that are not UTF-8
+        raise UserError(f"cannot read JSON: {type(e).__name__}: {e}", where=str(path)) from None
     if not isinstance(data, dict):
         raise UserError("expected a JSON object", where=str(path))
     return data

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -106,10 +107,50 @@ def test_tolerance_off_stops_gating():
     assert "cost" not in parse_tolerances(["cost=off"])
 
 
-def test_incomplete_current_run_fails(tmp_path):
+def test_incomplete_run_is_refused_unless_allowed_and_then_fails(tmp_path):
     base = _results(tmp_path / "b", {"stairs/wva": _summary()})
     cur = _results(tmp_path / "c", {"stairs/wva": _summary(complete=False)})
-    assert compare(base, cur).incomplete == ["stairs/wva"]
+    with pytest.raises(UserError, match="incomplete runs .* current: stairs/wva"):
+        compare(base, cur)
+    c = compare(base, cur, allow_incomplete=True)
+    assert c.incomplete == ["stairs/wva"] and not c.passed
+    runner = CliRunner()
+    assert runner.invoke(compare_cmd, [str(base), str(cur)]).exit_code == 2
+    assert runner.invoke(compare_cmd, [str(base), str(cur), "--allow-incomplete"]).exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("over", "fragment"),
+    [
+        ({"goodput_rps": float("nan")}, "goodput_rps: got nan"),
+        ({"cost": float("inf")}, "cost: got inf"),
+        ({"failures": {"rejected": -1000, "killed": 0, "timeout": 0, "error": 0}}, "failures.rejected: got -1000"),
+        ({"failures": {"rejected": 1.5, "killed": 0, "timeout": 0, "error": 0}}, "failures.rejected: got 1.5"),
+        ({"complete": "false"}, "complete: got 'false'"),
+        ({"complete": None}, "complete: got None"),
+        ({"throughput_rps": -3.0}, "throughput_rps: got -3.0"),
+        ({"goodput_rps": "fast"}, "goodput_rps: got 'fast'"),
+        ({"requests_total": True}, "requests_total: got True"),
+    ],
+)
+def test_untrustworthy_summary_is_refused_on_either_side(tmp_path, over, fragment):
+    good = _results(tmp_path / "g", {"stairs/wva": _summary()})
+    broken = _results(tmp_path / "x", {"stairs/wva": _summary(**over)})
+    for base, cur in ((good, broken), (broken, good)):
+        with pytest.raises(UserError, match=re.escape(fragment)):
+            compare(base, cur)
+        r = CliRunner().invoke(compare_cmd, [str(base), str(cur)])
+        assert r.exit_code == 2 and fragment in r.output and str(broken) in r.output
+
+
+def test_non_utf8_summary_and_unwritable_html_are_one_error(tmp_path):
+    good = _results(tmp_path / "g", {"stairs/wva": _summary()})
+    other = _results(tmp_path / "o", {"stairs/wva": _summary()})
+    r = CliRunner().invoke(compare_cmd, [str(good), str(other), "--html", "/proc/nope/compare.html"])
+    assert r.exit_code == 2 and "error: /proc/nope/compare.html: cannot write" in r.output
+    (other / "stairs/wva/summary.json").write_bytes(b'{"complete": tru\xe9}')
+    r = CliRunner().invoke(compare_cmd, [str(good), str(other)])
+    assert r.exit_code == 2 and "cannot read JSON: UnicodeDecodeError" in r.output
 
 
 def test_cli_exit_codes_and_step_summary(tmp_path, monkeypatch):

@@ -132,3 +132,15 @@ def test_unexpected_exception_is_internal_error_exit_3(scenario_file, monkeypatc
     text = Path(log).read_text()
     assert "Traceback" in text and "ZeroDivisionError" in text and "boom" in text
     Path(log).unlink()
+
+
+def test_unwritable_out_is_one_error(scenario_file) -> None:
+    one_error(invoke("run", str(scenario_file), "--out", "/proc/x"), "--out /proc/x: cannot write results there")
+
+
+def test_corrupt_parquet_under_report_is_one_error(tmp_path) -> None:
+    import json
+
+    (tmp_path / "summary.json").write_text(json.dumps({"scenario": "s", "autoscaler": "a", "complete": True}))
+    (tmp_path / "requests.parquet").write_bytes(b"not parquet")
+    one_error(invoke("report", str(tmp_path)), "requests.parquet: cannot read parquet")

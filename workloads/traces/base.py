@@ -5,15 +5,22 @@ A reader streams a trace file row by row (never the whole file) and yields
 wrong with the file — a missing column, an unparsable timestamp, a negative
 token count, time running backwards — is a ``UserError`` naming the file, the
 line number and the column, so the user can open the file at that spot.
+Files are read as bytes and decoded line by line (``utf8_lines``), so bytes
+that are not UTF-8 and a line longer than any trace row (a binary file, a
+file with no newlines) are such errors too, not a crash or a memory blow-up;
+token counts above ``MAX_TOKENS`` are refused like negative ones.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_TOKENS
+
+MAX_LINE_BYTES = 1024 * 1024  # no trace row comes near this; a longer "line" is not a trace
 
 
 class TraceRow(NamedTuple):
@@ -59,12 +66,30 @@ def bad(path: str, line: int, column: str, problem: str, expected: str | None = 
     return UserError(f"column {column!r}: {problem}", where=f"{path}:{line}", expected=expected)
 
 
+def utf8_lines(path: str, fh: IO[bytes]) -> Iterator[str]:
+    """The lines of a binary file handle as text; bad bytes or an overlong line name line and byte column."""
+    number = 0
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise UserError(f"line longer than {MAX_LINE_BYTES:,} bytes", where=f"{path}:{number}",
+                            expected="a text trace, one row per line")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"not UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}",
+                            where=f"{path}:{number}:{e.start + 1}", expected="UTF-8 text") from None
+
+
 def tokens(path: str, line: int, column: str, raw: str) -> int:
     """A non-negative integer token count (``"12"`` or ``"12.0"``)."""
     try:
         whole = int(raw)  # the common case, without the float round trip
         if whole >= 0:
-            return whole
+            return _bounded(path, line, column, whole)
     except (TypeError, ValueError):
         pass
     try:
@@ -75,7 +100,13 @@ def tokens(path: str, line: int, column: str, raw: str) -> int:
         raise bad(path, line, column, f"{raw!r} is not a token count", "a non-negative integer")
     if value < 0:
         raise bad(path, line, column, f"negative token count {raw}", "a non-negative integer")
-    return int(value)
+    return _bounded(path, line, column, int(value))
+
+
+def _bounded(path: str, line: int, column: str, n: int) -> int:
+    if n > MAX_TOKENS:
+        raise bad(path, line, column, f"{n} tokens exceeds the limit of {MAX_TOKENS}", f"at most {MAX_TOKENS}")
+    return n
 
 
 def check_order(path: str, line: int, column: str, t: float, previous: float) -> None:

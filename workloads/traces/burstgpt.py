@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 
-from .base import TraceRow, bad, check_order, csv_rows, header_index, open_trace, tokens
+from .base import TraceRow, bad, check_order, csv_rows, header_index, open_trace, tokens, utf8_lines
 
 COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
 
@@ -23,8 +23,8 @@ COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
 def read_burstgpt(path: str, model: str | None = None) -> Iterator[TraceRow]:
     """Stream a BurstGPT CSV; times are seconds since its first row."""
     p = open_trace(path)
-    with p.open(newline="") as fh:
-        reader = csv.reader(fh)
+    with p.open("rb") as fh:
+        reader = csv.reader(utf8_lines(path, fh))
         header = next(reader, None)
         needed = COLUMNS + (("Model",) if model is not None else ())
         idx = header_index(path, header, needed)

@@ -10,9 +10,10 @@ affinity works on a Mooncake replay without further configuration.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 
-from .base import TraceRow, bad, check_order, open_trace, tokens
+from .base import TraceRow, bad, check_order, open_trace, tokens, utf8_lines
 
 BLOCK_TOKENS = 512  # prompt tokens per Mooncake hash id (the trace's block size)
 FIELDS = ("timestamp", "input_length", "output_length")
@@ -23,21 +24,23 @@ def read_mooncake(path: str) -> Iterator[TraceRow]:
     p = open_trace(path)
     first: float | None = None
     previous = 0.0
-    with p.open() as fh:
-        for line, text in enumerate(fh, start=1):
+    with p.open("rb") as fh:
+        for line, text in enumerate(utf8_lines(path, fh), start=1):
             if not text.strip():
                 continue
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as e:
                 raise bad(path, line, "(json)", f"not valid JSON: {e.msg} at char {e.pos}") from None
+            except (ValueError, RecursionError) as e:  # a 5000-digit integer, nesting past the stack
+                raise bad(path, line, "(json)", f"unreadable JSON value: {type(e).__name__}") from None
             if not isinstance(obj, dict):
                 raise bad(path, line, "(json)", "not a JSON object")
             for f in FIELDS:
                 if f not in obj:
                     raise bad(path, line, f, "missing", f"fields {list(FIELDS)}")
             ms = obj["timestamp"]
-            if isinstance(ms, bool) or not isinstance(ms, int | float) or ms != ms:
+            if isinstance(ms, bool) or not isinstance(ms, int | float) or not math.isfinite(ms):
                 raise bad(path, line, "timestamp", f"cannot parse {ms!r}", "milliseconds as a number")
             if first is None:
                 first = float(ms)

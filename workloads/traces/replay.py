@@ -27,6 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scalearena.contracts.errors import UserError
+
 from ..spec import TraceArrivals
 from .azure import read_azure
 from .base import TraceReader, TraceRow, TraceStats
@@ -145,3 +147,16 @@ def replay(
     while pending:
         stats.emitted += 1
         yield heapq.heappop(pending)[2]
+    if stats.rows_in_window == 0:
+        raise UserError(f"no row of the trace falls in the replay window (start_s {spec.start_s:g}, window_s "
+                        f"{spec.window_s}) and the run; {stats.rows_read} rows read", where=spec.path,
+                        expected="a trace with rows in the window (a run of 0 requests measures nothing)")
+
+
+def check_trace(spec: TraceArrivals) -> int:
+    """Read the whole trace file (streaming) and return its row count; the first bad row is a UserError."""
+    rows = sum(1 for _ in _rows(spec))
+    if rows == 0:
+        only = f" for trace_model {spec.trace_model!r}" if spec.trace_model is not None else ""
+        raise UserError(f"the trace has no rows{only}", where=spec.path, expected="at least one request row")
+    return rows
