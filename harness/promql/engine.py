@@ -204,10 +204,11 @@ class PromQLEngine:
             return out
         fn = RANGE_FUNCTIONS[name]
         range_s = _ms(args[0].range) / 1000
+        keep_name = name == "last_over_time"  # the one range function that keeps __name__ (engine.go)
         for labels, ts, vals, lo, hi in self._windows(args[0], t):
             value = fn(ts, vals, lo, hi, range_s)
             if value is not None:
-                out.append(Sample(drop_name(labels), value, t))
+                out.append(Sample(labels if keep_name else drop_name(labels), value, t))
         return out
 
     def _other_call(self, name: str, args: list[Any], t: int) -> Value:
