@@ -75,7 +75,7 @@ class LocalRun:
         self.sc, self.config, self.writer, self.progress, self.opts = sc, config, writer, progress, opts
         self.scale = opts.time_scale
         self.policy = REGISTRY.build(config)
-        self.dir = Path(writer.dir)
+        self.dir = Path(writer.dir).resolve()  # children get absolute paths (a relative --out broke file-SD)
         self.sup = Supervisor(self.dir / "logs")
         self.requests = build_requests(sc)
         self.end_s = sc.duration_s + sc.drain_s
@@ -155,6 +155,8 @@ class LocalRun:
                 raise UserError("initial engines not ready after 60 s", where=str(self.sup.log_dir))
             self.pods.poll()
             time.sleep(0.05)
+        # fail now rather than run blind: first scrape within one interval, plus SD pick-up and boot
+        self.prom.wait_for_up_targets(2.0 * self.sc.metrics.scrape_interval_s / self.scale + 5.0)
         schedule = self.dir / "schedule.jsonl"
         load.write_schedule(schedule, self.requests)
         self.t0 = time.time() + 2.0  # Locust needs about a second to import and connect

@@ -13,6 +13,13 @@ file (``targets.json``) rewritten atomically (temp + rename) whenever the
 set changes; Prometheus picks the change up through its file watcher, with
 ``refresh_interval`` as a fallback.
 
+Paths: every path written into the config or handed to the process is
+absolute. Prometheus resolves a relative file-SD path against the config
+file's folder, not its working directory, so a relative run folder made it
+watch a folder that does not exist and scrape nothing (issue 17, item 1).
+``wait_for_up_targets`` is the run's guard against any such silent failure:
+the backend fails the run when no target is up after the first scrape.
+
 Time scale: with ``time_scale`` s > 1 every duration is divided by s (scrape
 interval, lookback delta), so a 60 s scenario runs in 60/s wall seconds and
 PromQL windows (divided by the reader in harness/metrics/prometheus.py) still
@@ -113,7 +120,7 @@ class PrometheusProcess:
         name: str = "prometheus",
     ) -> None:
         self.supervisor = supervisor
-        self.dir = Path(run_dir) / "prometheus"
+        self.dir = Path(run_dir).resolve() / "prometheus"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.scrape_interval_s = scrape_interval_s
         self.staleness_s = staleness_s
@@ -199,6 +206,32 @@ class PrometheusProcess:
     def running(self) -> bool:
         child = self.supervisor.get(self.name)
         return child is not None and child.alive()
+
+    def wait_for_up_targets(self, timeout_s: float) -> int:
+        """Block until Prometheus reports at least one target up; the count, or RuntimeError at the deadline.
+
+        A run whose Prometheus scrapes nothing would hold every autoscaler at its
+        start replicas and still exit 0, so the caller fails the run instead.
+        """
+        deadline = time.monotonic() + timeout_s
+        targets: list[dict] = []
+        while True:
+            try:
+                targets = self.active_targets()
+            except (requests.RequestException, KeyError, ValueError):
+                targets = []
+            up = sum(1 for t in targets if t.get("health") == "up")
+            if up:
+                return up
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        errors = sorted({str(t.get("lastError")) for t in targets if t.get("lastError")})[:3]
+        raise RuntimeError(
+            f"prometheus scrapes no target {timeout_s:.1f} s (wall) after the run started "
+            f"({len(targets)} active, 0 up{'; ' + '; '.join(errors) if errors else ''}); "
+            f"autoscalers would see no metrics. See {self.supervisor.log_dir / (self.name + '.log')}"
+        )
 
     def active_targets(self) -> list[dict]:
         """GET /api/v1/targets: what Prometheus currently scrapes (tests, diagnostics)."""
