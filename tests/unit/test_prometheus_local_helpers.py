@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from scalearena.harness.backends.local.cli import parse_duration_s
-from scalearena.harness.backends.local.engine_server import count_prompt_tokens
 from scalearena.harness.backends.local.metrics_text import engine_metrics_text, parse_engine_metrics
 from scalearena.harness.backends.local.prometheus import Target, render_config, render_targets
 from scalearena.harness.engine.histogram import TTFT_BUCKETS, Histogram
@@ -22,13 +21,6 @@ from scalearena.harness.scenario import EngineSpec
 )
 def test_durations_follow_llm_d_inference_sim(text: str, unit: str, seconds: float) -> None:
     assert parse_duration_s(text, unit) == pytest.approx(seconds)
-
-
-def test_prompt_tokens_are_words_or_the_extension_field() -> None:
-    assert count_prompt_tokens({"prompt": "one two  three\nfour"}) == 4
-    assert count_prompt_tokens({"prompt": [101, 102, 103]}) == 3  # token ids
-    assert count_prompt_tokens({"messages": [{"content": "a b"}, {"content": "c"}]}) == 3
-    assert count_prompt_tokens({"prompt": "x", "scalearena_prompt_tokens": 4096}) == 4096
 
 
 class _M:  # an EngineMetrics-shaped snapshot

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -90,6 +91,13 @@ class LocalRun:
         self.router_port = free_port()
         self.router_url = f"http://{LOOPBACK}:{self.router_port}"
         self._http = http.Session()
+        # the router's admin API: a fresh token per run, in a file only this user can read
+        self.admin_token_file = self.dir / "router-admin.token"
+        token = secrets.token_urlsafe(32)
+        fd = os.open(self.admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token)
+        self._http.headers["Authorization"] = f"Bearer {token}"
         self._forecast = tuple(
             ArrivalForecast(m, tuple(r.arrival_s for r in rs), tuple(r.input_tokens for r in rs),
                             tuple(r.output_tokens for r in rs))
@@ -140,7 +148,8 @@ class LocalRun:
         self.prom.start()
         argv = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "router", "--port",
                 str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",
-                repr(self.scale), "--queue-timeout", f"{self.sc.client.timeout_s}s"]
+                repr(self.scale), "--queue-timeout", f"{self.sc.client.timeout_s}s",
+                "--admin-token-file", str(self.admin_token_file), *(a for m in self.models for a in ("--model", m))]
         router = self.sup.start("router", argv)
         if not wait_for_port(self.router_port, 30.0, router.proc):
             raise UserError(f"router did not start:\n{router.log_tail()}", where=str(router.log_path))

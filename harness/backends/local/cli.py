@@ -7,15 +7,23 @@ deployment or script can swap one server for the other. Options only the
 scalearena engine has (roofline latency, GPU type, time scale) come from
 ``--engine-spec`` (an EngineSpec as JSON, what the local backend passes) or
 their own flags. Flag defaults follow llm-d-inference-sim (max-num-seqs 5,
-kv-cache-size 1024, block-size 16).
+kv-cache-size 1024, block-size 16). ``--config FILE`` reads the same flags
+from YAML as upstream does (keys are flag names, ``-`` or ``_``; a flag given
+on the command line wins); ``--mode echo|random`` picks the response text.
+
+Both servers print ``<name>: listening on http://HOST:PORT`` once they
+listen (``--port 0``: a free port, read back from the socket).
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import click
+import yaml
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -50,12 +58,64 @@ class Duration(click.ParamType):
             self.fail(str(e.message), param, ctx)
 
 
+def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--config FILE: flag values from YAML become defaults that the command line overrides."""
+    if not value:
+        return value
+    try:
+        doc = yaml.safe_load(Path(value).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise click.BadParameter(f"{value}: {type(e).__name__}: {e}", ctx, param) from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise click.BadParameter(f"{value}: expected a mapping of flag names to values", ctx, param)
+    names = {p.name for p in ctx.command.params if p.name and p.name != "config"}
+    defaults: dict[str, Any] = {}
+    for key, v in doc.items():
+        name = str(key).replace("-", "_")
+        if name not in names:
+            raise click.BadParameter(f"{value}: unknown key {key!r} (expected flag names such as "
+                                     f"max-num-seqs, time-to-first-token)", ctx, param)
+        # strings, so a duration number keeps the flag's bare unit (ms) as on the command line
+        defaults[name] = [str(x) for x in v] if isinstance(v, list) else str(v)
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    return value
+
+
+def _limits(o: dict[str, Any]) -> Any:
+    from .http_guard import ConnectionLimits
+
+    return ConnectionLimits(header_timeout_s=o["header_timeout"], body_timeout_s=o["body_timeout"])
+
+
+def _server_options(f: Any) -> Any:
+    """Options both servers take: where to listen, prompt counting, connection deadlines."""
+    for opt in reversed([
+        click.option("--host", default="127.0.0.1", show_default=True,
+                     help="Address to listen on; loopback by default (0.0.0.0 inside a pod)."),
+        click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="A local tokenizer.json: prompt_tokens counted by the `tokenizers` library "
+                     "(default: the documented approximation)."),
+        click.option("--header-timeout", type=Duration("s"), default=10.0,
+                     help="Wall time a request head may take to arrive; then the connection is closed."),
+        click.option("--body-timeout", type=Duration("s"), default=30.0,
+                     help="Wall time a request body may take to arrive; then 408."),
+    ]):
+        f = opt(f)
+    return f
+
+
 @click.command("serve-engine")
+@click.option("--config", callback=_load_config, is_eager=True, expose_value=True, default=None,
+              type=click.Path(exists=True, dir_okay=False), help="YAML file of flag values (flags win).")
 @click.option("--model", required=True, help="Model name served (the model_name label).")
 @click.option("--served-model-name", multiple=True, help="Extra names the API accepts.")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on; loopback by default (0.0.0.0 inside a pod).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to listen on (0: any free port).")
+@_server_options
+@click.option("--mode", type=click.Choice(["random", "echo"]), default="random", show_default=True,
+              help="Response text: filler sentences (random) or the prompt echoed (echo).")
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences in a batch (default 5).")
 @click.option("--max-waiting-queue-length", type=int, default=None, help="Waiting-queue limit; beyond it 429.")
 @click.option("--max-model-len", type=int, default=None, help="Longest prompt + output accepted.")
@@ -135,15 +195,21 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
         time_scale=o["time_scale"], termination_grace_s=o["termination_grace_period"],
         failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),
         stream_tick_s=o["stream_tick"], gpu_util_window_s=o["gpu_util_window"], pod=o["pod"],
-        variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"],
+        variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"], mode=o["mode"],
+        tokenizer=o["tokenizer"], limits=_limits(o),
     )
     asyncio.run(serve(cfg))
 
 
 @click.command("serve-router")
-@click.option("--port", type=int, default=8080, show_default=True, help="Port to listen on.")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on; loopback by default (0.0.0.0 inside a pod).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="Port to listen on (0: any free port).")
+@_server_options
+@click.option("--model", "models", multiple=True,
+              help="A model served even before any engine registers (scale from zero); repeat per model. "
+              "Requests for other models get 404.")
+@click.option("--admin-token-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="File holding the admin API token; without it /admin/* is off (404).")
 @click.option("--router-spec", default=None, help="RouterSpec as JSON (scenario router section).")
 @click.option("--endpoints-file", default=None, help="JSON file of engines, rewritten by the harness; watched.")
 @click.option("--time-scale", type=float, default=1.0, show_default=True, help="Divides refresh and queue waits.")
@@ -156,8 +222,15 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     from .router_server import RouterServerConfig, serve
 
     spec = RouterSpec.model_validate(json.loads(o["router_spec"])) if o["router_spec"] else RouterSpec()
+    token = None
+    if o["admin_token_file"]:
+        token = Path(o["admin_token_file"]).read_text(encoding="utf-8").strip()
+        if len(token) < 16:
+            raise click.BadParameter("the token must be at least 16 characters", param_hint="--admin-token-file")
     cfg = RouterServerConfig(spec=spec, port=o["port"], host=o["host"], endpoints_file=o["endpoints_file"],
-                             time_scale=o["time_scale"], queue_timeout_s=o["queue_timeout"])
+                             time_scale=o["time_scale"], queue_timeout_s=o["queue_timeout"],
+                             models=tuple(o["models"]), admin_token=token, tokenizer=o["tokenizer"],
+                             limits=_limits(o))
     asyncio.run(serve(cfg))
 
 

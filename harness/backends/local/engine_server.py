@@ -22,9 +22,15 @@ first and the last chunk, which is unaffected).
 Endpoints: POST /v1/completions, /v1/chat/completions (stream true/false,
 ``stream_options.include_usage``), GET /v1/models, /metrics (vLLM names),
 /health (200 while the process serves), /health/ready (503 until the cold
-start ends, and again once draining). Prompt length = number of
-whitespace-separated words of the prompt (all message contents for chat), or
-the ``scalearena_prompt_tokens`` extension field when present.
+start ends, and again once draining). Requests are validated and counted by
+openai_api.py (errors as OpenAI error JSON; prompt tokens from --tokenizer or
+the documented approximation); the output length is ``max_tokens``, or 16
+capped to what fits ``max_model_len`` when absent; a request whose prompt +
+max_tokens exceeds ``max_model_len`` (the KV cache's token capacity when the
+engine sets none) is the engine's admission 400 (too_long, as in the sim), so
+no request can hold a slot for ever.
+A client that disconnects, streaming or not, queued or running, has its
+request aborted in the engine (KV blocks and slot freed; http_guard.py).
 
 SIGTERM: stop accepting (503), keep streaming in-flight requests, exit when
 they are done or when the termination grace period ends; streams still open
@@ -47,8 +53,9 @@ from aiohttp import web
 from scalearena.harness.engine.core import Engine, SubmitResult
 from scalearena.harness.engine.latency import build_latency
 
-from .load import PROMPT_TOKENS_FIELD
+from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
 from .metrics_text import engine_metrics_text
+from .openai_api import ApiError, ParsedRequest, PromptCounter, output_tokens, parse_request, response_pieces
 
 FAILURES = {  # llm-d-inference-sim failure types -> (HTTP status, OpenAI error type)
     "rate_limit": (429, "rate_limit_exceeded"),
@@ -79,6 +86,9 @@ class EngineServerConfig:
     variant: str = ""
     seed: int | None = None
     spawned_at: float | None = None  # wall epoch the harness spawned us: process boot counts toward cold start
+    mode: str = "random"  # llm-d-inference-sim --mode: random filler text or the prompt echoed
+    tokenizer: str | None = None  # a local tokenizer.json for prompt_tokens
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
 @dataclass
@@ -91,28 +101,8 @@ class _Stream:
     tokens: int = 0
     finished: bool = False
     error: str | None = None  # "killed" | "error"
+    pieces: list[str] = field(default_factory=list)  # the text of each output token
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def count_prompt_tokens(body: dict[str, Any]) -> int:
-    """Prompt tokens: the extension field if given, else whitespace-separated words."""
-    explicit = body.get(PROMPT_TOKENS_FIELD)
-    if explicit is not None:
-        return int(explicit)
-    if "messages" in body:
-        words = 0
-        for m in body["messages"]:
-            c = m.get("content", "")
-            if isinstance(c, list):
-                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
-            words += len(str(c).split())
-        return max(1, words)
-    prompt = body.get("prompt", "")
-    if isinstance(prompt, list):
-        if prompt and isinstance(prompt[0], int):
-            return len(prompt)  # token ids
-        prompt = " ".join(str(p) for p in prompt)
-    return max(1, len(str(prompt).split()))
 
 
 class EngineServer:
@@ -123,6 +113,7 @@ class EngineServer:
         self.engine = Engine(latency, blocks, spec.block_size, spec.max_num_seqs, spec.max_waiting_queue,
                              spec.max_model_len)
         self.num_gpu_blocks = blocks
+        self.prompts = PromptCounter(cfg.tokenizer)
         self.names = {cfg.model, *cfg.served_model_names}
         self._mono0 = time.monotonic()
         self.streams: dict[int, _Stream] = {}
@@ -226,7 +217,7 @@ class EngineServer:
 
     # -- HTTP ------------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = make_app(self.cfg.limits)
         app.router.add_post("/v1/completions", self.handle_completion)
         app.router.add_post("/v1/chat/completions", self.handle_completion)
         app.router.add_get("/v1/models", self.handle_models)
@@ -254,62 +245,58 @@ class EngineServer:
         return web.Response(body=text, content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 
-    @staticmethod
-    def _error(status: int, kind: str, message: str) -> web.Response:
-        return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
-
-    async def handle_completion(self, request: web.Request) -> web.StreamResponse:
-        if not self.ready():
-            return self._error(503, "service_unavailable", "draining" if self.draining else "model is loading")
-        try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return self._error(400, "invalid_request_error", "body is not JSON")
-        if body.get("model") not in self.names:
-            return self._error(404, "model_not_found", f"the model `{body.get('model')}` does not exist")
+    def _admit(self, req: ParsedRequest) -> _Stream:
+        """Check, count and submit a validated request; ApiError when it cannot be served."""
+        if req.model not in self.names:
+            raise ApiError(404, "model_not_found", f"The model `{req.model}` does not exist.", "model")
         if self.cfg.failure_injection_rate > 0 and self._rng.random() * 100 < self.cfg.failure_injection_rate:
             kind = self._rng.choice(self.cfg.failure_types or tuple(FAILURES))
             status, etype = FAILURES[kind]
-            return self._error(status, etype, f"injected failure ({kind})")
-        chat = request.path.endswith("/chat/completions")
-        prompt = count_prompt_tokens(body)
-        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+            raise ApiError(status, etype, f"injected failure ({kind})")
+        prompt = self.prompts.count(req)
+        n_out = output_tokens(req.max_tokens, prompt, self.engine.max_model_len)
         rid = self._next_rid
         self._next_rid += 1
         t = self.now()
-        res = self.engine.submit(t, rid, prompt, max_tokens)
+        res = self.engine.submit(t, rid, prompt, n_out)
         if res is SubmitResult.REJECTED_FULL:
-            return self._error(429, "rate_limit_exceeded", "waiting queue is full")
+            raise ApiError(429, "rate_limit_exceeded", "waiting queue is full")
         if res is SubmitResult.REJECTED_INVALID:
-            return self._error(400, "BadRequestError",  # vLLM's wording: the load client counts it as too_long
-                               f"This model's maximum context length is {self.engine.max_model_len} tokens. However, "
-                               f"you requested {prompt + max(1, max_tokens)} tokens ({prompt} in the messages, "
-                               f"{max_tokens} in the completion).")
-        st = _Stream(rid, prompt, max(1, max_tokens), t)
+            raise ApiError(400, "BadRequestError",  # vLLM's wording: the load client counts it as too_long
+                           f"This model's maximum context length is {self.engine.max_model_len} tokens. However, "
+                           f"you requested {prompt + n_out} tokens ({prompt} in the messages, "
+                           f"{n_out} in the completion).")
+        st = _Stream(rid, prompt, n_out, t, pieces=response_pieces(self.cfg.mode, req, n_out, self._rng))
         self.streams[rid] = st
         self._wake.set()
+        return st
+
+    async def handle_completion(self, request: web.Request) -> web.StreamResponse:
+        if not self.ready():
+            raise ApiError(503, "service_unavailable", "draining" if self.draining else "model is loading")
+        req = parse_request(await read_body(request), chat=request.path.endswith("/chat/completions"))
+        st = self._admit(req)
         try:
-            if body.get("stream"):
-                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                return await self._stream(request, st, body["model"], chat, include_usage)
-            return await self._unary(st, body["model"], chat)
-        finally:
-            self.streams.pop(rid, None)
+            if req.stream:
+                return await self._stream(request, st, req.model, req.chat, req.include_usage)
+            return await self._unary(st, req.model, req.chat)
+        finally:  # also on cancellation: the client went away
+            self.streams.pop(st.rid, None)
             if not (st.finished or st.error):
-                self.engine.abort(self.now(), rid)  # client went away
+                self.engine.abort(self.now(), st.rid)
                 self._wake.set()
 
     def _chunk(self, st: _Stream, model: str, chat: bool, i: int, last: bool) -> bytes:
         created = int(time.time())
         if chat:
-            delta: dict[str, Any] = {"content": " tok"}
+            delta: dict[str, Any] = {"content": st.pieces[i]}
             if i == 0:
                 delta["role"] = "assistant"
             choice = {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
             obj = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion.chunk", "created": created,
                    "model": model, "choices": [choice]}
         else:
-            choice = {"index": 0, "text": " tok", "logprobs": None, "finish_reason": "length" if last else None}
+            choice = {"index": 0, "text": st.pieces[i], "logprobs": None, "finish_reason": "length" if last else None}
             obj = {"id": f"cmpl-{st.rid}", "object": "text_completion", "created": created, "model": model,
                    "choices": [choice]}
         return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
@@ -336,7 +323,7 @@ class EngineServer:
             if st.finished:
                 tail = b""
                 if include_usage:
-                    obj: dict[str, Any] = {"id": f"cmpl-{st.rid}", "object": "chat.completion.chunk" if chat else "text_completion",
+                    obj: dict[str, Any] = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{st.rid}", "object": "chat.completion.chunk" if chat else "text_completion",
                            "created": int(time.time()), "model": model, "choices": [], "usage": self._usage(st, st.sent)}
                     tail += b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
                 await resp.write(tail + b"data: [DONE]\n\n")
@@ -349,8 +336,8 @@ class EngineServer:
             await st.changed.wait()
             st.changed.clear()
         if st.error:
-            return self._error(503, st.error, f"request {st.error}: pod terminated")
-        text = " tok" * st.output_tokens
+            raise ApiError(503, st.error, f"request {st.error}: pod terminated")
+        text = "".join(st.pieces)
         if chat:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
             obj: dict[str, Any] = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion", "choices": [choice]}
@@ -363,15 +350,13 @@ class EngineServer:
 
 async def serve(cfg: EngineServerConfig) -> None:
     """Run one engine until SIGTERM has drained it (or SIGINT)."""
+    setup_logging()
     server = EngineServer(cfg)
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True, backlog=4096)
-    await site.start()
+    listener = await listen(server.app(), cfg.host, cfg.port, "serve-engine")
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, server.begin_drain)
     loop.add_signal_handler(signal.SIGINT, server.stopped.set)
     driver = asyncio.create_task(server.drive())
     await server.stopped.wait()
     driver.cancel()
-    await runner.cleanup()
+    await listener.close()

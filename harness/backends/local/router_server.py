@@ -18,16 +18,29 @@ its HTTP shell, playing the part of llm-d's gateway + EPP:
   ``killed`` when the harness had marked the engine as terminating (a
   scale-down), ``error`` otherwise (a crash).
 
+Models: the router serves the models named by ``--model`` (every model
+that may scale from zero) and any model an engine registers with; a request
+for another model gets 404 at once, and its /metrics series share one
+``model_name="__other__"`` label so junk names cannot grow the page. The
+scale-from-zero queue holds at most ``admission.queue_limit`` requests per
+model, as the simulator's gateway does, so one model's flood cannot starve
+another's cold start.
+
 Engines are registered by the harness: ``PUT /admin/endpoints`` with the full
 list, or a JSON file given by --endpoints-file that the router re-reads when
 it changes. Each entry: pod, variant, model, url, state (ready | draining).
 ``GET /admin/state`` returns the router's view (queues, per-pod snapshots,
-in-flight counts) for the harness's time series.
+in-flight counts) for the harness's time series. The admin API is off unless
+``--admin-token-file`` names a file holding a token; then every admin call
+needs ``Authorization: Bearer <token>`` (401 otherwise). The local harness
+generates a fresh token per run in the run folder (mode 0600) and hands it
+to the router only through that file. Without the flag /admin/* is 404.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import os
 import signal
@@ -43,12 +56,14 @@ from scalearena.harness.metrics.prometheus import ROUTER_QUEUE
 from scalearena.harness.router import RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 
-from .engine_server import count_prompt_tokens
+from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
 from .load import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
 from .metrics_text import parse_engine_metrics
+from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 
 PREFIX_GROUP_FIELD = "scalearena_prefix_group"
 PREFIX_TOKENS_FIELD = "scalearena_prefix_tokens"
+OTHER_MODEL = "__other__"  # the model_name label of requests for models the router does not serve
 
 
 @dataclass
@@ -60,6 +75,10 @@ class RouterServerConfig:
     time_scale: float = 1.0
     queue_timeout_s: float = 300.0  # scenario seconds a request may wait for a first ready engine
     seed: int = 0
+    models: tuple[str, ...] = ()  # served even with no engine registered (scale from zero)
+    admin_token: str | None = None  # None: the admin API is off
+    tokenizer: str | None = None
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
 @dataclass(eq=False)
@@ -88,6 +107,8 @@ class RouterServer:
     def __init__(self, cfg: RouterServerConfig) -> None:
         self.cfg = cfg
         self.router = Router(cfg.spec, seed=cfg.seed)
+        self.models: set[str] = set(cfg.models)  # grows with every model an engine registers
+        self.prompts = PromptCounter(cfg.tokenizer)
         self.endpoints: dict[str, Endpoint] = {}
         self._mono0 = time.monotonic()
         self._queued: dict[str, int] = {}
@@ -115,6 +136,7 @@ class RouterServer:
             seen.add(pod)
             ep = self.endpoints.get(pod)
             if ep is None:
+                self.models.add(e["model"])
                 ep = Endpoint(pod=pod, variant=e["variant"], model=e["model"], url=e["url"].rstrip("/"))
                 self.endpoints[pod] = ep
             self._set_state(ep, e.get("state", "ready"))
@@ -172,27 +194,50 @@ class RouterServer:
 
     # -- HTTP ------------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = make_app(self.cfg.limits)
         app.router.add_post("/v1/completions", self.handle_completion)
         app.router.add_post("/v1/chat/completions", self.handle_completion)
+        app.router.add_get("/v1/models", self.handle_models)
         app.router.add_get("/metrics", self.handle_metrics)
         app.router.add_get("/health", self.handle_health)
-        app.router.add_get("/admin/state", self.handle_state)
-        app.router.add_put("/admin/endpoints", self.handle_put_endpoints)
+        if self.cfg.admin_token:
+            app.router.add_get("/admin/state", self.handle_state)
+            app.router.add_put("/admin/endpoints", self.handle_put_endpoints)
         return app
 
     async def handle_health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    async def handle_models(self, request: web.Request) -> web.Response:
+        data = [{"id": m, "object": "model", "owned_by": "scalearena", "root": m} for m in sorted(self.models)]
+        return web.json_response({"object": "list", "data": data})
+
     async def handle_metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.registry), content_type="text/plain", charset="utf-8")
 
+    def _authorize(self, request: web.Request) -> None:
+        token = self.cfg.admin_token or ""
+        given = request.headers.get("Authorization", "")
+        if not (token and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())):
+            raise ApiError(401, "authentication_error", "admin API: missing or wrong bearer token")
+
     async def handle_put_endpoints(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        await self.set_endpoints(body.get("endpoints", []))
+        self._authorize(request)
+        try:
+            body = json.loads(await read_body(request))
+            entries = body.get("endpoints", [])
+            for e in entries:
+                for k in ("pod", "variant", "model", "url"):
+                    if not isinstance(e[k], str):
+                        raise TypeError(k)
+        except (ValueError, AttributeError, TypeError, KeyError) as e:
+            raise ApiError(400, "invalid_request_error", f"endpoints: expected a list of {{pod, variant, model, url, "
+                           f"state}} objects ({type(e).__name__}: {e})") from None
+        await self.set_endpoints(entries)
         return web.json_response({"endpoints": len(self.endpoints)})
 
     async def handle_state(self, request: web.Request) -> web.Response:
+        self._authorize(request)
         pods = {
             ep.pod: {"variant": ep.variant, "model": ep.model, "state": ep.state, "waiting": ep.waiting,
                      "running": ep.running, "kv_usage": ep.kv_usage, "gpu_util": ep.gpu_util,
@@ -202,29 +247,36 @@ class RouterServer:
         return web.json_response({"now": self.now(), "queue": dict(self._queued), "pods": pods,
                                   "completed": dict(self.completed)})
 
-    @staticmethod
-    def _error(status: int, kind: str, message: str) -> web.Response:
-        return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
-
-    def _spec(self, request: web.Request, body: dict[str, Any]) -> RequestSpec:
+    def _spec(self, request: web.Request, req: ParsedRequest) -> RequestSpec:
         try:
             rid = int(request.headers.get(REQUEST_ID_HEADER, "-1"))
         except ValueError:
             rid = -1
+        try:
+            group, prefix = int(req.body.get(PREFIX_GROUP_FIELD, -1)), int(req.body.get(PREFIX_TOKENS_FIELD, 0))
+        except (TypeError, ValueError):
+            raise ApiError(400, "invalid_request_error",
+                           f"{PREFIX_GROUP_FIELD} / {PREFIX_TOKENS_FIELD}: expected integers") from None
         return RequestSpec(
-            request_id=rid, model=str(body.get("model")), arrival_s=self.now(),
-            input_tokens=count_prompt_tokens(body),
-            output_tokens=int(body.get("max_completion_tokens") or body.get("max_tokens") or 16),
-            prefix_group=int(body.get(PREFIX_GROUP_FIELD, -1)), prefix_tokens=int(body.get(PREFIX_TOKENS_FIELD, 0)),
+            request_id=rid, model=req.model, arrival_s=self.now(), input_tokens=self.prompts.count(req),
+            output_tokens=req.max_tokens or DEFAULT_MAX_TOKENS, prefix_group=group, prefix_tokens=prefix,
         )
 
     async def handle_completion(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return self._error(400, "invalid_request_error", "body is not JSON")
-        spec = self._spec(request, body)
+        raw = await read_body(request)
+        req = parse_request(raw, chat=request.path.endswith("/chat/completions"))
+        model = req.model
+        if model not in self.models:
+            self.m_requests.labels(OTHER_MODEL, "model_not_found").inc()
+            raise ApiError(404, "model_not_found", f"The model `{model}` does not exist.", "model")
+        spec = self._spec(request, req)
+        route = await self._wait_for_route(spec)
+        ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
+        self.m_requests.labels(model, "routed").inc()
+        return await self._proxy(request, raw, ep, req.stream)
+
+    async def _wait_for_route(self, spec: RequestSpec) -> Any:
+        """A pod route, after waiting in the model's gateway queue if no engine is ready; ApiError if none."""
         model = spec.model
         deadline = time.monotonic() + self.cfg.queue_timeout_s / self.cfg.time_scale
         queued = False
@@ -232,31 +284,28 @@ class RouterServer:
             while True:
                 route = self.router.route(self.now(), spec)
                 if route.kind == "pod":
-                    break
+                    return route
                 if route.kind == "reject":
                     self.m_requests.labels(model, "rejected").inc()
-                    return self._error(429, "rate_limit_exceeded", "every ready engine is saturated")
+                    raise ApiError(429, "rate_limit_exceeded", "every ready engine is saturated")
                 if not queued:
-                    if sum(self._queued.values()) >= self.cfg.spec.admission.queue_limit:
+                    if self._queued.get(model, 0) >= self.cfg.spec.admission.queue_limit:
                         self.m_requests.labels(model, "queue_full").inc()
-                        return self._error(429, "rate_limit_exceeded", "gateway queue is full")
+                        raise ApiError(429, "rate_limit_exceeded", f"gateway queue of model {model!r} is full")
                     queued = True
                     self._queued[model] = self._queued.get(model, 0) + 1
                     self.m_queue.labels(model).set(self._queued[model])
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self.m_requests.labels(model, "queue_timeout").inc()
-                    return self._error(503, "service_unavailable", f"no ready engine for model {model!r}")
+                    raise ApiError(503, "service_unavailable", f"no ready engine for model {model!r}")
                 async with self._ready_changed:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._ready_changed.wait(), timeout=min(left, 1.0))
-        finally:
+        finally:  # also when the client went away while queued
             if queued:
                 self._queued[model] -= 1
                 self.m_queue.labels(model).set(self._queued[model])
-        ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
-        self.m_requests.labels(model, "routed").inc()
-        return await self._proxy(request, raw, ep, bool(body.get("stream")))
 
     async def _proxy(self, request: web.Request, raw: bytes, ep: Endpoint, stream: bool) -> web.StreamResponse:
         assert self.session is not None
@@ -287,8 +336,7 @@ class RouterServer:
         except (aiohttp.ClientError, TimeoutError):
             kind = "killed" if ep.state != "ready" else "error"
             if resp is None:  # no response started: connection refused or reset before headers
-                return web.Response(status=502, headers=headers, content_type="application/json",
-                                    text=json.dumps({"error": {"type": kind, "message": "engine unreachable"}}))
+                return ApiError(502, kind, f"engine {ep.pod} unreachable").response(headers)
             err = {"error": {"type": kind, "message": f"engine {ep.pod} went away mid-stream", "code": 502}}
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
@@ -301,13 +349,11 @@ class RouterServer:
 
 
 async def serve(cfg: RouterServerConfig) -> None:
+    setup_logging()
     server = RouterServer(cfg)
     server.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False),
                                            timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0))
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True, backlog=4096)
-    await site.start()
+    listener = await listen(server.app(), cfg.host, cfg.port, "serve-router")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.stopped.set)
@@ -315,5 +361,5 @@ async def serve(cfg: RouterServerConfig) -> None:
     await server.stopped.wait()
     for t in tasks:
         t.cancel()
-    await runner.cleanup()
+    await listener.close()
     await server.session.close()

@@ -1,0 +1,181 @@
+"""What both local servers need from their HTTP layer and aiohttp does not give.
+
+* Per-connection deadlines: a request's head must arrive within
+  ``header_timeout_s`` (wall) of its first byte, its body within
+  ``body_timeout_s``; a half-sent (slowloris) connection is closed instead of
+  being held for ever. aiohttp has keep-alive and size limits but no header
+  deadline, so each connection's protocol is wrapped by ``_GuardedConnection``
+  (a delegating asyncio protocol: it forwards every callback to aiohttp's
+  handler and arms a timer while a request head is incomplete).
+* Client disconnects cancel the handler (aiohttp's ``handler_cancellation``),
+  so a server frees what the request held (an engine slot and its KV blocks,
+  a router queue place) whether the request streams or not, runs or waits.
+  Each one is logged as one line, never a traceback.
+* Errors are OpenAI error JSON, also for what aiohttp answers itself: 404 for
+  an unknown path, 405, 413 for a body over ``max_body_bytes``.
+* On start a server prints the URL it listens on (read back from the socket,
+  so ``--port 0`` works): ``serve-engine: listening on http://127.0.0.1:PORT``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
+from .openai_api import ApiError, error_response
+
+log = logging.getLogger("scalearena.serve")
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 405: "invalid_request_error", 408: "timeout",
+                413: "request_too_large", 422: "invalid_request_error", 429: "rate_limit_exceeded"}
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """Wall-time deadlines and the body size cap of one server's connections."""
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_body_bytes: int = 8 * 1024 * 1024
+
+
+class _GuardedConnection(asyncio.Protocol):
+    """aiohttp's per-connection handler plus a deadline on incomplete request heads."""
+
+    def __init__(self, inner: RequestHandler, registry: dict[Any, _GuardedConnection], timeout_s: float) -> None:
+        self.inner, self.registry, self.timeout_s = inner, registry, timeout_s
+        self.transport: asyncio.Transport | None = None
+        self.busy = 0  # requests of this connection inside a handler
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.registry[transport] = self
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy and self.timer is None:  # the first bytes of a request head
+            self.timer = asyncio.get_running_loop().call_later(self.timeout_s, self._expire)
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel()
+        self.registry.pop(self.transport, None)
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def begin(self) -> None:
+        self.busy += 1
+        self._cancel()
+
+    def end(self) -> None:
+        self.busy -= 1
+
+    def _cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _expire(self) -> None:
+        self.timer = None
+        if not self.busy and self.transport is not None:
+            peer = self.transport.get_extra_info("peername")
+            log.info("closed %s: request head incomplete after %.1f s", peer, self.timeout_s)
+            self.transport.close()
+
+
+_REGISTRY = web.AppKey("guarded_connections", dict)
+_LIMITS = web.AppKey("connection_limits", ConnectionLimits)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    conn = request.app[_REGISTRY].get(request.transport)
+    if conn is not None:
+        conn.begin()
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return e.response()
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return error_response(e.status, _ERROR_TYPES.get(e.status, "server_error"), e.reason)
+    except asyncio.CancelledError:
+        log.info("client disconnected: %s %s (request aborted)", request.method, request.path)
+        raise
+    except ConnectionResetError:
+        log.info("client disconnected: %s %s (request aborted)", request.method, request.path)
+        return web.Response(status=499)  # nobody reads it; ends the handler quietly
+    finally:
+        if conn is not None:
+            conn.end()
+
+
+def make_app(limits: ConnectionLimits) -> web.Application:
+    """An aiohttp application with the guard middleware, the body cap and the deadlines."""
+    app = web.Application(client_max_size=limits.max_body_bytes, middlewares=[_guard])
+    app[_REGISTRY] = {}
+    app[_LIMITS] = limits
+    return app
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The whole body within the body deadline (408 otherwise); 413 over the size cap."""
+    limits = request.app[_LIMITS]
+    try:
+        return await asyncio.wait_for(request.read(), limits.body_timeout_s)
+    except TimeoutError:
+        raise ApiError(408, "timeout", f"request body not received within {limits.body_timeout_s:g} s") from None
+
+
+class Listener:
+    """A started server: its URL and how to stop it."""
+
+    def __init__(self, runner: web.AppRunner, server: asyncio.Server, url: str) -> None:
+        self.runner, self.server, self.url = runner, server, url
+
+    async def close(self) -> None:
+        self.server.close()
+        await self.runner.cleanup()
+
+
+async def listen(app: web.Application, host: str, port: int, name: str) -> Listener:
+    """Start serving ``app`` on host:port (0: any free port); print where it listens."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True)
+    await runner.setup()
+    registry, timeout_s = app[_REGISTRY], app[_LIMITS].header_timeout_s
+    server = runner.server
+    assert server is not None
+
+    def connection() -> _GuardedConnection:
+        return _GuardedConnection(server(), registry, timeout_s)
+
+    srv = await asyncio.get_running_loop().create_server(connection, host, port, reuse_address=True, backlog=4096)
+    bound_host, bound_port = srv.sockets[0].getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    url = f"http://{shown}:{bound_port}"
+    print(f"{name}: listening on {url}", flush=True)
+    return Listener(runner, srv, url)
+
+
+def setup_logging() -> None:
+    """One line per event on stderr (the child's log file when the harness started it)."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

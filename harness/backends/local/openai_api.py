@@ -1,0 +1,231 @@
+"""The OpenAI request surface shared by serve-engine and serve-router.
+
+Both servers accept the same two endpoints, so one module validates a request
+body, answers errors as OpenAI's error JSON and counts prompt tokens; the
+router needs the same facts (model, output length, prompt length) to route as
+the engine needs to serve.
+
+Validation follows vLLM's OpenAI server where it differs from a plain schema
+check: the body is a JSON object, ``model`` a non-empty string (400 when
+missing), ``max_tokens`` / ``max_completion_tokens`` an integer >= 1 (a float
+with no fraction is accepted, as pydantic's lax mode in vLLM does; -1, 0,
+``"abc"`` or ``true`` are 400), ``n`` is 1 (this engine samples one sequence
+per request; n > 1 is a 400, not silently ignored), ``prompt`` a string, a list
+of token ids or a list holding one string / one token-id list (several prompts
+in one request are a 400: each would need its own choice and KV budget).
+The request models are pydantic with ``extra="allow"``: unknown OpenAI fields
+(temperature, top_p, ...) are accepted and ignored, as vLLM does.
+
+Error JSON: ``{"error": {"message", "type", "param", "code"}}`` with ``code``
+the HTTP status, the shape the openai client reads.
+
+Prompt tokens: with ``--tokenizer PATH`` (a local tokenizer.json) the
+``tokenizers`` library counts them as the model would. Otherwise a documented
+deterministic approximation of a BPE pre-tokenizer: one token per run of up
+to 8 letters, per run of up to 3 digits (GPT-style tokenizers split numbers
+so), per other non-space character. A prompt of N one-letter words (what the
+local load generator sends) is exactly N tokens; English prose comes out
+within about 10 % of GPT-2's count. The ``scalearena_prompt_tokens`` extension
+field overrides both.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+
+from .load import PROMPT_TOKENS_FIELD
+
+DEFAULT_MAX_TOKENS = 16  # OpenAI's (and vLLM's completions) default output length
+_APPROX_TOKEN = re.compile(r"[^\W\d_]{1,8}|\d{1,3}|[^\w\s]|_")
+
+
+class ApiError(Exception):
+    """An OpenAI-style error answer: HTTP status, error type, message, offending parameter."""
+
+    def __init__(self, status: int, kind: str, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message, self.param = status, kind, message, param
+
+    def response(self, headers: dict[str, str] | None = None) -> web.Response:
+        return error_response(self.status, self.kind, self.message, self.param, headers)
+
+
+def error_response(status: int, kind: str, message: str, param: str | None = None,
+                   headers: dict[str, str] | None = None) -> web.Response:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _whole_number(v: Any) -> Any:
+    """vLLM (pydantic lax) accepts 1e3 for an int field; a bool or a fraction is not a count."""
+    if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
+        raise ValueError("must be an integer")
+    if isinstance(v, float):
+        return int(v)
+    return v
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, description="Served model name.")
+    stream: StrictBool = Field(default=False, description="Server-sent events, one chunk per token.")
+    stream_options: dict[str, Any] | None = Field(default=None, description="include_usage: a final usage chunk.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Output tokens (ignore_eos: exactly this many).")
+    max_completion_tokens: int | None = Field(default=None, ge=1, description="Newer name of max_tokens; wins.")
+    n: int = Field(default=1, description="Choices per prompt; only 1 is supported.")
+
+    _ints = field_validator("max_tokens", "max_completion_tokens", "n", mode="before")(_whole_number)
+
+    @field_validator("n")
+    @classmethod
+    def _one_choice(cls, v: int) -> int:
+        if v != 1:
+            raise ValueError(f"n={v} is not supported: this engine returns one choice per request (n=1)")
+        return v
+
+
+class CompletionBody(_Request):
+    prompt: str | list[str] | list[int] | list[list[int]] = Field(description="One prompt (text or token ids).")
+
+    @field_validator("prompt")
+    @classmethod
+    def _one_prompt(cls, v: Any) -> Any:
+        if isinstance(v, list) and v and isinstance(v[0], str | list):
+            if len(v) != 1:
+                raise ValueError(f"{len(v)} prompts in one request are not supported; send one prompt per request")
+            return v[0]
+        return v
+
+
+class ChatBody(_Request):
+    messages: list[dict[str, Any]] = Field(min_length=1, description="The conversation.")
+
+
+@dataclass(frozen=True)
+class ParsedRequest:
+    """What the servers need of a validated request."""
+
+    body: dict[str, Any]
+    model: str
+    chat: bool
+    stream: bool
+    include_usage: bool
+    max_tokens: int | None  # None: not given (the server applies its default)
+    prompt: Any  # str | list[int] (completions) or the messages (chat)
+
+
+def parse_request(raw: bytes, chat: bool) -> ParsedRequest:
+    """Validate a request body; ApiError(400) naming the field otherwise."""
+    import json
+
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ApiError(400, "invalid_request_error", f"the body is not valid JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_request_error", "the body must be a JSON object")
+    if body.get("model") in (None, ""):
+        raise ApiError(400, "invalid_request_error", "you must provide a model parameter", "model")
+    try:
+        req = (ChatBody if chat else CompletionBody).model_validate(body)
+    except ValidationError as e:
+        err = e.errors()[0]
+        param = ".".join(str(p) for p in err["loc"]) or None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ApiError(400, "invalid_request_error", f"{param}: {msg}", param) from None
+    opts = req.stream_options or {}
+    return ParsedRequest(body=body, model=req.model, chat=chat, stream=req.stream,
+                         include_usage=bool(opts.get("include_usage")),
+                         max_tokens=req.max_completion_tokens or req.max_tokens,
+                         prompt=req.messages if isinstance(req, ChatBody) else req.prompt)
+
+
+def output_tokens(requested: int | None, prompt_tokens: int, max_model_len: int) -> int:
+    """Output length: ``max_tokens`` as asked, or when absent 16 capped so prompt + output fit max_model_len.
+
+    An explicit max_tokens is not shortened: prompt + max_tokens beyond max_model_len is the
+    engine's admission 400 (vLLM's context-length error; ``too_long`` in the simulator), so
+    local and sim runs count the same requests as too long. At least 1.
+    """
+    if requested is not None:
+        return requested
+    return max(1, min(DEFAULT_MAX_TOKENS, max_model_len - prompt_tokens))
+
+
+def approx_tokens(text: str) -> int:
+    """The deterministic approximation (module docstring)."""
+    return len(_APPROX_TOKEN.findall(text))
+
+
+class PromptCounter:
+    """Counts prompt tokens: a local tokenizer.json when given, else ``approx_tokens``."""
+
+    def __init__(self, tokenizer_path: str | None = None) -> None:
+        self.tokenizer = None
+        if tokenizer_path:
+            from tokenizers import Tokenizer
+
+            self.tokenizer = Tokenizer.from_file(tokenizer_path)
+
+    def text_tokens(self, text: str) -> int:
+        if self.tokenizer is not None:
+            return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return approx_tokens(text)
+
+    def count(self, req: ParsedRequest) -> int:
+        explicit = req.body.get(PROMPT_TOKENS_FIELD)
+        if explicit is not None:
+            n = _whole_number(explicit) if isinstance(explicit, int | float) else None
+            if not isinstance(n, int) or n < 1:
+                raise ApiError(400, "invalid_request_error", f"{PROMPT_TOKENS_FIELD}: must be an integer >= 1",
+                               PROMPT_TOKENS_FIELD)
+            return n
+        if req.chat:
+            return max(1, sum(self.text_tokens(_content_text(m.get("content"))) for m in req.prompt))
+        if isinstance(req.prompt, list):
+            return max(1, len(req.prompt))  # token ids
+        return max(1, self.text_tokens(req.prompt))
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):  # content parts: the text ones count
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+# -- generated text (--mode, as llm-d-inference-sim) ------------------------------------------------
+MODES = ("random", "echo")
+_PIECE = re.compile(r"\s*(?:[^\W\d_]{1,8}|\d{1,3}|[^\w\s]|_)")
+_SENTENCES = (  # our own filler text for random mode
+    "The scheduler admitted the request once a decode slot and its cache blocks were free.",
+    "Autoscalers read the queue length and the cache usage before they add a replica.",
+    "A cold start keeps the new engine out of rotation until its weights are loaded.",
+    "Throughput rises with the batch size until the memory bandwidth is spent.",
+    "The gateway holds requests for a model that has no ready engine yet.",
+)
+
+
+def response_pieces(mode: str, req: ParsedRequest, n: int, rng: Any) -> list[str]:
+    """``n`` text pieces, one per output token: the prompt echoed (echo) or filler sentences (random).
+
+    The engine always produces exactly ``n`` tokens (ignore_eos), so the text is
+    repeated as needed; each piece is one streamed chunk.
+    """
+    if mode == "echo":
+        if req.chat:
+            users = [m for m in req.prompt if m.get("role") == "user"] or list(req.prompt)
+            source = _content_text(users[-1].get("content"))
+        else:
+            source = req.prompt if isinstance(req.prompt, str) else " ".join(str(t) for t in req.prompt)
+        base = _PIECE.findall(source) or [" ."]
+        again = [" " + base[0].lstrip(), *base[1:]]  # a repeat starts a new word
+        return [(base if i < len(base) else again)[i % len(base)] for i in range(n)]
+    out: list[str] = []
+    while len(out) < n:
+        out.extend(_PIECE.findall(" " + rng.choice(_SENTENCES)))
+    return out[:n]

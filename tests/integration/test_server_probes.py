@@ -1,0 +1,298 @@
+"""HTTP probes against serve-engine and serve-router on 127.0.0.1 (issue 17 items 2, 3, 8, 11; issue 16).
+
+Each server is a real process started with ``--port 0``; the test reads the URL the
+server prints on start. Every wait is bounded (a few seconds); no assertion is on
+elapsed time, only on what the servers answer and report on /metrics.
+
+Engine under test: one batch slot (--max-num-seqs 1), --max-model-len 64, 200 ms per
+output token, so a request of 4 prompt + 60 output tokens runs 60 x 0.2 = 12 s: long
+enough that "running went back to 0" can only come from an abort, not from completion.
+"""
+from __future__ import annotations
+
+import json
+import re
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+pytestmark = pytest.mark.local
+
+CLI = [sys.executable, "-m", "scalearena.harness.backends.local.cli"]
+TOKEN = "probe-token-0123456789abcdef"
+
+
+class Server:
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.log = log
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(log, "wb"), text=True)  # noqa: SIM115
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30.0)
+        line = self.proc.stdout.readline() if ready else ""  # type: ignore[union-attr]
+        m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+        if not m:
+            self.close()
+            raise AssertionError(f"no URL printed: {line!r}\n{log.read_text()}")
+        self.url = m.group(1)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+
+def _start(tmp: Path, name: str, argv: list[str]) -> Server:
+    return Server(CLI + argv, tmp / f"{name}.log")
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("engine")
+    s = _start(tmp, "engine", ["engine", "--model", "m", "--served-model-name", "b", "--port", "0",
+                               "--max-num-seqs", "1", "--max-model-len", "64", "--time-to-first-token", "10ms",
+                               "--inter-token-latency", "200ms", "--header-timeout", "1s", "--body-timeout", "1s",
+                               "--mode", "echo"])
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("router")
+    (tmp / "token").write_text(TOKEN + "\n")
+    s = _start(tmp, "router", ["router", "--port", "0", "--model", "a", "--model", "b", "--admin-token-file",
+                               str(tmp / "token"), "--router-spec", json.dumps({"admission": {"queue_limit": 2}}),
+                               "--queue-timeout", "60s", "--header-timeout", "1s"])
+    yield s
+    s.close()
+
+
+def post(url: str, body: Any, path: str = "/v1/completions", **kw: Any) -> requests.Response:
+    return requests.post(url + path, json=body, timeout=kw.pop("timeout", 10), **kw)
+
+
+def metric(server: Server, name: str) -> float:
+    text = requests.get(server.url + "/metrics", timeout=5).text
+    m = re.search(rf"^{re.escape(name)}{{[^}}]*}} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float = 8.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def assert_openai_error(r: requests.Response, status: int, param: str | None = None) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert set(err) == {"message", "type", "param", "code"} and err["code"] == status
+    if param is not None:
+        assert err["param"] == param, err
+    return err
+
+
+# -- engine ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [-1, 0, "abc", True, 2.5])
+def test_engine_rejects_bad_max_tokens(engine: Server, bad: Any) -> None:
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": "x", "max_tokens": bad}), 400, "max_tokens")
+
+
+def test_engine_model_errors_and_unsupported_shapes(engine: Server) -> None:
+    assert "model parameter" in assert_openai_error(post(engine.url, {"prompt": "x"}), 400, "model")["message"]
+    assert "`nope`" in assert_openai_error(post(engine.url, {"model": "nope", "prompt": "x"}), 404)["message"]
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": "x", "n": 2}), 400, "n")
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": ["x", "y"]}), 400, "prompt")
+    assert_openai_error(requests.post(engine.url + "/v1/completions", data=b"{nope", timeout=5), 400)
+    assert_openai_error(requests.get(engine.url + "/v1/nothing", timeout=5), 404)
+    assert_openai_error(requests.post(engine.url + "/v1/completions", data=b"x" * (9 << 20), timeout=30), 413)
+
+
+def test_engine_caps_and_defaults_max_tokens(engine: Server) -> None:
+    # one prompt in a list is one prompt: "alpha beta" = 2 tokens (two letter runs) -> default 16 output tokens
+    r = post(engine.url, {"model": "m", "prompt": ["alpha beta"]})
+    assert r.status_code == 200 and len(r.json()["choices"]) == 1
+    assert r.json()["usage"] == {"prompt_tokens": 2, "completion_tokens": 16, "total_tokens": 18}
+    assert r.json()["choices"][0]["text"].startswith("alpha beta alpha")  # echo mode repeats the prompt
+    # 60 one-letter words and no max_tokens against max_model_len 64: the default 16 is capped to 64 - 60 = 4
+    r = post(engine.url, {"model": "m", "prompt": "w " * 60})
+    assert r.json()["usage"] == {"prompt_tokens": 60, "completion_tokens": 4, "total_tokens": 64}
+    # an explicit max_tokens that cannot fit (1 + 10^9 > 64), or a 70-word prompt: the engine's admission, 400
+    err = assert_openai_error(post(engine.url, {"model": "m", "prompt": "x", "max_tokens": 10**9}), 400)
+    assert "maximum context length is 64 tokens" in err["message"]
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": "w " * 70}), 400)
+
+
+def test_engine_abort_frees_the_slot_streaming_or_not_running_or_queued(engine: Server) -> None:
+    holder = requests.post(engine.url + "/v1/completions", stream=True, timeout=10,
+                           json={"model": "m", "prompt": "a b c d", "max_tokens": 60, "stream": True})
+    lines = holder.iter_lines()  # kept: a dropped generator closes the connection (urllib3)
+    first = next(lines)  # running: 64 - 4 = 60 tokens at 0.2 s, 12 s to go
+    assert json.loads(first.removeprefix(b"data: "))["choices"][0]["text"]
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 1)
+    waiter_done = threading.Event()
+
+    def queued_unary() -> None:  # waits behind the holder, then its client gives up
+        with pytest.raises(requests.ReadTimeout):
+            post(engine.url, {"model": "m", "prompt": "q", "max_tokens": 5}, timeout=1.5)
+        waiter_done.set()
+
+    t = threading.Thread(target=queued_unary)
+    t.start()
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_waiting") == 1)
+    t.join(10)
+    assert waiter_done.is_set()
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_waiting") == 0)  # queued, unary: aborted
+    holder.close()
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 0)  # running, streaming: aborted
+    assert wait_for(lambda: metric(engine, "vllm:kv_cache_usage_perc") == 0.0)
+    # running, unary: the client gives up after 1 s of a 63 x 0.2 = 12.6 s request
+    with pytest.raises(requests.ReadTimeout):
+        post(engine.url, {"model": "m", "prompt": "u", "max_tokens": 63}, timeout=1.0)
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 0)
+    assert wait_for(lambda: engine.stderr().count("client disconnected") >= 3)
+    assert "Traceback" not in engine.stderr()
+
+
+def test_engine_closes_half_sent_requests(engine: Server) -> None:
+    with socket.create_connection(("127.0.0.1", int(engine.url.rsplit(":", 1)[1])), timeout=5) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+        closed = False
+        for _ in range(60):  # slowloris: one header byte every 0.1 s, never the blank line
+            try:
+                s.sendall(b"X")
+            except OSError:
+                closed = True
+                break
+            r, _, _ = select.select([s], [], [], 0.1)
+            if r and s.recv(100) == b"":
+                closed = True
+                break
+        assert closed, "a half-sent request head kept its connection open for 6 s (header timeout 1 s)"
+    with socket.create_connection(("127.0.0.1", int(engine.url.rsplit(":", 1)[1])), timeout=5) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100\r\n\r\n{\"model\"")  # 8 of the 100 body bytes, then nothing
+        reply = s.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 408"), reply
+
+
+def test_chat_stream_usage_chunk_has_the_stream_id(engine: Server) -> None:
+    r = post(engine.url, {"model": "m", "messages": [{"role": "user", "content": "hi there"}], "max_tokens": 2,
+                          "stream": True, "stream_options": {"include_usage": True}}, path="/v1/chat/completions")
+    chunks = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")]
+    assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+    assert chunks[-1]["usage"] == {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
+    assert "".join(c["choices"][0]["delta"]["content"] for c in chunks[:-1]) == "hi there"  # echo
+
+
+def test_config_file_and_tokenizer(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import WhitespaceSplit
+
+    tok = Tokenizer(WordLevel({"[UNK]": 0, "hello,": 1, "world!": 2}, unk_token="[UNK]"))
+    tok.pre_tokenizer = WhitespaceSplit()  # "hello, world!" is 2 tokens here, 4 by the approximation
+    tok.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "sim.yaml").write_text("model: cfg-model\nmode: echo\nmax-num-seqs: 2\ntime-to-first-token: 1\n")
+    s = _start(tmp_path, "cfg", ["engine", "--config", str(tmp_path / "sim.yaml"), "--port", "0",
+                                 "--tokenizer", str(tmp_path / "tokenizer.json")])
+    try:
+        assert [m["id"] for m in requests.get(s.url + "/v1/models", timeout=5).json()["data"]] == ["cfg-model"]
+        r = post(s.url, {"model": "cfg-model", "prompt": "hello, world!", "max_tokens": 2}).json()
+        # echo: the first 2 approximation pieces of the prompt, "hello" and ","
+        assert r["usage"]["prompt_tokens"] == 2 and r["choices"][0]["text"] == "hello,"
+    finally:
+        s.close()
+    (tmp_path / "bad.yaml").write_text("lora-modules: [x]\n")
+    bad = subprocess.run(CLI + ["engine", "--config", str(tmp_path / "bad.yaml")], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "unknown key 'lora-modules'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- router ------------------------------------------------------------------------------------------
+def admin(router: Server, method: str, path: str, token: str | None = TOKEN, **kw: Any) -> requests.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return requests.request(method, router.url + path, headers=headers, timeout=5, **kw)
+
+
+def test_router_admin_api_needs_the_token(router: Server, engine: Server) -> None:
+    eps = {"endpoints": [{"pod": "p0", "variant": "v", "model": "b", "url": engine.url, "state": "ready"}]}
+    assert_openai_error(admin(router, "PUT", "/admin/endpoints", None, json=eps), 401)
+    assert_openai_error(admin(router, "PUT", "/admin/endpoints", "wrong-token-0123456789", json=eps), 401)
+    assert_openai_error(admin(router, "GET", "/admin/state", None), 401)
+    assert_openai_error(admin(router, "PUT", "/admin/endpoints", json={"endpoints": [{"pod": 1}]}), 400)
+    assert admin(router, "GET", "/admin/state").json()["pods"] == {}  # nothing registered by the bad calls
+
+
+def test_router_without_token_has_no_admin_api(tmp_path: Path) -> None:
+    s = _start(tmp_path, "open", ["router", "--port", "0", "--model", "a"])
+    try:
+        assert_openai_error(requests.put(s.url + "/admin/endpoints", json={"endpoints": []}, timeout=5), 404)
+        assert_openai_error(requests.get(s.url + "/admin/state", timeout=5), 404)
+    finally:
+        s.close()
+
+
+def test_router_unknown_models_404_at_once_with_bounded_metrics(router: Server) -> None:
+    assert [m["id"] for m in requests.get(router.url + "/v1/models", timeout=5).json()["data"]] == ["a", "b"]
+    for i in range(30):
+        assert_openai_error(post(router.url, {"model": f"junk-{i}", "prompt": "x"}, timeout=5), 404)
+    text = requests.get(router.url + "/metrics", timeout=5).text
+    labels = set(re.findall(r'model_name="([^"]*)"', text))
+    assert labels == {"__other__"}, labels  # 30 junk names, one label value; a and b have no series yet
+    assert_openai_error(post(router.url, {"model": "a", "prompt": "x", "max_tokens": "abc"}), 400, "max_tokens")
+
+
+def test_router_queue_junk_does_not_starve_another_model(router: Server, engine: Server) -> None:
+    admin(router, "PUT", "/admin/endpoints", json={"endpoints": []})
+    results: list[Any] = []
+
+    def held() -> None:  # model a has no engine: held in a's gateway queue until the client gives up
+        try:
+            results.append(post(router.url, {"model": "a", "prompt": "x"}, timeout=3).status_code)
+        except requests.ReadTimeout:
+            results.append("gave up")
+
+    threads = [threading.Thread(target=held) for _ in range(2)]
+    for t in threads:
+        t.start()
+    assert wait_for(lambda: admin(router, "GET", "/admin/state").json()["queue"].get("a") == 2)
+    assert_openai_error(post(router.url, {"model": "a", "prompt": "x"}), 429)  # a's queue (limit 2) is full
+    got: list[requests.Response] = []
+    b = threading.Thread(target=lambda: got.append(post(router.url, {"model": "b", "prompt": "y z",
+                                                                     "max_tokens": 2}, timeout=20)))
+    b.start()  # b is queued too (no engine yet), not refused because of a's queue
+    assert wait_for(lambda: admin(router, "GET", "/admin/state").json()["queue"].get("b") == 1)
+    eps = {"endpoints": [{"pod": "p0", "variant": "v", "model": "b", "url": engine.url, "state": "ready"}]}
+    assert admin(router, "PUT", "/admin/endpoints", json=eps).status_code == 200
+    b.join(20)
+    assert got and got[0].status_code == 200 and got[0].headers["x-scalearena-pod"] == "p0"
+    assert got[0].json()["usage"]["completion_tokens"] == 2
+    for t in threads:
+        t.join(10)
+    assert results == ["gave up", "gave up"]
+    assert wait_for(lambda: admin(router, "GET", "/admin/state").json()["queue"].get("a") == 0)  # freed
+    assert "Traceback" not in router.stderr()
+
+
+def test_router_closes_half_sent_requests(router: Server) -> None:
+    with socket.create_connection(("127.0.0.1", int(router.url.rsplit(":", 1)[1])), timeout=5) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        r, _, _ = select.select([s], [], [], 6.0)  # header timeout 1 s
+        assert r and s.recv(100) == b""

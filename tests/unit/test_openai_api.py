@@ -1,0 +1,103 @@
+"""Request validation, output length and prompt counting shared by serve-engine and
+serve-router (harness/backends/local/openai_api.py). No sockets."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scalearena.harness.backends.local.openai_api import (
+    ApiError,
+    PromptCounter,
+    approx_tokens,
+    output_tokens,
+    parse_request,
+    response_pieces,
+)
+
+
+def parse(body: Any, chat: bool = False) -> Any:
+    return parse_request(json.dumps(body).encode(), chat)
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    ({"prompt": "x"}, "model"),
+    ({"model": "", "prompt": "x"}, "model"),
+    ({"model": "m", "prompt": "x", "max_tokens": -1}, "max_tokens"),
+    ({"model": "m", "prompt": "x", "max_tokens": 0}, "max_tokens"),
+    ({"model": "m", "prompt": "x", "max_tokens": "twelve"}, "max_tokens"),
+    ({"model": "m", "prompt": "x", "max_tokens": True}, "max_tokens"),
+    ({"model": "m", "prompt": "x", "max_completion_tokens": 1.5}, "max_completion_tokens"),
+    ({"model": "m", "prompt": "x", "n": 3}, "n"),
+    ({"model": "m", "prompt": ["a", "b"]}, "prompt"),
+    ({"model": "m", "prompt": "x", "stream": "yes"}, "stream"),
+    ({"model": "m"}, "prompt"),
+])
+def test_invalid_requests_are_400_naming_the_field(body: dict, param: str) -> None:
+    with pytest.raises(ApiError) as e:
+        parse(body)
+    assert (e.value.status, e.value.param) == (400, param)
+
+
+def test_not_json_or_not_an_object() -> None:
+    for raw in (b"{", b"[1]", b"\xff"):
+        with pytest.raises(ApiError) as e:
+            parse_request(raw, chat=False)
+        assert e.value.status == 400 and e.value.param is None
+
+
+def test_valid_requests() -> None:
+    r = parse({"model": "m", "prompt": ["one prompt"], "max_tokens": 1e3, "temperature": 0.2, "stream": True,
+               "stream_options": {"include_usage": True}})
+    assert (r.model, r.prompt, r.max_tokens, r.stream, r.include_usage) == ("m", "one prompt", 1000, True, True)
+    r = parse({"model": "m", "prompt": [1, 2, 3], "max_tokens": 4, "max_completion_tokens": 7})
+    assert (r.prompt, r.max_tokens) == ([1, 2, 3], 7)  # the newer name wins
+    assert parse({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, chat=True).max_tokens is None
+
+
+def test_output_tokens_default_and_cap() -> None:
+    assert output_tokens(None, 10, 4096) == 16  # OpenAI's default
+    assert output_tokens(None, 4090, 4096) == 6  # the default is capped: 4096 - 4090
+    assert output_tokens(None, 4096, 4096) == 1  # the prompt fills the context: the engine's admission decides
+    assert output_tokens(10**9, 100, 4096) == 10**9  # explicit: not shortened, the engine answers 400 (too_long)
+    assert output_tokens(5, 100, 4096) == 5
+
+
+def test_approximation_and_extension_field() -> None:
+    assert approx_tokens("w " * 128) == 128  # what the load generator sends: exact
+    # Hello | , | world | ! | 2026 -> 202 + 6 | tokenizat + ion (8-letter runs) = 8
+    assert approx_tokens("Hello, world! 2026 tokenization") == 8
+    c = PromptCounter()
+    assert c.count(parse({"model": "m", "prompt": [5, 6, 7]})) == 3  # token ids
+    chat = parse({"model": "m", "messages": [{"role": "user", "content": "a b"},
+                                              {"role": "user", "content": [{"type": "text", "text": "c"}]}]}, True)
+    assert c.count(chat) == 3
+    assert c.count(parse({"model": "m", "prompt": "x", "scalearena_prompt_tokens": 4096})) == 4096
+    with pytest.raises(ApiError):
+        c.count(parse({"model": "m", "prompt": "x", "scalearena_prompt_tokens": "many"}))
+
+
+def test_tokenizer_file_counts_like_the_model(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import WhitespaceSplit
+
+    tok = Tokenizer(WordLevel({"[UNK]": 0, "hello,": 1}, unk_token="[UNK]"))
+    tok.pre_tokenizer = WhitespaceSplit()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    req = parse({"model": "m", "prompt": "hello, big world!"})
+    assert PromptCounter(str(tmp_path / "tokenizer.json")).count(req) == 3  # three whitespace pieces
+    assert PromptCounter().count(req) == 5  # hello , big world !
+
+
+def test_response_text_modes() -> None:
+    echo = response_pieces("echo", parse({"model": "m", "prompt": "to be"}), 5, random.Random(0))
+    assert "".join(echo) == "to be to be to"
+    chat = parse({"model": "m", "messages": [{"role": "user", "content": "first"}, {"role": "assistant",
+                  "content": "x"}, {"role": "user", "content": "last one"}]}, chat=True)
+    assert "".join(response_pieces("echo", chat, 2, random.Random(0))) == "last one"
+    a = response_pieces("random", chat, 40, random.Random(3))
+    assert len(a) == 40 and a == response_pieces("random", chat, 40, random.Random(3))  # seeded
