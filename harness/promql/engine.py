@@ -64,6 +64,11 @@ class PromQLEngine:
         self.left_open = left_open
         self._parsed: dict[str, Any] = {}
 
+    @staticmethod
+    def check(query: str) -> None:
+        """Raise the PromQLError a query would raise, without evaluating it (config validation)."""
+        validate.parse_supported(query)
+
     def parse(self, query: str) -> Any:
         """The checked AST of a query (cached): a parse error or an unsupported construct raises here."""
         node = self._parsed.get(query)
