@@ -296,3 +296,44 @@ def test_router_closes_half_sent_requests(router: Server) -> None:
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         r, _, _ = select.select([s], [], [], 6.0)  # header timeout 1 s
         assert r and s.recv(100) == b""
+
+
+def _register_b(router: Server, engine: Server) -> None:
+    eps = {"endpoints": [{"pod": "p0", "variant": "v", "model": "b", "url": engine.url, "state": "ready"}]}
+    assert admin(router, "PUT", "/admin/endpoints", json=eps).status_code == 200
+    assert wait_for(lambda: admin(router, "GET", "/admin/state").json()["pods"]["p0"]["scrape_ok"])
+
+
+def test_router_disconnect_aborts_the_engine_request(router: Server, engine: Server) -> None:
+    _register_b(router, engine)
+    r = requests.post(router.url + "/v1/completions", stream=True, timeout=10,
+                      json={"model": "b", "prompt": "a b c d", "max_tokens": 60, "stream": True})
+    lines = r.iter_lines()
+    assert next(lines).startswith(b"data: ")  # 60 x 0.2 s = 12 s of stream ahead
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 1)
+    r.close()  # the client leaves the router; the router must leave the engine
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 0)
+    assert "Traceback" not in router.stderr()
+
+
+@pytest.mark.parametrize("via", ["engine", "router"])
+def test_openai_client(via: str, router: Server, engine: Server) -> None:
+    openai = pytest.importorskip("openai")
+    _register_b(router, engine)
+    base = (engine if via == "engine" else router).url
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=20)
+    # echo mode: the pieces of "one two" repeat: "one", " two", " one"
+    c = client.completions.create(model="b", prompt="one two", max_tokens=3)
+    assert (c.choices[0].text, c.usage.prompt_tokens, c.usage.completion_tokens) == ("one two one", 2, 3)
+    chunks = list(client.completions.create(model="b", prompt="one two", max_tokens=3, stream=True))
+    assert "".join(ch.choices[0].text for ch in chunks) == "one two one"
+    chat = client.chat.completions.create(model="b", messages=[{"role": "user", "content": "hi you"}], max_tokens=2)
+    assert chat.choices[0].message.content == "hi you" and chat.usage.total_tokens == 4
+    stream = list(client.chat.completions.create(model="b", messages=[{"role": "user", "content": "hi you"}],
+                                                 max_tokens=2, stream=True, stream_options={"include_usage": True}))
+    assert "".join(ch.choices[0].delta.content for ch in stream if ch.choices) == "hi you"
+    assert stream[-1].usage.completion_tokens == 2 and len({ch.id for ch in stream}) == 1
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="nope", prompt="x", max_tokens=1)
+    with pytest.raises(openai.BadRequestError, match="max_tokens"):
+        client.completions.create(model="b", prompt="x", max_tokens=-1)
