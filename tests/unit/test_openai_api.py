@@ -68,8 +68,9 @@ def test_output_tokens_default_and_cap() -> None:
 
 def test_approximation_and_extension_field() -> None:
     assert approx_tokens("w " * 128) == 128  # what the load generator sends: exact
-    # Hello | , | world | ! | 2026 -> 202 + 6 | tokenizat + ion (8-letter runs) = 8
-    assert approx_tokens("Hello, world! 2026 tokenization") == 8
+    assert approx_tokens("g3p12 r57 w w") == 4  # prefix words and the request's word stay whole
+    # Hello | , | world | ! | 2026 | don | ' | t | tokenization = 9
+    assert approx_tokens("Hello, world! 2026 don't tokenization") == 9
     c = PromptCounter()
     assert c.count(parse({"model": "m", "prompt": [5, 6, 7]})) == 3  # token ids
     chat = parse({"model": "m", "messages": [{"role": "user", "content": "a b"},
@@ -101,3 +102,13 @@ def test_response_text_modes() -> None:
     assert "".join(response_pieces("echo", chat, 2, random.Random(0))) == "last one"
     a = response_pieces("random", chat, 40, random.Random(3))
     assert len(a) == 40 and a == response_pieces("random", chat, 40, random.Random(3))  # seeded
+
+
+def test_the_load_generators_prompts_count_exactly() -> None:
+    """workloads/prompts.py sends N words for an N-token request; the approximation must agree."""
+    from scalearena.workloads.base import RequestSpec
+    from scalearena.workloads.prompts import prompt_text
+
+    for rid, n, group, prefix in [(0, 1, -1, 0), (7, 128, -1, 0), (123456, 400, 12, 300), (99, 5000, 1234, 4096)]:
+        spec = RequestSpec(rid, "m", 0.0, n, 8, prefix_group=group, prefix_tokens=prefix)
+        assert approx_tokens(prompt_text(spec)) == n

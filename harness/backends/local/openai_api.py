@@ -21,12 +21,13 @@ the HTTP status, the shape the openai client reads.
 
 Prompt tokens: with ``--tokenizer PATH`` (a local tokenizer.json) the
 ``tokenizers`` library counts them as the model would. Otherwise a documented
-deterministic approximation of a BPE pre-tokenizer: one token per run of up
-to 8 letters, per run of up to 3 digits (GPT-style tokenizers split numbers
-so), per other non-space character. A prompt of N one-letter words (what the
-local load generator sends) is exactly N tokens; English prose comes out
-within about 10 % of GPT-2's count. The ``scalearena_prompt_tokens`` extension
-field overrides both.
+deterministic approximation, the word/punctuation split of a pre-tokenizer
+(and of llm-d-inference-sim's dummy tokenizer): one token per run of word
+characters (regex ``\\w+``), one per other non-space character. English prose comes
+out a little under a BPE count (long words are one token here), ahead of a
+plain word count (punctuation counts); a prompt of N alphanumeric words, what
+the load generator sends (workloads/prompts.py), is exactly N tokens. The
+``scalearena_prompt_tokens`` extension field overrides both.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from .load import PROMPT_TOKENS_FIELD
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's (and vLLM's completions) default output length
-_APPROX_TOKEN = re.compile(r"[^\W\d_]{1,8}|\d{1,3}|[^\w\s]|_")
+_APPROX_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 class ApiError(Exception):
@@ -200,7 +201,7 @@ def _content_text(content: Any) -> str:
 
 # -- generated text (--mode, as llm-d-inference-sim) ------------------------------------------------
 MODES = ("random", "echo")
-_PIECE = re.compile(r"\s*(?:[^\W\d_]{1,8}|\d{1,3}|[^\w\s]|_)")
+_PIECE = re.compile(r"\s*(?:\w+|[^\w\s])")
 _SENTENCES = (  # our own filler text for random mode
     "The scheduler admitted the request once a decode slot and its cache blocks were free.",
     "Autoscalers read the queue length and the cache usage before they add a replica.",
