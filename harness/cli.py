@@ -31,6 +31,7 @@ from rich.text import Text
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
 
+from .interrupts import Interrupted, deferred, exit_code, interruptible
 from .runner import CLUSTERS, SuiteRecorder, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario
@@ -151,12 +152,45 @@ def _jobs(jobs: int | None, cluster: str) -> int:
 
 def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None,
              report: bool = True) -> int:
-    """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code."""
+    """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code.
+
+    SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
+    with one more signal deferred while it is.
+    """
     _prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []
+    interrupted: KeyboardInterrupt | None = None
+    with interruptible():
+        try:
+            _execute(plans, out, cluster, jobs, name, rec, results)
+        except KeyboardInterrupt as e:
+            interrupted = e
+    with deferred("interrupted: writing the report of the finished runs (again to skip it)") as late:
+        try:
+            rec.close(complete=interrupted is None)
+            if any(r["status"] == "ok" for r in results):
+                if report:
+                    _write_report(out)
+                _print_table(results)
+        except KeyboardInterrupt as e:
+            interrupted = interrupted or e
+            err_console.print(Text("report not written (interrupted)"))
+    if late and interrupted is None:
+        interrupted = Interrupted(late[0])
+    for msg in dict.fromkeys(r["error"] for r in results if r["status"] == "bad_input"):
+        print_error(msg)
+    if interrupted is not None:
+        err_console.print(Text(f"interrupted: partial results kept in {out} (unfinished runs marked incomplete)"))
+        return exit_code(interrupted)
+    if any(r["status"] == "bad_input" for r in results):
+        return 2
+    return 1 if any(r["status"] != "ok" for r in results) else 0
+
+
+def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, rec: SuiteRecorder,
+             results: list[dict[str, Any]]) -> None:
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    interrupted = False
     with Progress(*columns, console=err_console, transient=False) as progress:
         total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
 
@@ -169,33 +203,17 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             line = Text.assemble("  ", mark, f" {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}")
             progress.console.print(line, highlight=False)
 
-        try:
-            if jobs == 1:
-                for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
-                    task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
+        if jobs > 1:
+            run_plans(plans, out, cluster, jobs, done)
+            return
+        for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
+            task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
 
-                    def advance(now: float, end: float, t: TaskID = task) -> None:
-                        progress.update(t, completed=min(now, end))
+            def advance(now: float, end: float, t: TaskID = task) -> None:
+                progress.update(t, completed=min(now, end))
 
-                    done(run_plan(p, out, cluster, advance))
-                    progress.remove_task(task)
-            else:
-                run_plans(plans, out, cluster, jobs, done)
-        except KeyboardInterrupt:
-            interrupted = True
-    rec.close(complete=not interrupted)
-    if any(r["status"] == "ok" for r in results):
-        if report:
-            _write_report(out)
-        _print_table(results)
-    for msg in dict.fromkeys(r["error"] for r in results if r["status"] == "bad_input"):
-        print_error(msg)
-    if interrupted:
-        err_console.print(Text(f"interrupted: partial results kept in {out} (marked incomplete)"))
-        return 130
-    if any(r["status"] == "bad_input" for r in results):
-        return 2
-    return 1 if any(r["status"] != "ok" for r in results) else 0
+            done(run_plan(p, out, cluster, advance))
+            progress.remove_task(task)
 
 
 def _prepare_out(out: Path) -> None:

@@ -6,6 +6,9 @@ after every finished run, so an interrupted suite keeps everything it measured
 and says which runs are missing. Simulated runs are independent and
 CPU-bound, so a suite fans them out over processes (``--jobs``, default all
 cores); runs on real processes or clusters share the host and go one at a time.
+On SIGINT/SIGTERM (harness/interrupts.py) queued runs are cancelled, workers
+are stopped, and rows of suite.json that never finished say ``interrupted``
+(a folder with a summary marked incomplete) or ``cancelled`` (never started).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from typing import Any
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
 
+from .interrupts import init_worker, stop_workers
 from .results import RunWriter, atomic_write_json
 from .scenario import Scenario
 from .suite import RunPlan
@@ -173,6 +177,10 @@ class SuiteRecorder:
         self.write()
 
     def close(self, complete: bool) -> None:
+        for row in self.doc["runs"]:
+            if row["status"] == "pending":  # never recorded: the suite was interrupted
+                started = (self.path.parent / row["dir"]).is_dir()  # its RunWriter made the folder
+                row["status"] = "interrupted" if started else "cancelled"
         self.doc["complete"] = complete and all(r["status"] == "ok" for r in self.doc["runs"])
         self.doc["finished_unix"] = time.time()
         self.write()
@@ -195,17 +203,25 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
             results.append(r)
             on_done(r)
         return results
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending: set[Future[dict[str, Any]]] = {pool.submit(run_plan, p, str(out), cluster) for p in plans}
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    r = f.result()
-                    results.append(r)
-                    on_done(r)
-        except KeyboardInterrupt:
-            for f in pending:
-                f.cancel()
-            raise
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=init_worker, initargs=(os.getpid(),))
+    try:
+        pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, p, str(out), cluster) for p in plans}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                r = f.result()
+                results.append(r)
+                on_done(r)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # queued runs never start
+        stop_workers()  # running ones are marked incomplete by their worker, which then exits
+        raise
+    pool.shutdown(wait=True)
     return results
+
+
+def _run_in_worker(plan: RunPlan, out: str, cluster: str) -> dict[str, Any]:
+    try:
+        return run_plan(plan, out, cluster)
+    except KeyboardInterrupt:  # SIGTERM from stop_workers (or the parent's death): the run is marked incomplete
+        os._exit(143)

@@ -196,23 +196,27 @@ def assert_no_leftovers(cli: LocalCli, at_least: int = 4) -> None:
     assert not left, f"children of the run still alive after the CLI exited: {left}"
 
 
-def test_ctrl_c_stops_every_child_and_keeps_partial_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_every_child_and_keeps_partial_results(tmp_path: Path, sig: int, code: int) -> None:
     out = tmp_path / "out"
     cli = LocalCli(out)
     try:
         cli.wait_for_progress()
         n_before = len(cli.seen)
         t_int = time.monotonic()
-        os.killpg(cli.proc.pid, signal.SIGINT)  # Ctrl-C: SIGINT to the foreground process group
+        if sig == signal.SIGINT:
+            os.killpg(cli.proc.pid, signal.SIGINT)  # Ctrl-C: SIGINT to the foreground process group
+        else:
+            cli.proc.send_signal(signal.SIGTERM)  # `kill PID`, a CI job's timeout: the main process only
         rc = cli.wait_exit()
         exit_s = time.monotonic() - t_int
         err = cli.stderr()
-        assert rc == 130, err
+        assert rc == code, err
         assert "Traceback" not in err, err
         assert "interrupted" in err
         assert exit_s < EXIT_TIMEOUT_S
         suite = assert_partial_results(cli.run_dir, out, "interrupted")
-        assert suite["runs"][0]["status"] == "pending", suite["runs"]  # never finished, never failed
+        assert suite["runs"][0]["status"] == "interrupted", suite["runs"]  # started, never finished, never failed
         assert not (cli.run_dir / "error.log").exists()  # Ctrl-C is not an error
         assert n_before >= 4
         assert_no_leftovers(cli)

@@ -41,6 +41,7 @@ from typing import Any
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 
+from ...interrupts import Interrupted
 from ...results import RunWriter
 from ...scenario import Scenario
 from .cluster import (
@@ -241,6 +242,6 @@ class KubeBackend:
             return None
 
         def handler(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt(f"signal {signum}")
+            raise Interrupted(signum)  # the one SIGINT/SIGTERM contract (harness/interrupts.py)
 
         return signal.signal(signal.SIGTERM, handler)

@@ -37,6 +37,7 @@ import requests as http
 from scalearena.contracts.errors import MetricsUnavailable, UserError
 from scalearena.controllers.base import ArrivalForecast, AutoscalerConfig, ClusterView, VariantView
 from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.interrupts import Interrupted
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
 from scalearena.harness.records import TimeseriesRecord
 from scalearena.harness.results import RunWriter
@@ -342,4 +343,4 @@ class LocalRun:
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise Interrupted(signum)  # the one SIGINT/SIGTERM contract (harness/interrupts.py)

@@ -1,0 +1,131 @@
+"""SIGINT and SIGTERM, the same in every mode: stop soon, keep what was measured.
+
+The one handler turns either signal into ``Interrupted`` (a ``KeyboardInterrupt``,
+so every ``except KeyboardInterrupt`` / ``finally`` on the way — a run writer
+marking its summary incomplete, the local supervisor stopping its servers,
+the kube backend tearing down — runs unchanged). What the signal must reach
+besides the main process:
+
+- queued runs: cancelled, never started (``run_plans``);
+- parallel workers: they ignore SIGINT (a terminal's Ctrl-C goes to the whole
+  foreground process group; only the parent decides), turn SIGTERM into
+  ``Interrupted`` once (so their run is marked incomplete) and ignore further
+  SIGTERMs while they write it (the executor terminates the other workers
+  again when the first one exits); the parent terminates every live child
+  with SIGTERM, waits a grace period, then SIGKILLs what is left;
+- a parent that is SIGKILLed cannot clean up, so each worker asks the kernel
+  (Linux ``prctl(PR_SET_PDEATHSIG)``) for SIGTERM when its parent dies.
+
+While the report of finished runs is written after an interruption, a
+further signal is deferred once (``deferred``), so a second Ctrl-C does not
+lose the report; a third one stops it.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived; ``exit_code`` is the shell's 128 + signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def exit_code(exc: BaseException) -> int:
+    return exc.exit_code if isinstance(exc, Interrupted) else 128 + signal.SIGINT
+
+
+def _raise(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise ``Interrupted`` in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, _raise) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def deferred(notice: str) -> Iterator[list[int]]:
+    """Within the block the first signal is only recorded (and ``notice`` printed); a second raises.
+
+    Yields the list of signals received, so the caller can still exit with the right code.
+    """
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    pid = os.getpid()
+
+    def note(signum: int, frame: Any) -> None:
+        if os.getpid() != pid:  # a forked helper (report renderer) inherited this handler: carry on
+            return
+        got.append(signum)
+        if len(got) > 1:
+            raise Interrupted(signum)
+        print(notice, file=sys.stderr, flush=True)
+
+    old = {s: signal.signal(s, note) for s in SIGNALS}
+    try:
+        yield got
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _worker_term(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the partial results be written; the parent SIGKILLs later
+    raise Interrupted(signum)
+
+
+def init_worker(parent_pid: int) -> None:
+    """ProcessPoolExecutor initializer: the worker's half of the contract in the module docstring."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_term)
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(143)
+
+
+def stop_workers(grace_s: float = 10.0) -> int:
+    """SIGTERM every live multiprocessing child, wait up to ``grace_s``, SIGKILL the rest; returns how many."""
+    children = multiprocessing.active_children()
+    for p in children:
+        p.terminate()
+    deadline = time.monotonic() + grace_s
+    for p in children:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in children:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=2.0)
+    return len(children)
