@@ -37,26 +37,27 @@ class VariantInfo:
     engine: Mapping[str, Any] = field(default_factory=dict)  # VariantView.engine: settings incl. kv_cache_blocks
 
 
-def engine_settings(spec: Any, where: str) -> dict[str, Any]:
+def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
     """A variant's engine settings as a policy sees them, ``kv_cache_blocks`` always filled in:
     explicit, or derived from GPU memory and the model shape exactly as the engine derives it
-    (``harness.engine.latency.build_latency``)."""
+    (``harness.engine.latency.build_latency``; ``gpu`` is a catalog name or a ``GPUSpec``)."""
     engine = spec.engine.model_dump(mode="json")
-    engine["kv_cache_blocks"] = build_latency(spec.engine, spec.gpu, where=where)[1]
+    engine["kv_cache_blocks"] = build_latency(spec.engine, gpu, where=where)[1]
     return engine
 
 
-def variant_info(spec: Any, index: int) -> VariantInfo:
+def variant_info(spec: Any, gpu: Any, index: int) -> VariantInfo:
     """``VariantInfo`` of the scenario's ``cluster.variants[index]`` (a ``harness.scenario.VariantSpec``)."""
     return VariantInfo(
         name=spec.name, model=spec.model, gpu=spec.gpu, gpus_per_replica=spec.gpus_per_replica, cost=spec.cost,
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
-        engine=engine_settings(spec, f"cluster.variants[{index}].engine"),
+        engine=engine_settings(spec, gpu, f"cluster.variants[{index}].engine"),
     )
 
 
 def scenario_variants(scenario: Any) -> tuple[VariantInfo, ...]:
-    return tuple(variant_info(v, i) for i, v in enumerate(scenario.cluster.variants))
+    """Every variant of a ``harness.scenario.Scenario`` (its GPU looked up in the scenario's catalog)."""
+    return tuple(variant_info(v, scenario.cluster.gpu(v.gpu), i) for i, v in enumerate(scenario.cluster.variants))
 
 
 def forecast_from_requests(requests: Sequence[Any], models: Iterable[str]) -> tuple[ArrivalForecast, ...]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 import requests
@@ -127,7 +128,14 @@ def _session(auth: PrometheusAuth) -> requests.Session:
 
 
 class PrometheusMetrics:
-    """``controllers.base.MetricsReader`` over a Prometheus HTTP API."""
+    """``harness.control.ports.MetricsSource`` (and ``controllers.base.MetricsReader``) over a
+    Prometheus HTTP API.
+
+    ``clock`` (a ``harness.control.ports.WallClock``) maps between the run's scenario time and
+    Prometheus' wall-clock timestamps: sample times in ``latest_pod_samples`` are returned in
+    scenario seconds and ``query(expr, at)`` evaluates at the wall time of scenario time ``at``.
+    Without it, times are Prometheus' own (unix seconds), as the in-cluster controller uses them.
+    """
 
     def __init__(
         self,
@@ -138,8 +146,10 @@ class PrometheusMetrics:
         auth: PrometheusAuth | None = None,
         timeout_s: float = 2.0,
         client: Any = None,  # a PrometheusConnect-like object (tests inject a fake)
+        clock: Any = None,  # WallClock: scenario time <-> wall time; None: unix seconds throughout
     ) -> None:
         self.url = url
+        self.clock = clock
         self.variants = dict(variants)
         self.promql = promql or PromQL()
         self.timeout_s = timeout_s
@@ -162,13 +172,37 @@ class PrometheusMetrics:
         return f"PrometheusMetrics(url={self.url!r}, variants={sorted(self.variants)})"
 
     # -- transport -------------------------------------------------------------------------------
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        """Run an instant query; any transport or API failure -> MetricsUnavailable."""
+    def _wall(self, t: float) -> float:
+        return self.clock.t0 + t / self.clock.time_scale if self.clock is not None else t
+
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """Run an instant query (at Prometheus' present, or at time ``at``); any transport or API
+        failure -> MetricsUnavailable."""
         try:
-            return list(self._client.custom_query(promql))
+            if at is None:
+                return list(self._client.custom_query(promql))
+            return list(self._client.custom_query(promql, params={"time": repr(self._wall(at))}))
         except Exception as e:  # requests errors, PrometheusApiClientException, bad JSON
             kind = type(e).__name__
             raise MetricsUnavailable(f"prometheus at {self.url} could not answer ({kind})") from None
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        """Run a range query over [start, end] every ``step`` seconds (the run's time)."""
+        from datetime import datetime
+
+        def stamp(t: float) -> datetime:
+            return datetime.fromtimestamp(self._wall(t), tz=UTC)
+
+        try:
+            scale = self.clock.time_scale if self.clock is not None else 1.0
+            return list(self._client.custom_query_range(promql, stamp(start), stamp(end),
+                                                        promql_duration(step / scale)))
+        except Exception as e:
+            kind = type(e).__name__
+            raise MetricsUnavailable(f"prometheus at {self.url} could not answer ({kind})") from None
+
+    def evaluate_at(self, now: float) -> None:
+        """Prometheus answers at its own present; nothing to pin."""
 
     def _model(self, variant: str) -> str:
         try:
@@ -229,7 +263,7 @@ class PrometheusMetrics:
             out.append(
                 PodMetrics(
                     pod=pod,
-                    ts=ts.get(pod, 0.0),
+                    ts=self.clock.from_wall(ts.get(pod, 0.0)) if self.clock is not None else ts.get(pod, 0.0),
                     kv_usage=kv[pod],
                     waiting=int(waiting.get(pod, 0)),
                     running=int(running.get(pod, 0)),

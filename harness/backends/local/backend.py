@@ -34,17 +34,19 @@ from typing import Any
 
 import requests as http
 
-from scalearena.contracts.errors import MetricsUnavailable, UserError
-from scalearena.controllers.base import ArrivalForecast, AutoscalerConfig, ClusterView, VariantView
+from scalearena.contracts.errors import UserError
+from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.interrupts import Interrupted
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
-from scalearena.harness.records import TimeseriesRecord
 from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import Scenario
 
+from ...control.plane import ControlPlane
+from ...control.ports import LoadSample, WallClock
+from ...control.view import forecast_from_requests, scenario_variants
 from . import load
-from .pods import PENDING, READY, PodSet
+from .pods import PENDING, PodSet
 from .prometheus import PrometheusProcess
 from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
 
@@ -76,17 +78,16 @@ class LocalRun:
 
         self.sc, self.config, self.writer, self.progress, self.opts = sc, config, writer, progress, opts
         self.scale = opts.time_scale
-        self.policy = REGISTRY.build(config)
         self.dir = Path(writer.dir).resolve()  # children get absolute paths (a relative --out broke file-SD)
         self.sup = Supervisor(self.dir / "logs")
         self.requests = build_requests(sc)
         self.end_s = sc.duration_s + sc.drain_s
-        self.t0 = 0.0
+        self.clock = WallClock(self.scale)
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
         self.prom = PrometheusProcess(self.sup, self.dir, sc.metrics.scrape_interval_s, sc.metrics.staleness_s,
                                       self.scale)
         self.reader = PrometheusMetrics(self.prom.url, {v.name: v.model for v in sc.cluster.variants},
-                                        promql=PromQL(time_scale=self.scale))
+                                        promql=PromQL(time_scale=self.scale), clock=self.clock)
         self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event,
                            sc.cluster.gpu_types)
         self.router_port = free_port()
@@ -99,15 +100,18 @@ class LocalRun:
         with os.fdopen(fd, "w") as f:
             f.write(token)
         self._http.headers["Authorization"] = f"Bearer {token}"
-        self._forecast = tuple(
-            ArrivalForecast(m, tuple(r.arrival_s for r in rs), tuple(r.input_tokens for r in rs),
-                            tuple(r.output_tokens for r in rs))
-            for m in self.models for rs in [[r for r in self.requests if r.model == m]]
-        )
+        self.control = ControlPlane(
+            REGISTRY.build(config), config.label, scenario_variants(sc), clock=self.clock, metrics=self.reader,
+            actuator=self.pods, probe=self, writer=writer,
+            forecast=forecast_from_requests(self.requests, self.models), gpu_capacity=sc.cluster.gpu_capacity)
 
     # -- clock -----------------------------------------------------------------------------------
+    @property
+    def t0(self) -> float:
+        return self.clock.t0
+
     def now(self) -> float:
-        return (time.time() - self.t0) * self.scale
+        return self.clock.now()
 
     def _event(self, kind: str, details: dict[str, Any]) -> None:
         self.writer.add_event(self.now() if self.t0 else 0.0, kind, **details)
@@ -169,7 +173,7 @@ class LocalRun:
         self.prom.wait_for_up_targets(2.0 * self.sc.metrics.scrape_interval_s / self.scale + 5.0)
         schedule = self.dir / "schedule.jsonl"
         load.write_schedule(schedule, self.requests)
-        self.t0 = time.time() + 2.0  # Locust needs about a second to import and connect
+        self.clock.t0 = time.time() + 2.0  # Locust needs about a second to import and connect
         env = {
             load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(self.dir / "records-{worker}.jsonl"),
             load.ENV_T0: repr(self.t0), load.ENV_TIME_SCALE: repr(self.scale),
@@ -184,12 +188,10 @@ class LocalRun:
     def _loop(self) -> None:
         sc = self.sc
         next_decide, next_fast, next_sample = 0.0, 0.0, sc.metrics.sample_interval_s
-        fast = getattr(self.policy, "fast_period_s", None)
+        fast = self.control.fast_period_s
         faults = sorted(((f.start_s if f.kind != "pod_crash" else f.at_s), i) for i, f in enumerate(sc.faults))
         outage_ends = sorted((f.end_s, i) for i, f in enumerate(sc.faults) if f.kind == "metrics_outage")
         self.pods.startup_factor = self._startup_factor
-        self._last_sample, self._arrivals_at = 0.0, 0
-        self._completed_prev: dict[str, int] = {}  # variant -> requests completed at the last sample
         while True:
             t = self.now()
             locust = self.sup.get("locust")
@@ -205,19 +207,21 @@ class LocalRun:
                 self._fault(t, sc.faults[outage_ends.pop(0)[1]], start=False)
             self.pods.poll()
             if t >= next_decide:
-                self._decide(t, fast_loop=False)
-                next_decide = t + self.policy.period_s
+                self.control.decide()
+                next_decide = t + self.control.policy.period_s
             if fast and t >= next_fast:
-                self._decide(t, fast_loop=True)
+                self.control.decide(fast=True)
                 next_fast = t + float(fast)
             self.pods.reconcile()
             if t >= next_sample:
-                self._sample(t)
+                self.control.sample()
+                self.writer.checkpoint()
                 next_sample += sc.metrics.sample_interval_s
             if self.progress:
                 self.progress(min(t, self.end_s), self.end_s)
             time.sleep(TICK_WALL_S)
-        self._sample(self.now())
+        self.control.sample()
+        self.writer.checkpoint()
 
     # -- faults ----------------------------------------------------------------------------------
     def _startup_factor(self) -> float:
@@ -241,81 +245,33 @@ class LocalRun:
             pod = self.pods.crash(variant)
             self.writer.add_event(t, "pod_crash", pod=pod.name if pod else None, variant=variant)
 
-    # -- autoscaler ------------------------------------------------------------------------------
-    def build_view(self, t: float) -> ClusterView:
-        variants = []
-        for v in self.sc.cluster.variants:
-            ready, pending, terminating = self.pods.counts(v.name)
-            ready_names = {p.name for p in self.pods.of(v.name, READY)}
-            available = self.prom.running()
-            pods: tuple = ()
-            if available:
-                try:
-                    samples = self.reader.latest_pod_samples(v.name)
-                    pods = tuple(
-                        type(s)(s.pod, (s.ts - self.t0) * self.scale, s.kv_usage, s.waiting, s.running, s.gpu_util,
-                                s.num_gpu_blocks, s.block_size)
-                        for s in samples if s.pod in ready_names
-                    )
-                except MetricsUnavailable:
-                    available = False
-            engine = v.engine.model_dump(mode="json")
-            variants.append(VariantView(
-                name=v.name, model=v.model, gpu=v.gpu, gpus_per_replica=v.gpus_per_replica, cost=v.cost,
-                min_replicas=v.min_replicas, max_replicas=v.max_replicas, spec_replicas=self.pods.desired[v.name],
-                ready=ready, pending=pending, terminating=terminating, pods=pods, metrics_available=available,
-                startup_s=v.startup_s, engine=engine,
-            ))
-        state = self._router_state()
-        return ClusterView(now=t, variants=tuple(variants), metrics=self.reader,
-                           router_queue={m: int(state.get("queue", {}).get(m, 0)) for m in self.models},
-                           gpu_capacity=self.sc.cluster.gpu_capacity, forecast=self._forecast)
-
-    def _decide(self, t: float, fast_loop: bool) -> None:
-        view = self.build_view(t)
-        decisions = self.policy.decide_fast(t, view) if fast_loop else self.policy.decide(t, view)
-        for dec in decisions:
-            if not fast_loop or dec.action != "hold":
-                self.writer.add_decision(t, self.config.label, dec, loop="fast" if fast_loop else "main")
-            v = next(x for x in self.sc.cluster.variants if x.name == dec.variant)
-            self.pods.desired[dec.variant] = max(v.min_replicas, min(v.max_replicas, dec.desired_replicas))
-
-    # -- samples ---------------------------------------------------------------------------------
+    # -- the control plane's LoadProbe: the router's own view -----------------------------------------
     def _router_state(self) -> dict[str, Any]:
         try:
             return dict(self._http.get(self.router_url + "/admin/state", timeout=1.0).json())
         except (http.RequestException, ValueError):
             return {}
 
-    def _sample(self, t: float) -> None:
-        dt = t - self._last_sample
+    def router_queue(self) -> dict[str, int]:
+        queue = self._router_state().get("queue", {})
+        return {m: int(queue.get(m, 0)) for m in self.models}
+
+    def load(self, now: float, since: float) -> dict[str, LoadSample]:
+        """Per-pod KV usage, busy fraction and queue lengths as the router last polled them from the
+        engines; completions as the router counted them."""
         state = self._router_state()
         pods_state = state.get("pods", {})
         completed = state.get("completed", {})
-        n_arr = {m: 0 for m in self.models}
-        while self._arrivals_at < len(self.requests) and self.requests[self._arrivals_at].arrival_s <= t:
-            n_arr[self.requests[self._arrivals_at].model] += 1
-            self._arrivals_at += 1
+        out = {}
         for v in self.sc.cluster.variants:
-            ready, pending, terminating = self.pods.counts(v.name)
             mine = [s for s in pods_state.values() if s.get("variant") == v.name]
             live = [s for s in mine if s.get("state") == "ready"]
-            kvs = [float(s["kv_usage"]) for s in live]
-            utils = [float(s["gpu_util"]) for s in live if s.get("gpu_util") is not None]
-            done = int(completed.get(v.name, 0))
-            self.writer.add_timeseries(TimeseriesRecord(
-                t_s=round(t, 6), variant=v.name, model=v.model, spec_replicas=self.pods.desired[v.name],
-                ready_replicas=ready, pending_replicas=pending, terminating_replicas=terminating,
-                kv_usage_mean=sum(kvs) / len(kvs) if kvs else None, kv_usage_max=max(kvs) if kvs else None,
+            out[v.name] = LoadSample(
+                kv_usage=tuple(float(s["kv_usage"]) for s in live),
+                gpu_util=tuple(float(s["gpu_util"]) for s in live if s.get("gpu_util") is not None),
                 waiting=sum(int(s["waiting"]) for s in mine), running=sum(int(s["running"]) for s in mine),
-                gpu_util_mean=sum(utils) / len(utils) if utils else None,
-                offered_rps=n_arr[v.model] / dt if dt > 0 else 0.0,
-                completed_rps=(done - self._completed_prev.get(v.name, 0)) / dt if dt > 0 else 0.0,
-                router_queue=int(state.get("queue", {}).get(v.model, 0)),
-            ))
-            self._completed_prev[v.name] = done
-        self._last_sample = t
-        self.writer.checkpoint()
+                completed_ok=int(completed.get(v.name, 0)))
+        return out
 
     # -- results ---------------------------------------------------------------------------------
     def _collect(self, final: bool) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import requests
 
+from ...control.ports import ReplicaStatus
 from .supervisor import LOOPBACK, Supervisor, free_port
 
 PENDING, READY, TERMINATING, GONE = "pending", "ready", "terminating", "gone"
@@ -78,6 +79,16 @@ class PodSet:
         pods = self.of(variant)
         return (sum(p.state == READY for p in pods), sum(p.state == PENDING for p in pods),
                 sum(p.state == TERMINATING for p in pods))
+
+    # -- the control plane's Actuator ------------------------------------------------------------
+    def replicas(self, variant: str) -> ReplicaStatus:
+        ready, pending, terminating = self.counts(variant)
+        return ReplicaStatus(spec=self.desired[variant], ready=tuple(p.name for p in self.of(variant, READY)),
+                             pending=pending, terminating=terminating)
+
+    def scale(self, variant: str, replicas: int) -> None:
+        """Desired replicas; the run's loop calls ``reconcile`` right after the decision pass."""
+        self.desired[variant] = replicas
 
     # -- actuation -------------------------------------------------------------------------------
     def spawn(self, variant: str, warm: bool = False) -> Pod:
