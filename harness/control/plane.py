@@ -25,10 +25,11 @@ from .view import VariantInfo, build_view
 
 
 class ControlPlane:
-    """One run's control plane. ``writer`` needs ``add_decision`` and ``add_timeseries``
+    """One run's control plane. ``policy`` None: sampling only (an in-cluster HPA/KEDA/WVA decides).
+    ``writer`` needs ``add_decision`` and ``add_timeseries``
     (a ``harness.results.RunWriter``); ``emit_row`` overrides where sampled rows go."""
 
-    def __init__(self, policy: Autoscaler, label: str, variants: Sequence[VariantInfo], *, clock: Clock,
+    def __init__(self, policy: Autoscaler | None, label: str, variants: Sequence[VariantInfo], *, clock: Clock,
                  metrics: MetricsSource, actuator: Actuator, probe: LoadProbe, writer: Any,
                  forecast: tuple[ArrivalForecast, ...] = (), gpu_capacity: Mapping[str, int] | None = None,
                  emit_row: Callable[[TimeseriesRecord], None] | None = None) -> None:
@@ -58,9 +59,10 @@ class ControlPlane:
                           forecast=self.forecast, with_pods=with_pods)
 
     # ---- decide + apply -----------------------------------------------------------------------------
-    def decide(self, fast: bool = False) -> list[Decision]:
+    def decide(self, fast: bool = False, now: float | None = None) -> list[Decision]:
         """One pass of the main loop (or the fast loop): decide on a fresh view, record, apply."""
-        now = self.clock.now()
+        assert self.policy is not None, "no policy runs here (an in-cluster autoscaler decides)"
+        now = self.clock.now() if now is None else now
         view = self.view(now)
         decisions = self.policy.decide_fast(now, view) if fast else self.policy.decide(now, view)
         spec = {v.name: v.spec_replicas for v in view.variants}
@@ -86,10 +88,11 @@ class ControlPlane:
         dt = now - self.last_sample
         offered = self._offered(now)
         queue = self.probe.router_queue()
+        status = self.replicas()  # before load(): a probe may read only the pods found ready here
         load = self.probe.load(now, self.last_sample)
         rows = []
         for info in self.variants:
-            st = self.actuator.replicas(info.name)
+            st = status[info.name]
             ld = load[info.name]
             kvs, utils = ld.kv_usage, ld.gpu_util
             done = ld.completed_ok

@@ -27,16 +27,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scalearena.contracts.errors import MetricsUnavailable
-from scalearena.controllers.base import (
-    Autoscaler,
-    ClusterView,
-    Decision,
-    MetricsReader,
-    PodMetrics,
-    VariantView,
-)
+from scalearena.controllers.base import Autoscaler, ClusterView, Decision, MetricsReader
 
+from ..control.ports import ReplicaStatus
+from ..control.view import VariantInfo, build_view, metrics_router_queue
 from .actuator import MetricPublisher, ScaleActuator
 from .kubeapi import Conflict, KubeAPI, NotFound, Obj, selector_string
 from .status import (
@@ -119,6 +113,24 @@ def pod_counts(pods: list[Obj]) -> tuple[list[str], int, int]:
     return ready, pending, terminating
 
 
+def variant_info(st: VariantState) -> VariantInfo:
+    """A VariantAutoscaling's static facts; engine settings from its Deployment's container args."""
+    spec = st.va["spec"]
+    dep = st.deployment or {}
+    startup = dep.get("metadata", {}).get("annotations", {}).get("scalearena.io/startup-s")
+    return VariantInfo(
+        name=st.name, model=st.model, gpu=st.accelerator, gpus_per_replica=int(spec.get("acceleratorCount", 1)),
+        cost=float(spec.get("variantCost", "10.0")), min_replicas=int(spec.get("minReplicas", DEFAULT_MIN)),
+        max_replicas=int(spec.get("maxReplicas", DEFAULT_MAX)), startup_s=float(startup) if startup else None,
+        engine=engine_from_args(dep) if dep else {})
+
+
+def replica_status(st: VariantState) -> ReplicaStatus:
+    ready, pending, terminating = pod_counts(st.pods)
+    return ReplicaStatus(spec=st.spec_replicas, ready=tuple(ready), pending=pending, terminating=terminating,
+                         target_exists=st.deployment is not None)
+
+
 class WVAKubeController:
     def __init__(self, api: KubeAPI, policy: Autoscaler, metrics: MetricsFactory, namespace: str, *,
                  actuator: str = "hpa", publisher: MetricPublisher | None = None,
@@ -158,47 +170,19 @@ class WVAKubeController:
         return states
 
     def build_view(self, now: float, states: dict[str, VariantState], with_pods: bool = True) -> ClusterView:
+        """The view from the VariantAutoscalings, their Deployments and Prometheus, through the
+        harness's one view builder (harness.control.view)."""
         reader = self.metrics_reader({n: s.model for n, s in states.items()})
-        variants = []
-        for st in sorted(states.values(), key=lambda s: s.name):
-            ready, pending, terminating = pod_counts(st.pods)
-            samples: tuple[PodMetrics, ...] = ()
-            if with_pods and st.deployment is not None:
-                try:
-                    latest = getattr(reader, "latest_pod_samples", None)
-                    got = latest(st.name) if latest else []
-                    samples = tuple(p for p in got if p.pod in set(ready))
-                except MetricsUnavailable as e:
-                    st.metrics_available, st.metrics_error = False, str(e)
-            spec = st.va["spec"]
-            dep = st.deployment or {}
-            startup = dep.get("metadata", {}).get("annotations", {}).get("scalearena.io/startup-s")
-            variants.append(VariantView(
-                name=st.name, model=st.model, gpu=st.accelerator,
-                gpus_per_replica=int(spec.get("acceleratorCount", 1)),
-                cost=float(spec.get("variantCost", "10.0")),
-                min_replicas=int(spec.get("minReplicas", DEFAULT_MIN)),
-                max_replicas=int(spec.get("maxReplicas", DEFAULT_MAX)),
-                spec_replicas=st.spec_replicas, ready=len(ready), pending=pending, terminating=terminating,
-                pods=samples, metrics_available=st.metrics_available, target_exists=st.deployment is not None,
-                startup_s=float(startup) if startup else None,
-                engine=engine_from_args(dep) if dep else {},
-            ))
-        return ClusterView(now=now, variants=tuple(variants), metrics=reader,
-                           router_queue=self._router_queue(reader, {s.model for s in states.values()}))
-
-    @staticmethod
-    def _router_queue(reader: MetricsReader, models: set[str]) -> dict[str, int]:
-        fn = getattr(reader, "router_queue", None)
-        if fn is None:
-            return {}
-        out: dict[str, int] = {}
-        for m in sorted(models):
-            try:
-                out[m] = int(fn(m))
-            except MetricsUnavailable:
-                pass
-        return out
+        ordered = sorted(states.values(), key=lambda s: s.name)
+        errors: dict[str, str] = {}
+        view = build_view(
+            now, [variant_info(st) for st in ordered], {st.name: replica_status(st) for st in ordered},
+            reader,  # type: ignore[arg-type]
+            router_queue=metrics_router_queue(reader, (s.model for s in ordered)), with_pods=with_pods,
+            metrics_errors=errors)
+        for name, message in errors.items():
+            states[name].metrics_available, states[name].metrics_error = False, message
+        return view
 
     # ---- the loops -----------------------------------------------------------------------------
     def reconcile(self) -> list[Decision]:

@@ -54,6 +54,9 @@ class FakeMetrics:
         if self.down:
             raise MetricsUnavailable("prometheus at http://prometheus:9090 could not answer (ConnectionError)")
 
+    def evaluate_at(self, now: float) -> None:
+        pass  # answers do not depend on the time
+
     def latest_pod_samples(self, variant: str) -> list[PodMetrics]:
         self._check()
         return self.samples.get(variant, [])

@@ -144,6 +144,9 @@ def test_cluster_mode_needs_an_image_registry(tmp_path: Path, monkeypatch: pytes
 
 
 class FakeProm:
+    def evaluate_at(self, now: float) -> None:
+        pass  # answers do not depend on the time
+
     def latest_pod_samples(self, variant: str) -> list[PodMetrics]:
         if variant != "va-a100":
             return []
@@ -168,19 +171,19 @@ def test_sampler_records_replicas_metrics_and_every_request(tmp_path: Path) -> N
     model = sc.cluster.variants[0].model
     reqs = [RequestSpec(i, model, float(i), 10, 5) for i in range(4)]  # arrivals at 0, 1, 2, 3 s
     s.set_arrivals(reqs)
-    s.sample(2.0, 0.0)
+    s.sample(2.0)
     row = s.rows[0]
     # fixture: spec 2, pods 2 ready + 1 pending + 1 terminating; KV (0.4 + 0.8) / 2 = 0.6, waiting 2 + 4 = 6
     assert (row.spec_replicas, row.ready_replicas, row.pending_replicas, row.terminating_replicas) == (2, 2, 1, 1)
     assert row.kv_usage_mean == pytest.approx(0.6) and row.kv_usage_max == 0.8
     assert (row.waiting, row.running, row.router_queue) == (6, 4, 5)
-    assert row.offered_rps == 1.0  # arrivals in (0, 2]: t=1 and t=2 -> 2 / 2 s
+    assert row.offered_rps == 1.5  # the first sample counts from the start: arrivals 0, 1, 2 in [0, 2] -> 3 / 2 s
     records = tmp_path / "records-0.jsonl"
     records.write_text(json.dumps({"request_id": 0, "model": model, "arrival_s": 0.0, "first_token_s": 0.2,
                                    "end_s": 1.0, "input_tokens": 10, "output_tokens": 5, "status": "ok",
                                    "http_status": 200, "variant": "va-a100", "pod": "p", "ttft_ms": 200.0,
                                    "itl_ms": 10.0, "e2e_ms": 1000.0}) + "\n")
-    s.clock = lambda: s.t0 + 10.0
+    s.clock.wall = lambda: s.t0 + 10.0
     s.finish([records], reqs)
     assert sorted(r.request_id for r in w.requests) == [0, 1, 2, 3]  # every request once
     assert [r.status for r in w.requests] == ["ok", "error", "error", "error"]  # 3 never reported
@@ -192,9 +195,9 @@ def test_sampler_records_an_in_cluster_hpa_scaling_as_a_decision(tmp_path: Path)
     w = writer(tmp_path)
     fake = fake_api(tmp_path, [])
     s = Sampler(sc, sc.autoscaler("hpa"), w, fake, FakeProm(), native=True)
-    s.sample(5.0, 0.0)
+    s.sample(5.0)
     fake.store[("Deployment", "scalearena", "va-a100")]["spec"]["replicas"] = 3
-    s.sample(10.0, 5.0)
+    s.sample(10.0)
     assert [(d["variant"], d["current_replicas"], d["desired_replicas"]) for d in w.decisions] == [("va-a100", 2, 3)]
 
 
@@ -205,8 +208,8 @@ def test_non_native_autoscaler_runs_here_and_patches_scale(tmp_path: Path, monke
     cfg = REGISTRY.default_config("static")
     fake = fake_api(tmp_path, [])
     s = Sampler(sc, cfg, writer(tmp_path), fake, FakeProm(), native=False)
-    views = s.sample(5.0, 0.0)
-    s.decide(5.0, views, fast=False)
+    s.sample(5.0)
+    s.decide(5.0, fast=False)
     assert s.writer.decisions, "the out-of-cluster policy's decisions are recorded"
     assert all(d["autoscaler"] == cfg.label for d in s.writer.decisions)
 

@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import MetricsUnavailable
-from scalearena.controllers.base import AutoscalerConfig, ClusterView, Decision, Reason, VariantView
+from scalearena.controllers.base import AutoscalerConfig, Decision, Reason
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.k8s.actuator import ScaleActuator
 from scalearena.harness.k8s.controller import pod_counts
 from scalearena.harness.k8s.kubeapi import NotFound, selector_string
 
+from ...control.plane import ControlPlane
+from ...control.ports import LoadSample, ReplicaStatus, WallClock
+from ...control.view import forecast_from_requests, metrics_router_queue, scenario_variants
 from ...records import TimeseriesRecord
 from ...results import RunWriter
 from ...scenario import Scenario
@@ -43,23 +46,43 @@ from .scenario import NAMESPACE
 
 
 class Sampler:
+    """The kube run's measured part. It is the run's ``Actuator`` (Deployments and pods read from
+    the API server, the scale subresource) and ``LoadProbe`` (the latest vLLM samples in
+    Prometheus); the control plane (``self.control``) builds the view, decides, applies, samples."""
+
     def __init__(self, sc: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, api: Any, metrics: Any, *,
                  native: bool, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
                  ) -> None:
         self.sc, self.cfg, self.writer, self.api, self.metrics = sc, autoscaler, writer, api, metrics
-        self.native, self.clock, self.sleep = native, clock, sleep
-        self.policy = None if native else REGISTRY.build(autoscaler)
+        self.native, self.sleep = native, sleep
+        self.clock = WallClock(1.0, wall=clock)
+        if getattr(metrics, "clock", "absent") is None:  # PrometheusMetrics: sample times on the run's axis
+            metrics.clock = self.clock
         self.scaler = ScaleActuator(api)
         self.end_s = sc.duration_s + sc.drain_s
-        self.t0 = 0.0
         self.rows: list[TimeseriesRecord] = []
         self._last_spec: dict[str, int] = {}
         self._last_desired: dict[str, int] = {}
-        self._arrivals: dict[str, list[float]] = {}  # model -> sorted scheduled arrival times
-        self._queues: dict[str, int] = {}
+        self._status: dict[str, ReplicaStatus] = {}  # variant -> its last read (load() filters by it)
         self._pod_ips: dict[str, tuple[str, str]] = {}  # pod IP -> (pod name, variant), from every pod read
+        self._variants = scenario_variants(sc)
+        self.control = self._plane(())
 
-    # ---- reads -------------------------------------------------------------------------------------
+    def _plane(self, forecast: tuple[Any, ...]) -> ControlPlane:
+        policy = None if self.native else REGISTRY.build(self.cfg)
+        return ControlPlane(policy, self.cfg.label, self._variants, clock=self.clock, metrics=self.metrics,
+                            actuator=self, probe=self, writer=self.writer, forecast=forecast,
+                            gpu_capacity=self.sc.cluster.gpu_capacity, emit_row=self.rows.append)
+
+    @property
+    def t0(self) -> float:
+        return self.clock.t0
+
+    @t0.setter
+    def t0(self, value: float) -> None:
+        self.clock.t0 = value
+
+    # ---- Actuator: the API server ------------------------------------------------------------------
     def read_variant(self, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         try:
             dep = self.api.get_deployment(NAMESPACE, name)
@@ -73,43 +96,45 @@ class Sampler:
                 self._pod_ips[ip] = (p["metadata"]["name"], name)
         return dep, pods
 
-    def sample(self, t: float, t_prev: float) -> list[VariantView]:
-        views = []
-        queues: dict[str, int] = {}
+    def replicas(self, variant: str) -> ReplicaStatus:
+        dep, pods = self.read_variant(variant)
+        ready, pending, terminating = pod_counts(pods)
+        st = ReplicaStatus(spec=int(dep["spec"].get("replicas", 0)) if dep else 0, ready=tuple(ready),
+                           pending=pending, terminating=terminating, target_exists=dep is not None)
+        self._status[variant] = st
+        return st
+
+    def scale(self, variant: str, replicas: int) -> None:
+        self.scaler.scale(NAMESPACE, variant, replicas)
+
+    # ---- LoadProbe: Prometheus ----------------------------------------------------------------------
+    def router_queue(self) -> dict[str, int]:
+        return metrics_router_queue(self.metrics, (v.model for v in self.sc.cluster.variants))
+
+    def load(self, now: float, since: float) -> dict[str, LoadSample]:
+        """The latest scraped sample of each ready pod; completions are counted after the run (``finish``)."""
+        out = {}
         for v in self.sc.cluster.variants:
-            dep, pods = self.read_variant(v.name)
-            ready, pending, terminating = pod_counts(pods)
-            spec = int(dep["spec"].get("replicas", 0)) if dep else 0
-            available, samples = True, []
+            st = self._status.get(v.name)
+            ready = set(st.ready) if st else set()
             try:
-                samples = [p for p in self.metrics.latest_pod_samples(v.name) if p.pod in set(ready)]
-                if v.model not in queues:
-                    queues[v.model] = int(self.metrics.router_queue(v.model))
+                samples = [p for p in self.metrics.latest_pod_samples(v.name) if p.pod in ready]
             except MetricsUnavailable:
-                available = False
-            kv = [p.kv_usage for p in samples]
-            gpu = [p.gpu_util for p in samples if p.gpu_util is not None]
-            arr = self._arrivals.get(v.model, [])
-            lo, hi = bisect.bisect_right(arr, t_prev), bisect.bisect_right(arr, t)
-            dt = max(t - t_prev, 1e-9)
-            self.rows.append(TimeseriesRecord(
-                t_s=round(t, 3), variant=v.name, model=v.model, spec_replicas=spec, ready_replicas=len(ready),
-                pending_replicas=pending, terminating_replicas=terminating,
-                kv_usage_mean=sum(kv) / len(kv) if kv else None, kv_usage_max=max(kv) if kv else None,
-                waiting=sum(p.waiting for p in samples), running=sum(p.running for p in samples),
-                gpu_util_mean=sum(gpu) / len(gpu) if gpu else None,
-                offered_rps=(hi - lo) / dt, completed_rps=0.0,
-                router_queue=queues.get(v.model, 0)))
-            if self.native and self.cfg.kind != "wva" and dep is not None:
-                self._record_spec_change(t, v.name, spec)
-            views.append(VariantView(
-                name=v.name, model=v.model, gpu=v.gpu, gpus_per_replica=v.gpus_per_replica, cost=v.cost,
-                min_replicas=v.min_replicas, max_replicas=v.max_replicas, spec_replicas=spec, ready=len(ready),
-                pending=pending, terminating=terminating, pods=tuple(samples), metrics_available=available,
-                target_exists=dep is not None, startup_s=v.startup_s,
-                engine=v.engine.model_dump(mode="json")))
-        self._queues = queues
-        return views
+                samples = []
+            out[v.name] = LoadSample(
+                kv_usage=tuple(p.kv_usage for p in samples),
+                gpu_util=tuple(p.gpu_util for p in samples if p.gpu_util is not None),
+                waiting=sum(p.waiting for p in samples), running=sum(p.running for p in samples), completed_ok=None)
+        return out
+
+    # ---- samples and decisions ----------------------------------------------------------------------
+    def sample(self, t: float) -> list[TimeseriesRecord]:
+        rows = self.control.sample(t)
+        if self.native and self.cfg.kind != "wva":
+            for row in rows:
+                if self._status[row.variant].target_exists:
+                    self._record_spec_change(t, row.variant, row.spec_replicas)
+        return rows
 
     def _record_spec_change(self, t: float, name: str, spec: int) -> None:
         prev = self._last_spec.get(name)
@@ -132,27 +157,19 @@ class Sampler:
                 variant=name, current_replicas=current, desired_replicas=int(desired),
                 reasons=(Reason("wva.status", alloc.get("reason") or "VariantAutoscaling status"),)))
 
-    def decide(self, t: float, views: list[VariantView], fast: bool) -> None:
-        assert self.policy is not None
-        view = ClusterView(now=t, variants=tuple(views), metrics=self.metrics, router_queue=dict(self._queues))
-        decisions = self.policy.decide_fast(t, view) if fast else self.policy.decide(t, view)
-        for d in decisions:
-            self.writer.add_decision(t, self.cfg.label, d, loop="fast" if fast else "main")
-            if d.desired_replicas != d.current_replicas:
-                self.scaler.scale(NAMESPACE, d.variant, d.desired_replicas)
+    def decide(self, t: float, fast: bool) -> None:
+        self.control.decide(fast=fast, now=t)
 
     # ---- the run ------------------------------------------------------------------------------------
     def set_arrivals(self, requests: list[Any]) -> None:
-        self._arrivals = {}
-        for r in requests:
-            self._arrivals.setdefault(r.model, []).append(r.arrival_s)
-        for times in self._arrivals.values():
-            times.sort()
+        """The run's schedule: offered load in the time series and the oracle's forecast."""
+        models = dict.fromkeys(v.model for v in self.sc.cluster.variants)
+        self.control = self._plane(forecast_from_requests(requests, models))
 
     def start_load(self, gateway: str, logs: Path, requests: list[Any]) -> subprocess.Popen[bytes]:
         schedule = logs.parent / "schedule.jsonl"
         load.write_schedule(schedule, requests)
-        self.t0 = self.clock() + 3.0  # Locust needs about a second to import and connect
+        self.t0 = self.clock.wall() + 3.0  # Locust needs about a second to import and connect
         env = {load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(logs.parent / "records-{worker}.jsonl"),
                load.ENV_T0: repr(self.t0), load.ENV_TIME_SCALE: "1.0",
                load.ENV_TIMEOUT_S: repr(self.sc.client.timeout_s), load.ENV_END_S: repr(self.end_s)}
@@ -187,18 +204,18 @@ class Sampler:
             self.finish(sorted(logs.parent.glob("records-*.jsonl")), requests)
 
     def loop(self, load_alive: Callable[[], bool], progress: Callable[[float, float], None] | None) -> None:
-        period = self.policy.period_s if self.policy else None
-        fast = getattr(self.policy, "fast_period_s", None) if self.policy else None
+        policy = self.control.policy
+        period = policy.period_s if policy else None
+        fast = self.control.fast_period_s
         every = self.sc.metrics.sample_interval_s
         next_sample = next_decide = next_fast = 0.0
-        t_prev = 0.0
-        views: list[VariantView] = []
+        sampled = False
         while True:
-            t = self.clock() - self.t0
+            t = self.clock.now()
             done = t >= self.end_s + 15.0 or (t >= self.end_s and not load_alive())
             if t >= next_sample or done:  # the last sample is taken at the end
-                views = self.sample(t, t_prev)
-                t_prev, next_sample = t, t + every
+                self.sample(t)
+                sampled, next_sample = True, t + every
                 if self.cfg.kind == "wva" and self.native:
                     self.record_wva_status(t)
                 self.writer.checkpoint()
@@ -206,11 +223,11 @@ class Sampler:
                     progress(min(t, self.end_s), self.end_s)
             if done:
                 break
-            if period and t >= next_decide and views:
-                self.decide(t, views, fast=False)
+            if period and t >= next_decide and sampled:
+                self.decide(t, fast=False)
                 next_decide = t + period
-            if fast and t >= next_fast and views:
-                self.decide(t, views, fast=True)
+            if fast and t >= next_fast and sampled:
+                self.decide(t, fast=True)
                 next_fast = t + float(fast)
             self.sleep(min(0.1, every))
 
@@ -227,7 +244,7 @@ class Sampler:
 
     def finish(self, record_files: list[Path], requests: list[Any]) -> None:
         rows = {k: self.resolve_pod(r) for k, r in load.read_records(record_files).items()}
-        end = self.clock() - self.t0
+        end = self.clock.now()
         for spec in requests:
             row = rows.get(spec.request_id)
             self.writer.add_request(load.to_request_record(row) if row else load.unsent_record(spec, end))

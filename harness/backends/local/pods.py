@@ -57,7 +57,7 @@ class PodSet:
         self.sup = supervisor
         self.variants = {v.name: v for v in variants}
         self.gpu_types = gpu_types or {}  # the scenario's own GPU types (cluster.gpu_types), by name
-        self.scale = time_scale
+        self.time_scale = time_scale
         self.on_change = on_change  # membership changed: push to router + Prometheus
         self.on_event = on_event
         self.pods: dict[str, Pod] = {}
@@ -102,7 +102,7 @@ class PodSet:
         argv = [
             sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
             "--model", v.model, "--port", str(port), "--engine-spec", json.dumps(spec), "--gpu", v.gpu,
-            "--time-scale", repr(self.scale), "--startup-duration", f"{startup}s",
+            "--time-scale", repr(self.time_scale), "--startup-duration", f"{startup}s",
             "--termination-grace-period", f"{v.termination_grace_s}s", "--pod", name, "--variant", variant,
             "--spawned-at", repr(time.time()),
         ]
@@ -117,7 +117,7 @@ class PodSet:
         v = self.variants[pod.variant]
         pod.state = TERMINATING
         pod.term_wall = time.time()
-        pod.kill_wall = pod.term_wall + v.termination_grace_s / self.scale + 2.0
+        pod.kill_wall = pod.term_wall + v.termination_grace_s / self.time_scale + 2.0
         self.on_change()  # router: draining before the signal, as endpoints are removed in k8s
         self.sup.terminate(pod.name)
 
