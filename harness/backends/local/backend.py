@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,10 +101,8 @@ class LocalRun:
         with os.fdopen(fd, "w") as f:
             f.write(token)
         self._http.headers["Authorization"] = f"Bearer {token}"
-        self.control = ControlPlane(
-            REGISTRY.build(config), config.label, scenario_variants(sc), clock=self.clock, metrics=self.reader,
-            actuator=self.pods, probe=self, writer=writer,
-            forecast=forecast_from_requests(self.requests, self.models), gpu_capacity=sc.cluster.gpu_capacity)
+        self.control = local_control_plane(sc, config, writer, self.requests, clock=self.clock, metrics=self.reader,
+                                           pods=self.pods, probe=RouterProbe(self._router_state, sc.cluster.variants))
 
     # -- clock -----------------------------------------------------------------------------------
     @property
@@ -245,33 +244,12 @@ class LocalRun:
             pod = self.pods.crash(variant)
             self.writer.add_event(t, "pod_crash", pod=pod.name if pod else None, variant=variant)
 
-    # -- the control plane's LoadProbe: the router's own view -----------------------------------------
+    # -- the router's own view (the run's LoadProbe reads it) ------------------------------------------
     def _router_state(self) -> dict[str, Any]:
         try:
             return dict(self._http.get(self.router_url + "/admin/state", timeout=1.0).json())
         except (http.RequestException, ValueError):
             return {}
-
-    def router_queue(self) -> dict[str, int]:
-        queue = self._router_state().get("queue", {})
-        return {m: int(queue.get(m, 0)) for m in self.models}
-
-    def load(self, now: float, since: float) -> dict[str, LoadSample]:
-        """Per-pod KV usage, busy fraction and queue lengths as the router last polled them from the
-        engines; completions as the router counted them."""
-        state = self._router_state()
-        pods_state = state.get("pods", {})
-        completed = state.get("completed", {})
-        out = {}
-        for v in self.sc.cluster.variants:
-            mine = [s for s in pods_state.values() if s.get("variant") == v.name]
-            live = [s for s in mine if s.get("state") == "ready"]
-            out[v.name] = LoadSample(
-                kv_usage=tuple(float(s["kv_usage"]) for s in live),
-                gpu_util=tuple(float(s["gpu_util"]) for s in live if s.get("gpu_util") is not None),
-                waiting=sum(int(s["waiting"]) for s in mine), running=sum(int(s["running"]) for s in mine),
-                completed_ok=int(completed.get(v.name, 0)))
-        return out
 
     # -- results ---------------------------------------------------------------------------------
     def _collect(self, final: bool) -> None:
@@ -296,6 +274,46 @@ class LocalRun:
             "send_lag_ms": self.writer.meta.get("send_lag_ms"), "events": self.writer.meta.get("events", []),
             "unreported_requests": self.writer.meta["unreported_requests"],
         }, indent=2, default=str))
+
+
+def local_control_plane(sc: Scenario, config: AutoscalerConfig, writer: Any, requests: Sequence[Any], *,
+                        clock: WallClock, metrics: PrometheusMetrics, pods: PodSet, probe: RouterProbe,
+                        policy: Any = None) -> ControlPlane:
+    """The local run's control plane: engine processes act, the router measures, Prometheus informs."""
+    models = dict.fromkeys(v.model for v in sc.cluster.variants)
+    return ControlPlane(policy or REGISTRY.build(config), config.label, scenario_variants(sc), clock=clock,
+                        metrics=metrics, actuator=pods, probe=probe, writer=writer,
+                        forecast=forecast_from_requests(requests, models), gpu_capacity=sc.cluster.gpu_capacity)
+
+
+class RouterProbe:
+    """The local run's ``LoadProbe``: the router's ``/admin/state`` (``state`` returns its JSON,
+    ``{}`` when the router cannot be reached)."""
+
+    def __init__(self, state: Callable[[], dict[str, Any]], variants: Sequence[Any]) -> None:
+        self.state, self.variants = state, list(variants)
+        self.models = list(dict.fromkeys(v.model for v in self.variants))
+
+    def router_queue(self) -> dict[str, int]:
+        queue = self.state().get("queue", {})
+        return {m: int(queue.get(m, 0)) for m in self.models}
+
+    def load(self, now: float, since: float) -> dict[str, LoadSample]:
+        """Per-pod KV usage, busy fraction and queue lengths as the router last polled them from the
+        engines; completions as the router counted them."""
+        state = self.state()
+        pods_state = state.get("pods", {})
+        completed = state.get("completed", {})
+        out = {}
+        for v in self.variants:
+            mine = [s for s in pods_state.values() if s.get("variant") == v.name]
+            live = [s for s in mine if s.get("state") == "ready"]
+            out[v.name] = LoadSample(
+                kv_usage=tuple(float(s["kv_usage"]) for s in live),
+                gpu_util=tuple(float(s["gpu_util"]) for s in live if s.get("gpu_util") is not None),
+                waiting=sum(int(s["waiting"]) for s in mine), running=sum(int(s["running"]) for s in mine),
+                completed_ok=int(completed.get(v.name, 0)))
+        return out
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
