@@ -108,6 +108,7 @@ class Simulation:
         self._scrape_phase = sc.metrics.scrape_interval_s
         for d in self.deps:
             self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
+            self.metrics.models[d.name] = d.spec.model
         self.control = ControlPlane(
             policy, config.label, scenario_variants(sc), clock=self.clock, metrics=self.metrics, actuator=self,
             probe=self, writer=writer, forecast=forecast_from_requests(requests, self.models),

@@ -14,6 +14,14 @@ Semantics kept from Prometheus, because controllers' behaviour depends on them:
   a series born inside the window is not counted from zero);
 - during a ``metrics_outage`` fault every query raises ``MetricsUnavailable``.
 
+Raw PromQL (``query`` / ``query_range``) is answered by the PromQL engine
+(harness/promql) over the native series every scrape also appends, with the
+names and labels of contracts/series.py (vLLM gauges, the success counter and
+the latency histograms per pod, labelled ``namespace``, ``pod``,
+``model_name``, ``variant``), and over what recording rules (``add_rules``)
+derive from them; the engine follows Prometheus exactly (closed windows,
+extrapolated ``increase``), which the fixed methods above predate.
+
 An empty result (no pod has fresh data) is an empty dict / 0 / None, as an
 empty Prometheus vector is; only an unreachable backend raises.
 """
@@ -26,6 +34,7 @@ from typing import Any, NamedTuple
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import (
+    CACHE_CONFIG,
     E2E_HIST,
     GPU_UTIL,
     ITL_HIST,
@@ -38,6 +47,10 @@ from scalearena.contracts.series import (
 from scalearena.controllers.base import PodMetrics
 
 from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, quantile_from_buckets
+from ..promql import TSDB, PromQLEngine
+from ..promql.rules import RuleEvaluator, RuleGroup
+from ..promql.tsdb import to_ms
+from ..promql.values import Labels, make_labels, to_api_result
 
 
 class Sample(NamedTuple):
@@ -69,7 +82,7 @@ _HISTS: dict[str, tuple[Callable[[Sample], tuple[float, ...]], tuple[float, ...]
 class MemoryMetrics:
     """In-memory ``harness.control.ports.MetricsSource`` (and ``controllers.base.MetricsReader``)."""
 
-    def __init__(self, staleness_s: float = 300.0, retention_s: float = 1800.0) -> None:
+    def __init__(self, staleness_s: float = 300.0, retention_s: float = 1800.0, namespace: str = "scalearena") -> None:
         self.staleness_s = staleness_s
         self.retention_s = max(retention_s, staleness_s)
         self.now = 0.0  # set by the owner (evaluate_at) before a controller queries
@@ -77,6 +90,12 @@ class MemoryMetrics:
         self._series: dict[str, dict[str, deque[Sample]]] = {}
         # variant -> (num_gpu_blocks, block_size): what vllm:cache_config_info would say of its pods
         self.cache_config: dict[str, tuple[int | None, int | None]] = {}
+        self.models: dict[str, str] = {}  # variant -> model_name label (default: the variant's name)
+        self.namespace = namespace
+        self.tsdb = TSDB(retention_s=self.retention_s)
+        self.promql = PromQLEngine(self.tsdb, lookback_s=staleness_s)
+        self._rules: RuleEvaluator | None = None
+        self._keys: dict[tuple[str, str], _NativeKeys] = {}
 
     # ---- writing ----------------------------------------------------------------------------------
     def record(self, variant: str, pod: str, sample: Sample) -> None:
@@ -85,6 +104,47 @@ class MemoryMetrics:
         horizon = sample.t - self.retention_s
         while q and q[0].t < horizon:
             q.popleft()
+        self._append_native(variant, pod, sample)
+
+    def _append_native(self, variant: str, pod: str, sample: Sample) -> None:
+        """The series a real Prometheus would hold after scraping this pod (contracts/series.py names)."""
+        keys = self._keys.get((variant, pod))
+        if keys is None:
+            keys = self._keys[(variant, pod)] = self._native_keys(variant, pod)
+        t, app = to_ms(sample.t), self.tsdb.append_ms
+        app(keys.kv, t, sample.kv_usage)
+        app(keys.waiting, t, float(sample.waiting))
+        app(keys.running, t, float(sample.running))
+        app(keys.success, t, sample.success_total)
+        if sample.gpu_util is not None:
+            app(keys.gpu, t, sample.gpu_util)
+        if keys.cache is not None:
+            app(keys.cache, t, 1.0)
+        for (bucket_keys, count_key), cumulative in zip(keys.hists, (sample.ttft, sample.itl, sample.e2e),
+                                                        strict=True):
+            for key, c in zip(bucket_keys, cumulative, strict=True):
+                app(key, t, c)
+            app(count_key, t, cumulative[-1])
+
+    def _native_keys(self, variant: str, pod: str) -> _NativeKeys:
+        base = {"namespace": self.namespace, "pod": pod, "model_name": self.models.get(variant, variant),
+                "variant": variant}
+        blocks, block_size = self.cache_config.get(variant, (None, None))
+        cache = None if blocks is None else make_labels(
+            CACHE_CONFIG, {**base, "num_gpu_blocks": str(blocks), "block_size": str(block_size)})
+        hists = []
+        for name, (_, bounds) in _HISTS.items():
+            les = [repr(float(b)) for b in bounds] + ["+Inf"]
+            hists.append(([make_labels(f"{name}_bucket", {**base, "le": le}) for le in les],
+                          make_labels(f"{name}_count", base)))
+        return _NativeKeys(
+            kv=make_labels(KV_USAGE, base), waiting=make_labels(NUM_WAITING, base),
+            running=make_labels(NUM_RUNNING, base), gpu=make_labels(GPU_UTIL, base),
+            success=make_labels(REQUEST_SUCCESS, {**base, "finished_reason": "length"}), cache=cache, hists=hists)
+
+    def add_rules(self, groups: list[RuleGroup]) -> None:
+        """Evaluate these recording rules on their interval, as the queried Prometheus would."""
+        self._rules = RuleEvaluator(self.promql, [*(self._rules.groups if self._rules else []), *groups])
 
     def forget_stale(self, now: float) -> None:
         """Drop series past the staleness horizon (memory housekeeping)."""
@@ -112,6 +172,8 @@ class MemoryMetrics:
     # ---- MetricsSource ----------------------------------------------------------------------------
     def evaluate_at(self, now: float) -> None:
         self.now = now
+        if self._rules is not None:
+            self._rules.advance(now)
 
     def latest_pod_samples(self, variant: str) -> list[PodMetrics]:
         """``latest`` as the view's ``PodMetrics`` (scrape time in virtual seconds), in scrape order."""
@@ -120,13 +182,19 @@ class MemoryMetrics:
                 for pod, s in self.latest(variant).items()]
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
-        raise NotImplementedError(
-            "PromQL over the simulator's in-memory series is not available yet (harness/promql, issue 12); "
-            "policies on sim read the MetricsReader methods")
+        """PromQL instant query at ``at`` (default: now) -> Prometheus' JSON ``result``."""
+        self._check()
+        t = self.now if at is None else at
+        if self._rules is not None:
+            self._rules.advance(t)
+        return to_api_result(self.promql.query(expr, t), to_ms(t))
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        raise NotImplementedError(
-            "PromQL range queries over the simulator's in-memory series are not available yet (issue 12)")
+        """PromQL range query -> Prometheus' JSON ``result`` matrix."""
+        self._check()
+        if self._rules is not None:
+            self._rules.advance(end)
+        return to_api_result(self.promql.query_range(expr, start, end, step), to_ms(end))
 
     def _window(self, q: deque[Sample], window_s: float) -> list[Sample]:
         lo = self.now - window_s
@@ -190,6 +258,18 @@ class MemoryMetrics:
                 for i, v in enumerate(inc):
                     acc[i] += v
         return quantile_from_buckets(q, bounds, tuple(acc))
+
+
+class _NativeKeys(NamedTuple):
+    """One pod's series keys, built once (label sets are sorted tuples)."""
+
+    kv: Labels
+    waiting: Labels
+    running: Labels
+    gpu: Labels
+    success: Labels
+    cache: Labels | None
+    hists: list[tuple[list[Labels], Labels]]
 
 
 def _gauge(metric: str) -> Callable[[Sample], float | None]:

@@ -168,3 +168,24 @@ def elem_binop(op: str, lhs: float, rhs: float) -> tuple[float, bool]:
         except (OverflowError, ValueError):
             return NAN, True
     return lhs, COMPARISON[op](lhs, rhs)
+
+
+def format_value(v: float) -> str:
+    """A sample value as Prometheus' JSON writes it (strconv.FormatFloat 'f' -1; NaN, +Inf, -Inf)."""
+    if v != v:
+        return "NaN"
+    if v in (INF, -INF):
+        return "+Inf" if v > 0 else "-Inf"
+    return repr(v) if not v.is_integer() else str(int(v)) if abs(v) < 1e21 else repr(v)
+
+
+def to_api_result(value: Value, t_ms: int) -> list | list[dict]:  # type: ignore[type-arg]
+    """The ``data.result`` of Prometheus' /api/v1/query for a value evaluated at t_ms."""
+    ts = t_ms / 1000
+    if isinstance(value, Scalar):
+        return [ts, format_value(value.value)]
+    if isinstance(value, String):
+        return [ts, value.value]
+    if isinstance(value, Vector):
+        return [{"metric": dict(s.labels), "value": [ts, format_value(s.value)]} for s in value]
+    return [{"metric": dict(s.labels), "values": [[t / 1000, format_value(v)] for t, v in s.points]} for s in value]

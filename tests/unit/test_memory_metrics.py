@@ -70,3 +70,42 @@ def test_outage_raises_and_empty_is_not_an_error() -> None:
         m.pod_max_over_time("v", KV_USAGE, 60)
     with pytest.raises(MetricsUnavailable):
         m.latest("v")
+
+
+def test_raw_promql_reads_the_native_series_of_each_scrape() -> None:
+    from scalearena.contracts.series import NUM_RUNNING, TTFT_HIST
+
+    m = MemoryMetrics()
+    m.models["v"] = "m1"
+    m.cache_config["v"] = (4096, 16)
+    for t, kv, success in [(0, 0.2, 0.0), (15, 0.4, 30.0), (30, 0.6, 60.0)]:
+        m.record("v", "p0", Sample(t, kv, 3, 2, 0.5, success, Z_TTFT, Z_ITL, (0.0,) * (len(E2E_BUCKETS) + 1)))
+    m.evaluate_at(30.0)
+    out = m.query(f'{KV_USAGE}{{namespace="scalearena",model_name="m1",variant="v"}}')
+    assert out == [{"metric": {"__name__": KV_USAGE, "namespace": "scalearena", "model_name": "m1", "pod": "p0",
+                               "variant": "v"}, "value": [30.0, "0.6"]}]
+    # 60 requests over the 30 s the samples span, window [0, 30] fully covered -> rate 2/s
+    assert m.query(f"sum(rate({REQUEST_SUCCESS}[30s]))") == [{"metric": {}, "value": [30.0, "2"]}]
+    assert m.query(f"sum({NUM_RUNNING}) + 1", at=15.0) == [{"metric": {}, "value": [15.0, "3"]}]
+    assert m.query(f"count({TTFT_HIST}_bucket)")[0]["value"][1] == str(len(TTFT_BUCKETS) + 1)
+    assert m.query('max by (num_gpu_blocks) (vllm:cache_config_info)')[0]["metric"] == {"num_gpu_blocks": "4096"}
+    ranged = m.query_range(f"max({KV_USAGE})", 0, 30, 15)
+    assert ranged == [{"metric": {}, "values": [[0.0, "0.2"], [15.0, "0.4"], [30.0, "0.6"]]}]
+    m.available = False
+    with pytest.raises(MetricsUnavailable):
+        m.query("vector(1)")
+
+
+def test_recording_rules_run_as_time_advances() -> None:
+    from scalearena.harness.promql.rules import load_rule_groups
+
+    m = MemoryMetrics()
+    m.add_rules(load_rule_groups(
+        {"groups": [{"name": "g", "interval": "15s", "rules": [{"record": "v:kv:max", "expr": f"max({KV_USAGE})"}]}]},
+        "rules.yaml"))
+    for t, kv in [(0, 0.2), (15, 0.4), (30, 0.6)]:
+        m.record("v", "p0", s(t, kv))
+        m.evaluate_at(float(t))
+    # recorded at 0, 15, 30 from the sample of the same instant: 0.2, 0.4, 0.6
+    assert m.query("max_over_time(v:kv:max[1m])")[0]["value"][1] == "0.6"
+    assert m.query("min_over_time(v:kv:max[1m])")[0]["value"][1] == "0.2"
