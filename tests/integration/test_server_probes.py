@@ -314,6 +314,9 @@ def test_router_disconnect_aborts_the_engine_request(router: Server, engine: Ser
     r.close()  # the client leaves the router; the router must leave the engine
     assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 0)
     assert "Traceback" not in router.stderr()
+    assert 'pod="p0"' in requests.get(router.url + "/metrics", timeout=5).text
+    admin(router, "PUT", "/admin/endpoints", json={"endpoints": []})  # p0 gone: its series goes too
+    assert 'pod="p0"' not in requests.get(router.url + "/metrics", timeout=5).text
 
 
 @pytest.mark.parametrize("via", ["engine", "router"])

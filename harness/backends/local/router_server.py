@@ -143,6 +143,7 @@ class RouterServer:
         for pod in [p for p in self.endpoints if p not in seen]:
             ep = self.endpoints.pop(pod)
             self._set_state(ep, "gone")
+            self._forget_series(ep)
         async with self._ready_changed:
             self._ready_changed.notify_all()
 
@@ -154,6 +155,12 @@ class RouterServer:
         elif state != "ready" and ep.routed is not None:
             self.router.remove_pod(ep.model, ep.routed)
             ep.routed = None
+
+    def _forget_series(self, ep: Endpoint) -> None:
+        """A gone engine's in-flight series is dropped once idle, so pod churn cannot grow /metrics."""
+        if ep.state == "gone" and ep.inflight == 0:
+            with contextlib.suppress(KeyError):
+                self.m_inflight.remove(ep.pod, ep.variant)
 
     async def watch_file(self) -> None:
         path = self.cfg.endpoints_file
@@ -343,6 +350,7 @@ class RouterServer:
         finally:
             ep.inflight -= 1
             self.m_inflight.labels(ep.pod, ep.variant).dec()
+            self._forget_series(ep)
         with contextlib.suppress(ConnectionError, RuntimeError):
             await resp.write_eof()
         return resp
