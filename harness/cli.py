@@ -228,6 +228,17 @@ def _prepare_out(out: Path) -> None:
                         expected="a writable folder") from None
 
 
+def fresh_run_dir(scenario: str, now: float | None = None) -> Path:
+    """results/runs/<scenario>-<UTC timestamp>: a new folder per `run`, never mixed with earlier results."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    base = Path("results") / "runs" / f"{scenario}-{stamp}"
+    path, n = base, 1
+    while path.exists():  # two runs in the same second
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
 def _write_report(out: Path) -> None:
     try:
         from scalearena.reports.report import write_suite_report
@@ -261,16 +272,18 @@ def _print_table(results: list[dict[str, Any]]) -> None:
 @_cluster_option
 @click.option("--autoscaler", "autoscaler_names", multiple=True,
               help="Autoscaler label or kind to run (repeatable); default: the scenario's list, else all.")
-@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Results folder; default a fresh results/runs/<scenario>-<UTC timestamp>.")
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
 @click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
-def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str, seed: int | None,
+def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str | None, seed: int | None,
         overrides: tuple[str, ...], jobs: int | None) -> None:
     """Run one scenario with one or more autoscalers."""
     sc = load_scenario(scenario, list(overrides), seed)
     plans = plans_for_scenario(sc, list(autoscaler_names) or None)
-    sys.exit(_run_all(plans, Path(out), cluster, _jobs(jobs, cluster), sc.name, os.path.abspath(scenario)))
+    out_dir = Path(out) if out else fresh_run_dir(sc.name)
+    sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), sc.name, os.path.abspath(scenario)))
 
 
 @main.command()

@@ -40,15 +40,29 @@ def report(results_dir: Path, jobs: int | None) -> None:
 @click.argument("current", type=click.Path(path_type=Path))
 @click.option("--tolerance", "-t", "tolerances", multiple=True, metavar="METRIC=PCT",
               help="Allowed worsening in percent for one metric (e.g. ttft_p99=15, cost=off). Repeatable.")
+@click.option("--scenario", "scenarios", multiple=True, metavar="GLOB",
+              help="Compare only runs of scenarios matching this glob (repeatable).")
+@click.option("--autoscaler", "autoscalers", multiple=True, metavar="GLOB",
+              help="Compare only runs of autoscalers matching this glob (repeatable).")
+@click.option("--run", "run_keys", multiple=True, metavar="GLOB",
+              help="Compare only runs whose key scenario/autoscaler[/sweep] matches this glob (repeatable).")
+@click.option("--allow-config-change", is_flag=True,
+              help="Compare even when SLOs or workload differ between the sides (a warning is still printed).")
+@click.option("--verbose", "-v", is_flag=True, help="List every metric of every run, not only changes.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Where to write compare.html (default: CURRENT/compare.html).")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
               help="Also write the Markdown summary to this file.")
 @click.option("--allow-incomplete", is_flag=True,
               help="Compare interrupted/failed runs instead of refusing them (an incomplete current run fails).")
-def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], html_path: Path | None,
-            markdown_path: Path | None, allow_incomplete: bool) -> None:
+def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenarios: tuple[str, ...],
+            autoscalers: tuple[str, ...], run_keys: tuple[str, ...], allow_config_change: bool, verbose: bool,
+            html_path: Path | None, markdown_path: Path | None, allow_incomplete: bool) -> None:
     """Compare CURRENT results with a BASELINE; exit 1 on a regression beyond tolerance.
+
+    Prints the verdict first, then only the metrics that regressed or improved
+    beyond tolerance (--verbose: all). Exit 2 when the SLOs or the workload
+    differ between the sides, unless --allow-config-change.
 
     Metrics and default tolerances (allowed worsening relative to the baseline):
     throughput_rps, goodput_rps, slo_attainment -5 %; ttft_mean, ttft_p99,
@@ -57,16 +71,18 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], html_pat
     """
     from .compare import compare as run_compare
     from .compare import parse_tolerances
+    from .compare_config import RunFilter
     from .compare_output import append_step_summary, markdown, text_table, write_compare_html
 
+    only = RunFilter(scenarios, autoscalers, run_keys)
     try:
-        result = run_compare(baseline, current, parse_tolerances(tolerances), allow_incomplete)
+        result = run_compare(baseline, current, parse_tolerances(tolerances), allow_incomplete, only=only)
     except UserError as e:
         _fail(e)
-    click.echo(text_table(result))
+    click.echo(text_table(result, verbose))
     target = html_path or Path(current) / "compare.html"
     try:
-        html = write_compare_html(result, target)
+        html = write_compare_html(result, target, verbose)
         click.echo(f"report: {html}")
         if markdown_path is not None:
             target = markdown_path
@@ -75,4 +91,8 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], html_pat
     except OSError as e:
         _fail(UserError(f"cannot write: {e.strerror or e}", where=str(target), expected="a writable path"))
     append_step_summary(result)
+    if result.config_changes and not allow_config_change:
+        _fail(UserError("SLOs or workload differ between baseline and current (listed above); "
+                        "rerun one side, or pass --allow-config-change to compare anyway",
+                        where=f"{baseline} vs {current}"))
     sys.exit(0 if result.passed else 1)

@@ -27,6 +27,7 @@ from typing import Literal
 from scalearena.contracts.errors import UserError
 
 from .catalog import BY_ID, METRICS, Metric
+from .compare_config import RunFilter, config_changes, select
 from .load import ResultSet, Run, load_results
 
 Verdict = Literal["improved", "same", "within", "regressed", "missing", "new", "n/a"]
@@ -78,6 +79,13 @@ class Delta:
         diff = self.current - self.baseline
         return f"{diff:+.4g}" + (f" ({pct:+.1f} %)" if pct is not None else "")
 
+    @property
+    def beyond_tolerance(self) -> bool:
+        """The change (either way) is larger than the tolerance; False for ungated metrics."""
+        if self.tolerance_pct is None or self.baseline is None or self.current is None:
+            return False
+        return abs(self.current - self.baseline) > self.tolerance_pct / 100.0 * abs(self.baseline) * (1 + 1e-9)
+
 
 @dataclass
 class Comparison:
@@ -86,10 +94,16 @@ class Comparison:
     tolerances: dict[str, float]
     deltas: list[Delta] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)  # current runs that did not finish
+    config_changes: list[str] = field(default_factory=list)  # SLO/workload settings that differ between sides
 
     @property
     def regressions(self) -> list[Delta]:
         return [d for d in self.deltas if d.verdict in ("regressed", "missing") and d.tolerance_pct is not None]
+
+    @property
+    def improvements(self) -> list[Delta]:
+        """Gated metrics that got better by more than their tolerance."""
+        return [d for d in self.deltas if d.verdict == "improved" and d.beyond_tolerance]
 
     @property
     def passed(self) -> bool:
@@ -165,8 +179,12 @@ def check_summary(run: Run) -> None:
 
 
 def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[str, float] | None = None,
-            allow_incomplete: bool = False) -> Comparison:
-    base, cur = load_results(baseline_dir), load_results(current_dir)
+            allow_incomplete: bool = False, *, only: RunFilter | None = None) -> Comparison:
+    """Pair the runs of both folders (those ``only`` selects) and judge every metric of every run."""
+    base, cur = select(load_results(baseline_dir), only), select(load_results(current_dir), only)
+    if only and not cur.runs:
+        raise UserError(f"no run matches {only.describe()}", where=str(current_dir),
+                        expected="a glob matching at least one run, e.g. --scenario 'exp1-*'")
     for run in base.runs + cur.runs:
         check_summary(run)
     if not allow_incomplete:
@@ -199,7 +217,7 @@ def _refuse_incomplete(base: ResultSet, cur: ResultSet) -> None:
 
 
 def _judge_all(base: ResultSet, cur: ResultSet, tol: dict[str, float]) -> Comparison:
-    result = Comparison(base, cur, tol)
+    result = Comparison(base, cur, tol, config_changes=config_changes(base, cur, [r.key for r in cur.runs]))
     for run in cur.runs:
         b = base.by_key[run.key]
         if run.summary.get("complete") is False and b.summary.get("complete") is not False:

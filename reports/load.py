@@ -4,10 +4,17 @@ A run folder is any folder holding summary.json; its place under the results
 root (``<scenario>/<autoscaler>[/rate-<r>]``) is its key, which is how
 ``compare`` pairs a baseline run with a current one. Parquet and JSONL files
 are read lazily: the suite table needs only the summaries.
+
+A results folder must hold one suite: runs under a suite.json belong to it,
+and a folder that mixes runs of several suite.json files, or holds runs its
+own suite.json does not list (a later ``run --out`` into an old suite's
+folder), is refused with the reason rather than rendered as a garbled
+table where one suite's folder names read as another's sweep labels.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -129,4 +136,35 @@ def load_results(out_dir: str | Path) -> ResultSet:
         runs.append(Run(path.parent, rel, read_json(path)))
     if not runs:
         raise UserError("no runs found (no summary.json below it)", where=str(out_dir))
+    check_one_suite(root, runs, suite)
     return ResultSet(root, runs, suite)
+
+
+def _owner(run_dir: Path) -> Path | None:
+    """The nearest folder at or above ``run_dir`` holding a suite.json (it may lie above ``root``)."""
+    for d in (run_dir, *run_dir.resolve().parents):
+        if (d / "suite.json").is_file():
+            return d.resolve()
+    return None
+
+
+def check_one_suite(root: Path, runs: list[Run], suite: dict[str, Any] | None) -> None:
+    """Refuse a folder mixing unrelated suites (see the module docstring); UserError naming them."""
+    owners = {_owner(r.dir) for r in runs}
+    if len(owners) > 1:
+        names = sorted("(no suite.json)" if o is None else os.path.relpath(o / "suite.json", root) for o in owners)
+        raise UserError(f"mixes runs of {len(owners)} unrelated suites: {', '.join(names)}", where=str(root),
+                        expected="one suite per folder: report each of those folders on its own")
+    (owner,) = owners
+    if owner is not None and owner != root.resolve():
+        raise UserError(f"its runs belong to the suite in {owner}", where=str(root),
+                        expected=f"the suite folder itself: scalearena report {owner}")
+    listed = (suite or {}).get("runs")
+    if isinstance(listed, list):
+        known = {str(e.get("dir")) for e in listed if isinstance(e, dict)}
+        stray = [r.key for r in runs if r.key not in known]
+        if stray:
+            more = f" and {len(stray) - 3} more" if len(stray) > 3 else ""
+            raise UserError(f"holds runs its suite.json does not list: {', '.join(stray[:3])}{more}",
+                            where=str(root), expected="only the runs of the suite that wrote suite.json "
+                            "(write new runs to a fresh --out folder)")

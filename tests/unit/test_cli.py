@@ -91,3 +91,16 @@ def test_kind_without_kind_on_path_exits_2_with_one_error(scenario_file, tmp_pat
     assert "Traceback" not in r.stderr
     assert r.stderr.count("error:") == 1 and "error: PATH: CLUSTER=kind needs" in r.stderr
     assert not (tmp_path / "o" / "report.html").exists()  # nothing ran, so no empty report
+
+
+def test_run_without_out_writes_a_fresh_timestamped_folder(scenario_file, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "results").mkdir()  # an older result in results/ must not be touched or re-rendered
+    (work / "results" / "keep.txt").write_text("old")
+    r = scalearena("run", str(scenario_file), "--autoscaler", "static", cwd=work)
+    assert r.returncode == 0, r.stderr
+    (folder,) = (work / "results" / "runs").iterdir()
+    assert folder.name.startswith("small-") and folder.name.endswith("Z")
+    assert (folder / "suite.json").is_file() and list(folder.rglob("summary.json"))
+    assert sorted(p.name for p in (work / "results").iterdir()) == ["keep.txt", "runs"]

@@ -12,7 +12,8 @@ from scalearena.contracts.errors import UserError
 from scalearena.reports.catalog import BY_ID
 from scalearena.reports.cli import compare as compare_cmd
 from scalearena.reports.compare import compare, judge, parse_tolerances
-from scalearena.reports.compare_output import markdown
+from scalearena.reports.compare_config import RunFilter
+from scalearena.reports.compare_output import markdown, shown, text_table
 
 
 def _summary(**over):
@@ -176,3 +177,66 @@ def test_markdown_escapes_table_cells(tmp_path):
     base = _results(tmp_path / "b", {"a|b/wva": _summary()})
     cur = _results(tmp_path / "c", {"a|b/wva": _summary(throughput_rps=1.0)})
     assert "a\\|b/wva" in markdown(compare(base, cur))
+
+
+def test_output_leads_with_verdict_and_lists_only_changes(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary(), "stairs/hpa": _summary(autoscaler="hpa")})
+    # hpa: cost 4 -> 3 is -25 %, better by more than its 10 %; wva: ttft_p99 1000 -> 1050 is +5 %, within 10 %
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(ttft_ms={"mean": 500.0, "p99": 1050.0}),
+                                    "stairs/hpa": _summary(autoscaler="hpa", cost=3.0)})
+    c = compare(base, cur)
+    text = text_table(c)
+    lines = text.splitlines()
+    assert lines[0].startswith("PASS")
+    assert [(d.key, d.metric.id) for d in shown(c)] == [("stairs/hpa", "cost")]
+    assert "ttft_p99" not in text
+    # 12 gated metrics (throughput, goodput, slo_attainment, failures, ttft mean/p99, itl mean/p99, e2e_p99,
+    # gpu_hours, cost, energy_kwh) x 2 runs = 24 values, 1 shown -> 23 quiet
+    assert "23 gated metric values within tolerance not shown" in text
+    verbose = text_table(c, verbose=True)
+    assert "ttft_p99" in verbose and "requests_total" not in verbose  # summaries here have no requests_total
+    assert "replicas_mean" not in verbose
+
+
+def test_filters_select_runs_by_glob(tmp_path):
+    runs = {"stairs/wva": _summary(), "stairs/hpa": _summary(autoscaler="hpa"),
+            "burst/wva/rate-2": _summary(scenario="burst")}
+    base = _results(tmp_path / "b", runs)
+    cur = _results(tmp_path / "c", {**runs, "stairs/hpa": _summary(autoscaler="hpa", throughput_rps=1.0)})
+    assert not compare(base, cur).passed
+    only_wva = compare(base, cur, only=RunFilter(autoscalers=("w*",)))
+    assert only_wva.keys() == ["burst/wva/rate-2", "stairs/wva"] and only_wva.passed
+    assert compare(base, cur, only=RunFilter(scenarios=("bu*",))).keys() == ["burst/wva/rate-2"]
+    assert compare(base, cur, only=RunFilter(runs=("*/rate-*",))).keys() == ["burst/wva/rate-2"]
+    with pytest.raises(UserError, match="no run matches autoscaler kpa"):
+        compare(base, cur, only=RunFilter(autoscalers=("kpa",)))
+
+
+def test_changed_slo_is_refused_unless_allowed(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary(slo={"ttft_ms": 1000.0, "itl_ms": 50.0})})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(slo={"ttft_ms": 800.0, "itl_ms": 50.0})})
+    c = compare(base, cur)
+    assert c.config_changes == ["stairs: slo.ttft_ms: 1000.0 -> 800.0"]
+    runner = CliRunner()
+    refused = runner.invoke(compare_cmd, [str(base), str(cur)])
+    assert refused.exit_code == 2
+    assert "slo.ttft_ms: 1000.0 -> 800.0" in refused.output
+    assert runner.invoke(compare_cmd, [str(base), str(cur), "--allow-config-change"]).exit_code == 0
+
+
+def test_changed_workload_in_suite_json_is_a_config_change(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary()})
+    sc = {"slo": {"ttft_ms": 1000.0}, "duration_s": 600.0,
+          "workload": [{"arrivals": {"kind": "poisson", "rate_rps": 2.0}}]}
+    (base / "suite.json").write_text(json.dumps({"scenarios": {"stairs": sc}}))
+    changed = {**sc, "workload": [{"arrivals": {"kind": "poisson", "rate_rps": 3.0}}]}
+    (cur / "suite.json").write_text(json.dumps({"scenarios": {"stairs": changed}}))
+    assert compare(base, cur).config_changes == ["stairs: workload[0].arrivals.rate_rps: 2.0 -> 3.0"]
+
+
+def test_markdown_lists_improvements_and_keeps_all_in_details(tmp_path):
+    base = _results(tmp_path / "b", {"stairs/wva": _summary()})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(cost=2.0)})  # 4 -> 2: -50 %, beyond 10 %
+    md = markdown(compare(base, cur))
+    assert md.index("**PASS") < md.index("### Improvements beyond tolerance") < md.index("<details>")

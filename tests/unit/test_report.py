@@ -152,3 +152,19 @@ def test_decision_rows_collapse_holds():
     assert [r["action_label"] for r in rows] == ["hold ×2", "scale up", "hold ×1"]
     assert rows[0]["t"] == "0.0–15.0" and rows[1]["replicas"] == "1 → 2"
     assert truncated == 0
+
+
+def test_report_refuses_a_folder_mixing_suites(tmp_path):
+    from scalearena.contracts.errors import UserError
+
+    for name in ("a", "b"):
+        _write_run(tmp_path / name, "stairs", "wva", None)
+        (tmp_path / name / "suite.json").write_text(json.dumps({"runs": [{"dir": "stairs/wva"}]}))
+    with pytest.raises(UserError, match="mixes runs of 2 unrelated suites: a/suite.json, b/suite.json"):
+        load_results(tmp_path)
+    with pytest.raises(UserError, match="belong to the suite in"):
+        load_results(tmp_path / "a" / "stairs")  # below the suite: point at the suite folder instead
+    assert [r.key for r in load_results(tmp_path / "a").runs] == ["stairs/wva"]
+    _write_run(tmp_path / "a", "burst", "hpa", None)  # a later run written into the suite's folder
+    with pytest.raises(UserError, match="holds runs its suite.json does not list: burst/hpa"):
+        load_results(tmp_path / "a")
