@@ -241,11 +241,11 @@ def fresh_run_dir(scenario: str, now: float | None = None) -> Path:
 
 def _write_report(out: Path) -> None:
     try:
-        from scalearena.reports.report import write_suite_report
+        from scalearena.reports.cli import write_report_with_progress
     except ImportError:
         return
     try:
-        path = write_suite_report(out)
+        path = write_report_with_progress(out)
         err_console.print(Text(f"report: {path}"))
     except Exception as e:  # noqa: BLE001 - the measurements are already on disk
         err_console.print(Text.assemble(("warning:", "yellow"), f" report not written: {type(e).__name__}: {e}"))

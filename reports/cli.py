@@ -15,6 +15,28 @@ import click
 from scalearena.contracts.errors import UserError
 
 
+def write_report_with_progress(results_dir: Path, jobs: int | None = None, force: bool = False) -> Path:
+    """``write_suite_report`` with a progress bar on stderr (run pages, then the suite page)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from .report import write_suite_report
+
+    console = Console(stderr=True)
+    columns = (TextColumn("report: {task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def step(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        out = write_suite_report(results_dir, jobs=jobs, progress=step, force=force)
+    return out
+
+
 def _fail(err: UserError) -> None:
     click.echo(f"error: {err.render()}", err=True)
     sys.exit(2)
@@ -24,12 +46,13 @@ def _fail(err: UserError) -> None:
 @click.argument("results_dir", type=click.Path(path_type=Path))
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Processes rendering run reports in parallel (default: one per CPU).")
-def report(results_dir: Path, jobs: int | None) -> None:
-    """Regenerate report.html for a suite results folder or a single run folder."""
-    from .report import write_suite_report
+@click.option("--force", is_flag=True, help="Render every page, even those whose inputs did not change.")
+def report(results_dir: Path, jobs: int | None, force: bool) -> None:
+    """Regenerate report.html for a suite results folder or a single run folder.
 
+    Pages whose inputs (result files and renderer) are unchanged are kept."""
     try:
-        out = write_suite_report(results_dir, jobs=jobs)
+        out = write_report_with_progress(results_dir, jobs=jobs, force=force)
     except UserError as e:
         _fail(e)
     click.echo(str(out))

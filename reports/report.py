@@ -6,12 +6,22 @@ with a second definition. Templates are jinja2 with autoescaping on, so a
 scenario or autoscaler name can never inject markup. The suite page links to
 each run's own report.html (written beside its summary.json) and embeds the
 side-by-side figures; per-run reports render in parallel processes.
+
+Rendering is incremental: every page carries, in a ``<meta
+name="scalearena-inputs">`` tag, a SHA-256 over the bytes of its input files
+and of the renderer itself (this package's modules and templates). A page
+whose stored hash matches is not rendered again, so re-running ``report`` or
+``make bench`` after an unchanged (deterministic) run costs a few hashes.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from functools import cache
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -28,6 +38,46 @@ from .load import ResultSet, Run, load_results, natural_key
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_DECISION_ROWS = 400
+RUN_INPUTS = ("summary.json", "requests.parquet", "timeseries.parquet", "decisions.jsonl")
+_HASH_META = re.compile(rb'<meta name="scalearena-inputs" content="([0-9a-f]{64})">')
+Progress = Callable[[str, int, int], None]  # (step, done, total)
+
+
+@cache
+def renderer_fingerprint() -> str:
+    """SHA-256 over this package's code and templates: a changed renderer re-renders every page."""
+    h = hashlib.sha256(__version__.encode())
+    here = Path(__file__).parent
+    for path in sorted([*here.glob("*.py"), *TEMPLATES.glob("*.html")]):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def inputs_hash(files: list[Path], *extra: str) -> str:
+    """SHA-256 over the renderer, ``extra`` strings and the bytes of ``files`` (a missing file counts too)."""
+    h = hashlib.sha256(renderer_fingerprint().encode())
+    for e in extra:
+        h.update(b"\0" + e.encode())
+    for f in files:
+        h.update(b"\0" + f.name.encode() + b"\0")
+        if f.is_file():
+            with f.open("rb") as fh:
+                h.update(hashlib.file_digest(fh, "sha256").digest())
+    return h.hexdigest()
+
+
+def stored_hash(page: Path) -> str | None:
+    """The inputs hash a page was rendered from, read from its head (None if absent or unreadable)."""
+    try:
+        with page.open("rb") as fh:
+            m = _HASH_META.search(fh.read(4096))
+    except OSError:
+        return None
+    return m.group(1).decode() if m else None
+
+
+def run_inputs_hash(run_dir: Path, suite_link: str | None) -> str:
+    return inputs_hash([run_dir / n for n in RUN_INPUTS], suite_link or "")
 
 
 def fmt(value: Any, spec: str = "{}") -> str:
@@ -128,8 +178,9 @@ def run_context(run: Run) -> dict[str, Any]:
             "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events}
 
 
-def render_run(run: Run, suite_link: str | None = None) -> str:
-    return environment().get_template("run.html").render(**run_context(run), suite_link=suite_link)
+def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None) -> str:
+    return environment().get_template("run.html").render(**run_context(run), suite_link=suite_link,
+                                                         inputs_hash=inputs)
 
 
 def _write_html(path: Path, html: str) -> None:
@@ -137,20 +188,24 @@ def _write_html(path: Path, html: str) -> None:
     path.chmod(0o644)  # a report is meant to be shared; mkstemp creates 0600
 
 
-def write_run_report(run_dir: str | Path, suite_link: str | None = None) -> Path:
-    """Write ``run_dir/report.html`` for the run whose summary.json is in ``run_dir``."""
+def write_run_report(run_dir: str | Path, suite_link: str | None = None, force: bool = False) -> Path:
+    """Write ``run_dir/report.html`` for the run whose summary.json is in ``run_dir``
+    (skipped when the page already holds the hash of the same inputs, unless ``force``)."""
+    out = Path(run_dir) / "report.html"
+    digest = run_inputs_hash(Path(run_dir), suite_link)
+    if not force and stored_hash(out) == digest:
+        return out
     rs = load_results(run_dir)
     if not rs.single_run:
         raise ValueError(f"{run_dir} is not a run folder (no summary.json)")
-    out = Path(run_dir) / "report.html"
-    _write_html(out, render_run(rs.runs[0], suite_link))
+    _write_html(out, render_run(rs.runs[0], suite_link, digest))
     return out
 
 
 def _write_run_job(args: tuple[str, str]) -> str | None:
     run_dir, suite_link = args
     try:
-        write_run_report(run_dir, suite_link)
+        write_run_report(run_dir, suite_link, force=True)  # the caller already found it out of date
     except Exception as e:  # one broken run must not cost the whole suite report
         return f"{run_dir}: {type(e).__name__}: {e}"
     return None
@@ -182,7 +237,7 @@ def _scenario_section(name: str, runs: list[Run], root: Path) -> dict[str, Any]:
             "description": ""}
 
 
-def render_suite(rs: ResultSet) -> str:
+def render_suite(rs: ResultSet, inputs: str | None = None) -> str:
     suite = rs.suite or {}
     scalars = [(k, v) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
     for k in ("versions", "git"):
@@ -193,24 +248,50 @@ def render_suite(rs: ResultSet) -> str:
     return environment().get_template("suite.html").render(
         scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted({r.autoscaler for r in rs.runs}),
         headings=[{"label": BY_ID[m].label, "unit": BY_ID[m].unit} for m in TABLE_METRICS], suite=rs.suite, suite_scalars=scalars,
-        suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str), headline=headline)
+        suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str), headline=headline, inputs_hash=inputs)
 
 
-def write_suite_report(out_dir: str | Path, jobs: int | None = None) -> Path:
-    """Write every run's report.html, then OUT/report.html comparing all runs side by side."""
+def _render_runs(tasks: list[tuple[str, str]], jobs: int, progress: Progress) -> list[str | None]:
+    """Render the given run pages, ``jobs`` processes at a time, reporting each finished page."""
+    errors: list[str | None] = []
+    if jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+            for err in pool.map(_write_run_job, tasks):
+                errors.append(err)
+                progress("run pages", len(errors), len(tasks))
+    else:
+        for t in tasks:
+            errors.append(_write_run_job(t))
+            progress("run pages", len(errors), len(tasks))
+    return errors
+
+
+def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: Progress | None = None,
+                       force: bool = False) -> Path:
+    """Write every run's report.html, then OUT/report.html comparing all runs side by side.
+
+    Pages whose inputs are unchanged are kept (see the module docstring) unless ``force``;
+    ``progress(step, done, total)`` is called as pages are finished."""
+    report = progress or (lambda step, done, total: None)
     rs = load_results(out_dir)
     if rs.single_run:
-        return write_run_report(out_dir)
+        return write_run_report(out_dir, force=force)
     root = rs.root
-    tasks = [(str(r.dir), os.path.relpath(root / "report.html", r.dir)) for r in rs.runs]
-    jobs = jobs or min(len(tasks), os.cpu_count() or 1)
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-            errors = list(pool.map(_write_run_job, tasks))
-    else:
-        errors = [_write_run_job(t) for t in tasks]
+    tasks, digests = [], []
+    for r in rs.runs:
+        link = os.path.relpath(root / "report.html", r.dir)
+        digest = run_inputs_hash(r.dir, link)
+        digests.append(digest)
+        if force or stored_hash(r.dir / "report.html") != digest:
+            tasks.append((str(r.dir), link))
+    report("run pages", 0, len(tasks))
+    errors = _render_runs(tasks, jobs or min(len(tasks), os.cpu_count() or 1), report)
     for err in filter(None, errors):
         print(f"warning: run report failed: {err}")
     out = root / "report.html"
-    _write_html(out, render_suite(rs))
+    suite_digest = inputs_hash([root / "suite.json"], *digests)
+    report("suite page", 0, 1)
+    if force or stored_hash(out) != suite_digest:
+        _write_html(out, render_suite(rs, suite_digest))
+    report("suite page", 1, 1)
     return out

@@ -168,3 +168,28 @@ def test_report_refuses_a_folder_mixing_suites(tmp_path):
     _write_run(tmp_path / "a", "burst", "hpa", None)  # a later run written into the suite's folder
     with pytest.raises(UserError, match="holds runs its suite.json does not list: burst/hpa"):
         load_results(tmp_path / "a")
+
+
+def test_rendering_is_incremental_by_content_hash(tmp_path):
+    from scalearena.reports.report import stored_hash
+
+    for a in ("wva", "hpa"):
+        _write_run(tmp_path, "stairs", a, None)
+    calls: list[tuple[str, int, int]] = []
+    write_suite_report(tmp_path, jobs=1, progress=lambda *a: calls.append(a))
+    # 2 run pages rendered, then the suite page
+    assert ("run pages", 2, 2) in calls and calls[-1] == ("suite page", 1, 1)
+    wva, hpa = tmp_path / "stairs" / "wva" / "report.html", tmp_path / "stairs" / "hpa" / "report.html"
+    before = {p: (stored_hash(p), p.stat().st_mtime_ns) for p in (wva, hpa, tmp_path / "report.html")}
+    assert all(h and len(h) == 64 for h, _ in before.values())
+    calls.clear()
+    write_suite_report(tmp_path, jobs=1, progress=lambda *a: calls.append(a))
+    assert calls[0] == ("run pages", 0, 0)  # nothing to render
+    assert {p: (stored_hash(p), p.stat().st_mtime_ns) for p in before} == before
+    # a changed input of one run re-renders that run page and the suite page only
+    _write_run(tmp_path, "stairs", "wva", None, n_requests=9)
+    calls.clear()
+    write_suite_report(tmp_path, jobs=1, progress=lambda *a: calls.append(a))
+    assert ("run pages", 1, 1) in calls
+    assert stored_hash(wva) != before[wva][0] and hpa.stat().st_mtime_ns == before[hpa][1]
+    assert stored_hash(tmp_path / "report.html") != before[tmp_path / "report.html"][0]
