@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.suggest import did_you_mean
 
 from .base import Autoscaler, AutoscalerConfig
 
@@ -43,7 +44,8 @@ class Registry:
             return self._entries[name]
         except KeyError:
             raise UserError(
-                f"unknown autoscaler {name!r}", expected="one of " + ", ".join(sorted(self._entries))
+                f"unknown autoscaler {name!r}{did_you_mean(name, self._entries)}",
+                expected="one of " + ", ".join(sorted(self._entries)),
             ) from None
 
     def default_config(self, name: str) -> AutoscalerConfig:

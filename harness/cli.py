@@ -32,7 +32,7 @@ from scalearena import __version__
 from scalearena.contracts.errors import UserError
 
 from .interrupts import Interrupted, deferred, exit_code, interruptible
-from .runner import CLUSTERS, SuiteRecorder, default_jobs, run_plan, run_plans
+from .runner import CLUSTERS, SuiteRecorder, check_prerequisites, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario
 
@@ -133,15 +133,29 @@ def _check_traces(sc: Any) -> str:
 
 
 @main.command()
-def autoscalers() -> None:
-    """List the bundled autoscalers and their defaults."""
+@click.argument("name", required=False)
+def autoscalers(name: str | None) -> None:
+    """List the bundled autoscalers, or every parameter of one (NAME): default, unit, meaning."""
     from scalearena.controllers.registry import REGISTRY
+    from scalearena.harness.schema_help import params, source_line
 
-    table = Table("name", "what it is", "defaults")
-    for e in REGISTRY.entries():
-        d = REGISTRY.default_config(e.name).model_dump(exclude={"kind", "name"})
-        table.add_row(e.name, e.summary, ", ".join(f"{k}={v}" for k, v in d.items()))
-    Console().print(table)
+    console = Console()
+    if name is None:
+        table = Table("name", "what it is", "parameters", show_lines=True)
+        for e in REGISTRY.entries():
+            names = dict.fromkeys(p.path.split(".")[0] for p in params(e.config))
+            table.add_row(e.name, e.summary, Text(", ".join(names), overflow="fold"))
+        console.print(table)
+        console.print("Details of one, with defaults and units: scalearena autoscalers NAME", highlight=False)
+        return
+    entry = REGISTRY.get(name)
+    console.print(Text.assemble((entry.name, "bold"), f": {entry.summary}"))
+    console.print(Text(f"upstream: {source_line(entry.policy)}"))
+    table = Table("parameter", "default", "unit", "meaning", show_lines=False)
+    for p in params(entry.config):
+        table.add_row(Text(p.path, overflow="fold"), Text(p.default, overflow="fold"), p.unit,
+                      Text(f"{p.description} ({p.type})", overflow="fold"))
+    console.print(table)
 
 
 def _jobs(jobs: int | None, cluster: str) -> int:
@@ -157,6 +171,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
     with one more signal deferred while it is.
     """
+    check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
     _prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []

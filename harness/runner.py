@@ -51,6 +51,19 @@ def get_backend(cluster: str, **options: Any) -> Any:
     raise UserError(f"unknown cluster {cluster!r}", where="--cluster", expected="one of " + ", ".join(CLUSTERS))
 
 
+def check_prerequisites(cluster: str) -> None:
+    """Raise the UserError a backend would raise for a missing tool, before any run starts (and before
+    the CLI prints any progress): kind/kubectl/docker for kind and cluster, prometheus for local."""
+    if cluster == "local":
+        from .backends.local.prometheus import find_prometheus
+
+        find_prometheus()
+    elif cluster in ("kind", "cluster"):
+        from .backends.kube.cluster import preflight
+
+        preflight(cluster)
+
+
 def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
     out = []
     for v in sc.cluster.variants:

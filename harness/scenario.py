@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import (
+    BaseModel,
     Discriminator,
     Field,
     Tag,
@@ -37,12 +38,14 @@ from scalearena.contracts.limits import (
     MAX_TOKENS,
     StrictSpec,
 )
+from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
 
 from .engine.catalog import GPUSpec, ModelShape
 from .hardware import GPUTypeSpec, ModelShapeSpec, read_hf_config
 from .safe_yaml import parse_yaml, read_yaml
+from .schema_help import fields_at
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
@@ -381,6 +384,10 @@ class Scenario(_Spec):
         for a in self.autoscalers:
             if a.kind == name:
                 return a
+        if name not in REGISTRY.names():
+            known = sorted({a.label for a in self.autoscalers} | set(REGISTRY.names()))
+            raise UserError(f"unknown autoscaler {name!r}{did_you_mean(name, known)}",
+                            expected="one of " + ", ".join(known))
         return REGISTRY.default_config(name)
 
     def autoscaler_configs(self) -> list[Any]:
@@ -390,8 +397,10 @@ class Scenario(_Spec):
 # ---- loading -----------------------------------------------------------------------------------
 
 
-def format_validation_error(err: ValidationError, where: str, data: Any = None) -> UserError:
-    """One message: file, field path, what was expected (first error, count of the rest)."""
+def format_validation_error(err: ValidationError, where: str, data: Any = None,
+                            model: type[BaseModel] | None = None) -> UserError:
+    """One message: file, field path, what was expected (first error, count of the rest); for an
+    unknown field of ``model``, the closest valid name ("did you mean")."""
     errors = err.errors(include_url=False)
     first = errors[0]
     loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
@@ -402,6 +411,8 @@ def format_validation_error(err: ValidationError, where: str, data: Any = None) 
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
+        if model is not None and first["loc"]:
+            msg += did_you_mean(str(first["loc"][-1]), fields_at(model, [str(p) for p in first["loc"]]))
     elif first["type"] == "missing":
         msg = "required field is missing"
     more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
@@ -450,7 +461,7 @@ def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> S
     try:
         sc = Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as e:
-        raise format_validation_error(e, where, data) from None
+        raise format_validation_error(e, where, data, Scenario) from None
     return _resolve_paths(sc, base_dir)
 
 

@@ -113,7 +113,7 @@ def load_suite(
     try:
         spec = SuiteSpec.model_validate(data)
     except ValidationError as e:
-        raise format_validation_error(e, str(p)) from None
+        raise format_validation_error(e, str(p), model=SuiteSpec) from None
     plans: list[RunPlan] = []
     for i, run in enumerate(spec.runs):
         sc_path = (p.parent / run.scenario).resolve()

@@ -104,3 +104,17 @@ def test_run_without_out_writes_a_fresh_timestamped_folder(scenario_file, tmp_pa
     assert folder.name.startswith("small-") and folder.name.endswith("Z")
     assert (folder / "suite.json").is_file() and list(folder.rglob("summary.json"))
     assert sorted(p.name for p in (work / "results").iterdir()) == ["keep.txt", "runs"]
+
+
+def test_local_without_prometheus_fails_before_any_progress(scenario_file, tmp_path):
+    import os
+
+    env_path = str(tmp_path / "empty-bin")
+    os.makedirs(env_path)
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_BIN"}
+    r = subprocess.run([sys.executable, "-m", "scalearena", "run", str(scenario_file), "--cluster", "local",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120,
+                       env={**env, "PATH": env_path})
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: prometheus is not installed"), r.stderr  # nothing printed before it
+    assert not (tmp_path / "o").exists()

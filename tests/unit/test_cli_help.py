@@ -1,0 +1,76 @@
+"""What the CLI tells a user who asks or mistypes: the autoscalers table, its detail view, "did you mean"."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from scalearena.contracts.errors import UserError
+from scalearena.contracts.suggest import closest
+from scalearena.controllers.kpa import KPAConfig
+from scalearena.harness.cli import main
+from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.schema_help import fields_at, params, unit_of
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(main, list(args), env={"COLUMNS": "80"}, terminal_width=80)
+
+
+def test_closest_only_offers_near_spellings():
+    assert closest("max_replica", ["max_replicas", "min_replicas", "seed"]) == "max_replicas"
+    assert closest("WVA", ["wva", "hpa"]) == "wva"  # case-insensitive
+    assert closest("seed", ["slo", "duration_s"]) is None  # "seed" vs "slo": ratio 0.57 < 0.75
+
+
+def test_unknown_field_suggests_the_field_valid_at_that_place(scenario_dict):
+    scenario_dict["cluster"]["variants"][0]["max_replica"] = 3
+    with pytest.raises(UserError, match=r"cluster\.variants\.0\.max_replica: unknown field; "
+                                        r"did you mean 'max_replicas'\?"):
+        scenario_from_data(scenario_dict, "s.yaml")
+
+
+def test_unknown_autoscaler_field_suggestion_follows_the_union_tag(scenario_dict):
+    scenario_dict["autoscalers"] = [{"kind": "kpa", "stable_windw_s": 30}]
+    with pytest.raises(UserError, match="did you mean 'stable_window_s'"):
+        scenario_from_data(scenario_dict, "s.yaml")
+
+
+def test_fields_at_walks_lists_and_tags():
+    from scalearena.harness.scenario import Scenario
+
+    assert "max_replicas" in fields_at(Scenario, ["cluster", "variants", "0", "x"])
+    assert "stable_window_s" in fields_at(Scenario, ["autoscalers", "0", "kpa", "x"])
+    assert "tau_kv" not in fields_at(Scenario, ["autoscalers", "0", "kpa", "x"])  # a wva field
+
+
+def test_unknown_autoscaler_name_suggests():
+    r = _invoke("autoscalers", "kpaa")
+    assert r.exit_code == 2
+    assert "unknown autoscaler 'kpaa'; did you mean 'kpa'?" in r.output
+
+
+def test_params_flatten_nested_models_with_units():
+    by_path = {p.path: p for p in params(KPAConfig)}
+    assert by_path["stable_window_s"].default == "60.0" and by_path["stable_window_s"].unit == "s"
+    assert by_path["panic_window_percentage"].unit == "%"
+    assert "kind" not in by_path and "name" not in by_path
+    assert unit_of("ttft_ms") == "ms" and unit_of("tau_kv") == ""
+
+
+def test_autoscalers_table_fits_80_columns_without_truncation():
+    r = _invoke("autoscalers")
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 80
+    assert "…" not in r.output
+    for name in ("wva", "hpa", "keda", "multimetric", "kpa", "static", "oracle"):
+        assert f"│ {name} " in r.output
+
+
+def test_autoscaler_detail_lists_every_parameter_with_default_and_source():
+    r = _invoke("autoscalers", "kpa")
+    assert r.exit_code == 0, r.output
+    assert "knative/serving" in r.output  # the upstream named in the policy's module docstring
+    assert "…" not in r.output and max(len(line) for line in r.output.splitlines()) <= 80
+    for p in params(KPAConfig):
+        assert p.path in r.output
+    assert "│ stable_window_s" in r.output and "│ 60.0" in r.output
