@@ -249,6 +249,24 @@ def test_router_without_token_has_no_admin_api(tmp_path: Path) -> None:
         s.close()
 
 
+def test_router_admin_port_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text(TOKEN)
+    s = _start(tmp_path, "split", ["router", "--port", "0", "--model", "a", "--admin-token-file",
+                                   str(tmp_path / "token"), "--admin-port", "0"])
+    try:
+        select.select([s.proc.stdout], [], [], 30.0)
+        line = s.proc.stdout.readline()  # type: ignore[union-attr]
+        m = re.search(r"serve-router admin: listening on (http://127\.0\.0\.1:\d+)", line)
+        assert m, line
+        assert_openai_error(requests.get(s.url + "/admin/state", headers={"Authorization": f"Bearer {TOKEN}"},
+                                         timeout=5), 404)  # not on the API port
+        state = requests.get(m.group(1) + "/admin/state", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5)
+        assert state.status_code == 200 and state.json()["pods"] == {}
+        assert_openai_error(requests.get(m.group(1) + "/admin/state", timeout=5), 401)
+    finally:
+        s.close()
+
+
 def test_router_unknown_models_404_at_once_with_bounded_metrics(router: Server) -> None:
     assert [m["id"] for m in requests.get(router.url + "/v1/models", timeout=5).json()["data"]] == ["a", "b"]
     for i in range(30):

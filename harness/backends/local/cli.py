@@ -210,6 +210,9 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
               "Requests for other models get 404.")
 @click.option("--admin-token-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="File holding the admin API token; without it /admin/* is off (404).")
+@click.option("--admin-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve /admin/* on this port only (default: on --port); needs --admin-token-file.")
+@click.option("--admin-host", default="127.0.0.1", show_default=True, help="Address of the --admin-port listener.")
 @click.option("--router-spec", default=None, help="RouterSpec as JSON (scenario router section).")
 @click.option("--endpoints-file", default=None, help="JSON file of engines, rewritten by the harness; watched.")
 @click.option("--time-scale", type=float, default=1.0, show_default=True, help="Divides refresh and queue waits.")
@@ -223,6 +226,9 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
 
     spec = RouterSpec.model_validate(json.loads(o["router_spec"])) if o["router_spec"] else RouterSpec()
     token = None
+    if o["admin_port"] is not None and not o["admin_token_file"]:
+        raise click.BadParameter("needs --admin-token-file (the admin API is off without a token)",
+                                 param_hint="--admin-port")
     if o["admin_token_file"]:
         token = Path(o["admin_token_file"]).read_text(encoding="utf-8").strip()
         if len(token) < 16:
@@ -230,7 +236,7 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     cfg = RouterServerConfig(spec=spec, port=o["port"], host=o["host"], endpoints_file=o["endpoints_file"],
                              time_scale=o["time_scale"], queue_timeout_s=o["queue_timeout"],
                              models=tuple(o["models"]), admin_token=token, tokenizer=o["tokenizer"],
-                             limits=_limits(o))
+                             limits=_limits(o), admin_port=o["admin_port"], admin_host=o["admin_host"])
     asyncio.run(serve(cfg))
 
 

@@ -35,6 +35,10 @@ in-flight counts) for the harness's time series. The admin API is off unless
 needs ``Authorization: Bearer <token>`` (401 otherwise). The local harness
 generates a fresh token per run in the run folder (mode 0600) and hands it
 to the router only through that file. Without the flag /admin/* is 404.
+``--admin-port`` moves the admin API to a listener of its own (on
+``--admin-host``, loopback by default), so that in a cluster the API port can
+be public while only the pod itself, or what a NetworkPolicy admits, reaches
+the admin port.
 """
 from __future__ import annotations
 
@@ -77,6 +81,8 @@ class RouterServerConfig:
     seed: int = 0
     models: tuple[str, ...] = ()  # served even with no engine registered (scale from zero)
     admin_token: str | None = None  # None: the admin API is off
+    admin_port: int | None = None  # a listener of its own for /admin/* (None: on the API port)
+    admin_host: str = "127.0.0.1"
     tokenizer: str | None = None
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
@@ -207,10 +213,19 @@ class RouterServer:
         app.router.add_get("/v1/models", self.handle_models)
         app.router.add_get("/metrics", self.handle_metrics)
         app.router.add_get("/health", self.handle_health)
-        if self.cfg.admin_token:
-            app.router.add_get("/admin/state", self.handle_state)
-            app.router.add_put("/admin/endpoints", self.handle_put_endpoints)
+        if self.cfg.admin_token and self.cfg.admin_port is None:
+            self._add_admin_routes(app)
         return app
+
+    def admin_app(self) -> web.Application:
+        """The admin API alone, for its own listener (--admin-port)."""
+        app = make_app(self.cfg.limits)
+        self._add_admin_routes(app)
+        return app
+
+    def _add_admin_routes(self, app: web.Application) -> None:
+        app.router.add_get("/admin/state", self.handle_state)
+        app.router.add_put("/admin/endpoints", self.handle_put_endpoints)
 
     async def handle_health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -362,6 +377,9 @@ async def serve(cfg: RouterServerConfig) -> None:
     server.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False),
                                            timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0))
     listener = await listen(server.app(), cfg.host, cfg.port, "serve-router")
+    admin = None
+    if cfg.admin_token and cfg.admin_port is not None:
+        admin = await listen(server.admin_app(), cfg.admin_host, cfg.admin_port, "serve-router admin")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.stopped.set)
@@ -370,4 +388,6 @@ async def serve(cfg: RouterServerConfig) -> None:
     for t in tasks:
         t.cancel()
     await listener.close()
+    if admin is not None:
+        await admin.close()
     await server.session.close()
