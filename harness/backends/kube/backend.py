@@ -67,6 +67,7 @@ from .scenario import (
     wva_controller_settings,
     wva_objects,
 )
+from .security import admin_token, harden
 from .validate import check_objects
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -132,6 +133,8 @@ class KubeBackend:
             pod = o.get("spec", {}).get("template", {}).get("spec", {})
             for c in pod.get("containers", []):
                 c["image"] = self.image(c["image"])
+        harden(objs)  # securityContext on every workload (kube/security.py)
+        admin_token(objs)  # a fresh gateway admin token per plan
         check_objects(objs)  # the API server's semantic rules, before any cluster work
         return objs
 
