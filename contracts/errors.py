@@ -30,6 +30,14 @@ class UserError(Exception):
         return "".join(parts)
 
 
+class RunFailed(Exception):
+    """The run could not measure what it was asked to: exit 1, never 2 (the input was fine).
+
+    Infrastructure failures (a command that failed, with its stderr tail), a run in
+    which no request succeeded, a port-forward that died, metrics that never arrived.
+    """
+
+
 class MetricsUnavailable(Exception):
     """A MetricsSource could not answer (backend unreachable or data stale).
 

@@ -39,6 +39,10 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
+KIND_NODES = [("", "NVIDIA-A100-SXM4-80GB"), ("2", "NVIDIA-A100-SXM4-80GB"), ("3", "NVIDIA-H100-80GB-HBM3"),
+              ("4", "NVIDIA-H200")]  # the workers of manifests/kind/cluster.yaml
+
+
 class RecordingShell:
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
@@ -52,9 +56,8 @@ class RecordingShell:
         elif argv[:3] == ["kubectl", "config", "current-context"]:
             out = "gpu-pool-admin\n"
         elif "get" in argv and "nodes" in argv:
-            out = json.dumps({"items": [{"metadata": {"name": f"scalearena-worker{i}",
-                                                      "labels": {"scalearena.io/fake-gpus": "4"}}}
-                                        for i in ("", "2", "3")]})
+            out = json.dumps({"items": [{"metadata": {"name": f"scalearena-worker{i}", "labels": {
+                "scalearena.io/fake-gpus": "4", "nvidia.com/gpu.product": product}}} for i, product in KIND_NODES]})
         elif "get" in argv and "-o" in argv and "name" in argv:
             out = ""
         return subprocess.CompletedProcess(argv, 0, out, "")
@@ -63,8 +66,13 @@ class RecordingShell:
         self.commands.append(list(argv))
 
         class Proc:
+            returncode = None
+
             def terminate(self) -> None:
                 pass
+
+            def poll(self) -> int | None:  # alive for the whole run
+                return None
 
         return Proc()
 
@@ -83,7 +91,7 @@ def interrupted_drive(self: Sampler, gateway: str, logs: Path, progress: Any, **
 
 def backend(mode: str, shell: RecordingShell, **kw: Any) -> KubeBackend:
     return KubeBackend(mode, shell=shell, which=lambda t: f"/usr/bin/{t}", api_factory=lambda ctx: FakeKubeAPI(),
-                       metrics_factory=lambda url, v: None, **kw)
+                       metrics_factory=lambda url, v: None, readiness=lambda *a: None, **kw)
 
 
 def test_missing_tools_are_named_once_with_versions() -> None:
@@ -104,9 +112,13 @@ def test_kind_run_creates_loads_applies_and_tears_down_on_ctrl_c(tmp_path: Path,
         backend("kind", shell).run(sc, sc.autoscaler("hpa"), writer(tmp_path))
     cmds = shell.joined()
     assert any(c.startswith("kind create cluster --name scalearena --config") for c in cmds)
-    patches = [c for c in cmds if "--subresource=status" in c]
-    assert len(patches) == 3 and "nvidia.com~1gpu" in patches[0]
-    assert sum(c.startswith("kind load docker-image") for c in cmds) == 2
+    patches = {c.split()[5]: json.loads(c.split(" -p ")[1])[0]["value"] for c in cmds if "--subresource=status" in c}
+    # exp2: va-a100 max 4 on A100 (2 nodes: max(label 4, ceil(4/2))), va-h100 max 6 on the one H100 node
+    assert patches == {"scalearena-worker": "4", "scalearena-worker2": "4", "scalearena-worker3": "6",
+                       "scalearena-worker4": "4"}
+    assert any("create configmap scalearena-cluster --from-literal=owner=run" in c for c in cmds)
+    # serve-router, wva-controller, serve-engine (roofline scenarios)
+    assert sum(c.startswith("kind load docker-image") for c in cmds) == 3
     assert any("apply --server-side" in c for c in cmds)
     assert any("port-forward svc/gateway" in c for c in cmds)
     assert cmds[-1] == "kind delete cluster --name scalearena"  # teardown after Ctrl-C

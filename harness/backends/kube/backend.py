@@ -51,10 +51,12 @@ from .cluster import (
     Kubectl,
     Shell,
     build_images,
+    fake_gpu_demand,
     preflight,
     split_scope,
 )
 from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
+from .honesty import Readiness, check_run
 from .knobs import refuse_unrendered
 from .load import InClusterLoad, choose_load, locust_objects
 from .render import Obj, render
@@ -87,7 +89,7 @@ class KubeBackend:
                  api_factory: Callable[[str | None], Any] | None = None,
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
-                 load: str | None = None, **_: Any) -> None:
+                 load: str | None = None, readiness: Callable[..., None] | None = None, **_: Any) -> None:
         if mode not in ("kind", "cluster"):
             raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
         self.mode, self.keep = mode, keep
@@ -101,6 +103,7 @@ class KubeBackend:
         self.ready_timeout_s = ready_timeout_s
         self.gateway = choose_gateway(gateway)
         self.load_option = load
+        self.readiness = readiness  # tests replace the readiness wait (kube/honesty.py)
 
     # ---- what gets applied -----------------------------------------------------------------------
     def image(self, name: str) -> str:
@@ -155,17 +158,11 @@ class KubeBackend:
         kind_cluster = KindCluster(self.shell, self.manifests / "kind" / "cluster.yaml") if self.mode == "kind" else None
         kubectl = kind_cluster.kubectl if kind_cluster else Kubectl(self.shell)
         forwards: list[Any] = []
+        named: list[tuple[str, Any, Path]] = []  # (target, process, log) of each port-forward
         applied: list[Obj] = []
         old_term = self._trap_sigterm()
         try:
-            if kind_cluster:
-                kind_cluster.create()
-                kind_cluster.load_images(build_images(self.shell, self.root))
-                writer.meta["kube_context"] = f"kind-{kind_cluster.name}"
-            else:
-                kubectl.context = kubectl.current_context()
-                writer.meta["kube_context"] = kubectl.context
-                self._refuse_foreign_adapter(kubectl, objs)
+            self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             if autoscaler.kind == "keda":
                 kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
                 kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
@@ -189,14 +186,18 @@ class KubeBackend:
                 runner = InClusterLoad(kubectl, workers, writer.dir, ready_timeout_s=self.ready_timeout_s)
             gw_port, prom_port = free_port(), free_port()
             if runner is None:  # in-cluster load talks to svc/gateway directly
-                forwards.append(kubectl.port_forward(NAMESPACE, "svc/gateway", gw_port, 8080,
-                                                     logs / "pf-gateway.log"))
-            forwards.append(kubectl.port_forward(NAMESPACE, "svc/prometheus", prom_port, 9090,
-                                                 logs / "pf-prometheus.log"))
+                named.append(("svc/gateway", kubectl.port_forward(NAMESPACE, "svc/gateway", gw_port, 8080,
+                                                                  logs / "pf-gateway.log"), logs / "pf-gateway.log"))
+            named.append(("svc/prometheus", kubectl.port_forward(NAMESPACE, "svc/prometheus", prom_port, 9090,
+                                                                 logs / "pf-prometheus.log"), logs / "pf-prometheus.log"))
+            forwards += [proc for _, proc, _ in named]
+            self._ready(kubectl, f"http://127.0.0.1:{prom_port}", None if runner else f"http://127.0.0.1:{gw_port}",
+                        autoscaler.kind, scenario.cluster.variants[0].model)
             api = self.api_factory(kubectl.context) if self.api_factory else self._api(kubectl.context)
             metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=autoscaler.kind in NATIVE)
             sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress, requests=requests, load_runner=runner)
+            check_run(writer.requests, writer.timeseries, named)  # measured nothing -> exit 1, with why
         finally:
             for f in forwards:
                 f.terminate()
@@ -206,6 +207,27 @@ class KubeBackend:
                 signal.signal(signal.SIGTERM, old_term)
 
     # ---- helpers -----------------------------------------------------------------------------------
+    def _cluster(self, kind_cluster: KindCluster | None, kubectl: Kubectl, writer: RunWriter, scenario: Scenario,
+                 objs: list[Obj]) -> None:
+        """kind: make (or reuse, when `scalearena kind up` made it) the cluster; cluster: check the context."""
+        if kind_cluster:
+            kind_cluster.create(fake_gpu_demand([scenario]))
+            if not kind_cluster.reused:  # a suite's cluster got its images once, at `kind up`
+                kind_cluster.load_images(build_images(self.shell, self.root))
+            writer.meta["kube_context"] = f"kind-{kind_cluster.name}"
+            writer.meta["kube_cluster_reused"] = kind_cluster.reused
+        else:
+            kubectl.context = kubectl.current_context()
+            writer.meta["kube_context"] = kubectl.context
+            self._refuse_foreign_adapter(kubectl, objs)
+
+    def _ready(self, kubectl: Kubectl, prom_url: str, gateway_url: str | None, kind: str, model: str) -> None:
+        """Wait until the metrics pipeline serves and one request goes through (kube/honesty.py)."""
+        if self.readiness is not None:
+            self.readiness(kubectl, prom_url, gateway_url, kind, model)
+            return
+        Readiness(kubectl, timeout_s=self.ready_timeout_s).wait(prom_url, gateway_url, kind, model)
+
     def _api(self, context: str | None) -> Any:
         from scalearena.harness.k8s.kubeapi import ClientKubeAPI, load_api_client
 
@@ -231,11 +253,15 @@ class KubeBackend:
                                          "(manifests/autoscalers/prometheus-adapter/config.yaml) to yours")
 
     def _teardown(self, kind_cluster: KindCluster | None, kubectl: Kubectl, applied: list[Obj]) -> None:
-        if kind_cluster:
+        if kind_cluster and not kind_cluster.reused:
             kind_cluster.delete()
             return
         namespaced, cluster_scoped = split_scope(applied)
-        kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
+        if kind_cluster:  # a suite's cluster: the next run starts from an empty namespace
+            kubectl.run("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true", "--timeout=300s",
+                        check=False, timeout=330)
+        else:
+            kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
         # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster
         kubectl.delete([o for o in cluster_scoped if o["kind"] != "CustomResourceDefinition"])
 

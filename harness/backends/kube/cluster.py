@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scalearena.contracts.errors import UserError
+from scalearena.contracts.errors import RunFailed, UserError
 
 from .render import CLUSTER_SCOPED, Obj, dump_yaml
 
@@ -30,7 +30,8 @@ TOOLS = {  # tool -> (version built and documented for, where to get it)
 }
 KEDA_VERSION = "2.17.2"
 KEDA_MANIFEST = f"https://github.com/kedacore/keda/releases/download/v{KEDA_VERSION}/keda-{KEDA_VERSION}.yaml"
-IMAGES = {"scalearena/serve-router:dev": "Dockerfile.router", "scalearena/wva-controller:dev": "Dockerfile.controller"}
+IMAGES = {"scalearena/serve-router:dev": "Dockerfile.router", "scalearena/wva-controller:dev": "Dockerfile.controller",
+          "scalearena/serve-engine:dev": "Dockerfile.engine"}  # serve-engine: roofline scenarios on kind
 
 
 def preflight(mode: str, which: Callable[[str], str | None] = shutil.which) -> None:
@@ -42,18 +43,28 @@ def preflight(mode: str, which: Callable[[str], str | None] = shutil.which) -> N
                         expected=f"install {lines}")
 
 
+def shown(argv: Sequence[str], limit: int = 160) -> str:
+    """The whole command as typed, each argument cut at ``limit`` characters (JSON patches, configs)."""
+    return " ".join(a if len(a) <= limit else a[:limit] + "..." for a in argv)
+
+
 class Shell:
-    """Runs commands; ``run`` raises a UserError with the command's stderr tail on failure."""
+    """Runs commands; ``run`` raises RunFailed (exit 1) with the whole command and its stderr tail on failure.
+
+    A failing kind/kubectl/docker command is an infrastructure failure, not bad input (exit 2).
+    """
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 600,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         try:
             r = subprocess.run(list(argv), input=input, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise UserError(f"`{' '.join(argv[:4])} ...` did not finish in {timeout:g} s") from None
+            raise RunFailed(f"`{shown(argv)}` did not finish in {timeout:g} s") from None
+        except OSError as e:
+            raise RunFailed(f"`{shown(argv)}` could not start: {e.strerror}") from None
         if check and r.returncode != 0:
             tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
-            raise UserError(f"`{' '.join(argv[:4])} ...` failed: " + " | ".join(tail))
+            raise RunFailed(f"`{shown(argv)}` failed (exit {r.returncode}): " + " | ".join(tail))
         return r
 
     def popen(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
@@ -107,34 +118,121 @@ class Kubectl:
         return self.shell.popen(self.argv("-n", namespace, "port-forward", target, f"{local}:{remote}"), log)
 
 
+MARKER = ("kube-system", "scalearena-cluster")  # ConfigMap that says who made this kind cluster, and for what
+
+
+def fake_gpu_demand(scenarios: list[Any]) -> dict[str, int]:
+    """GPUs each node product must offer so every variant can reach max_replicas at once.
+
+    Per scenario: the sum over its variants on a product of max_replicas x gpus_per_replica; per suite:
+    the maximum over its scenarios (runs go one at a time).
+    """
+    from .scenario import GPU_PRODUCT
+
+    need: dict[str, int] = {}
+    for sc in scenarios:
+        per: dict[str, int] = {}
+        for v in sc.cluster.variants:
+            product = GPU_PRODUCT.get(v.gpu, v.gpu)
+            per[product] = per.get(product, 0) + v.max_replicas * v.gpus_per_replica
+        for product, n in per.items():
+            need[product] = max(need.get(product, 0), n)
+    return need
+
+
 class KindCluster:
-    """Create / delete the kind cluster and give its workers their fake GPUs."""
+    """Create / reuse / delete the kind cluster and give its workers their fake GPUs.
+
+    ``owner``: ``suite`` for a cluster made by ``scalearena kind up`` (reused by every run of a
+    suite, deleted by ``scalearena kind down``), ``run`` for one a single run makes and deletes.
+    A cluster with this name but no marker, or a ``run`` marker (left by a run that died), is
+    stale: it is refused rather than reused with whatever objects it still holds.
+    """
 
     def __init__(self, shell: Shell, config: Path, name: str = CLUSTER_NAME) -> None:
         self.shell, self.config, self.name = shell, config, name
         self.kubectl = Kubectl(shell, context=f"kind-{name}")
+        self.reused = False
 
     def exists(self) -> bool:
         r = self.shell.run(["kind", "get", "clusters"], check=False, timeout=60)
         return self.name in r.stdout.split()
 
-    def create(self) -> None:
-        if not self.exists():
-            self.shell.run(["kind", "create", "cluster", "--name", self.name, "--config", str(self.config),
-                            "--wait", "120s"], timeout=900)
-        self.patch_fake_gpus()
+    def marker(self) -> dict[str, str] | None:
+        r = self.kubectl.run("-n", MARKER[0], "get", "configmap", MARKER[1], "-o", "json", check=False, timeout=60)
+        if r.returncode != 0 or not r.stdout.strip():
+            return None
+        return dict(json.loads(r.stdout).get("data") or {})
+
+    def create(self, need: dict[str, int] | None = None, owner: str = "run") -> None:
+        """Make the cluster, or reuse one ``kind up`` made; either way it must hold ``need`` fake GPUs."""
+        if self.exists():
+            mark = self.marker()
+            if mark is None or mark.get("owner") != "suite" or owner == "suite":
+                made = f"made by a {mark['owner']} at {mark.get('created', '?')}" if mark else "not made by scalearena"
+                raise UserError(f"a kind cluster named {self.name!r} already exists ({made}); reusing it would run "
+                                "on its leftover objects", where=f"kind cluster {self.name}",
+                                expected=f"`kind delete cluster --name {self.name}` (or `scalearena kind down`) "
+                                         "first; `scalearena kind up` makes a cluster a suite may reuse")
+            self.reused = True
+            self.check_capacity(need or {})
+            return
+        self.shell.run(["kind", "create", "cluster", "--name", self.name, "--config", str(self.config),
+                        "--wait", "120s"], timeout=900)
+        self.patch_fake_gpus(need or {})
+        import time
+
+        data = {"owner": owner, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self.kubectl.run("-n", MARKER[0], "create", "configmap", MARKER[1],
+                         *[f"--from-literal={k}={v}" for k, v in data.items()], timeout=60)
 
     def delete(self) -> None:
         self.shell.run(["kind", "delete", "cluster", "--name", self.name], check=False, timeout=300)
 
-    def patch_fake_gpus(self) -> None:
+    def _gpu_nodes(self) -> list[Obj]:
+        return list(self.kubectl.get_json("nodes", "-l", "scalearena.io/fake-gpus").get("items", []))
+
+    def _plan_gpus(self, nodes: list[Obj], need: dict[str, int]) -> dict[str, int]:
+        """Fake GPUs per node: the node's label, raised so its product's nodes together hold ``need``."""
+        by_product: dict[str, list[str]] = {}
+        for n in nodes:
+            by_product.setdefault(n["metadata"]["labels"].get("nvidia.com/gpu.product", ""), []).append(
+                n["metadata"]["name"])
+        missing = sorted(p for p, k in need.items() if k > 0 and p not in by_product)
+        if missing:
+            raise UserError(f"the kind cluster has no worker with GPU product {', '.join(missing)}",
+                            where=str(self.config), expected="a worker labelled nvidia.com/gpu.product="
+                            f"{missing[0]} (add one to manifests/kind/cluster.yaml), or a scenario on "
+                            "A100-80GB / H100-SXM / H200 variants")
+        out = {}
+        for n in nodes:
+            labels = n["metadata"]["labels"]
+            names = by_product[labels.get("nvidia.com/gpu.product", "")]
+            share = -(-need.get(labels.get("nvidia.com/gpu.product", ""), 0) // len(names))
+            out[n["metadata"]["name"]] = max(int(labels["scalearena.io/fake-gpus"]), share)
+        return out
+
+    def patch_fake_gpus(self, need: dict[str, int] | None = None) -> None:
         """Extended resources cannot be declared in a kind config: patch node status, as the docs do."""
-        nodes = self.kubectl.get_json("nodes", "-l", "scalearena.io/fake-gpus")
-        for n in nodes.get("items", []):
-            count = n["metadata"]["labels"]["scalearena.io/fake-gpus"]
-            patch = [{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": count}]
-            self.kubectl.run("patch", "node", n["metadata"]["name"], "--subresource=status", "--type=json",
-                             "-p", json.dumps(patch))
+        for node, count in self._plan_gpus(self._gpu_nodes(), need or {}).items():
+            patch = [{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": str(count)}]
+            self.kubectl.run("patch", "node", node, "--subresource=status", "--type=json", "-p", json.dumps(patch))
+
+    def check_capacity(self, need: dict[str, int]) -> None:
+        """A reused cluster must already offer ``need``: the scheduler would leave the rest Pending."""
+        nodes = self._gpu_nodes()
+        have: dict[str, int] = {}
+        for n in nodes:
+            product = n["metadata"]["labels"].get("nvidia.com/gpu.product", "")
+            cap = (n.get("status") or {}).get("capacity", {}).get("nvidia.com/gpu", "0")
+            have[product] = have.get(product, 0) + int(cap)
+        short = {p: (k, have.get(p, 0)) for p, k in need.items() if k > have.get(p, 0)}
+        if short:
+            p, (k, h) = next(iter(short.items()))
+            raise UserError(f"the reused kind cluster offers {h} fake {p} GPUs, this scenario needs {k} "
+                            "(sum of max_replicas x gpus_per_replica)", where=f"kind cluster {self.name}",
+                            expected="`scalearena kind down` then `scalearena kind up --suite SUITE` with this "
+                                     "scenario in the suite")
 
     def load_images(self, images: list[str]) -> None:
         for image in images:
