@@ -43,6 +43,9 @@ LAZY_COMMANDS = {
     "serve-engine": "scalearena.harness.backends.local.cli:serve_engine",
     "serve-router": "scalearena.harness.backends.local.cli:serve_router",
     "paper": "scalearena.harness.paper.cli:paper",
+    "render": "scalearena.harness.backends.kube.cli:render",
+    "doctor": "scalearena.harness.backends.kube.cli:doctor",
+    "kind": "scalearena.harness.backends.kube.cli:kind",
 }
 
 

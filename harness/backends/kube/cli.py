@@ -1,0 +1,111 @@
+"""``scalearena render``, ``scalearena doctor`` and ``scalearena kind up|down``.
+
+``render`` writes exactly the objects a run would apply (the backend's own
+``plan``: the scenario's variants, the autoscaler's objects, hardening, a fresh
+admin token, the semantic checks), one YAML file per object, without touching
+a cluster — for review, or to apply through the user's own GitOps.
+
+``kind up`` makes the kind cluster a whole suite runs on: sized for the suite's
+largest scenario, images built and loaded once, KEDA installed when the suite
+uses it, marked so the kube backend reuses it (each run then gets a fresh
+``scalearena`` namespace, deleted after it). ``kind down`` deletes it.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from scalearena.harness.scenario import load_scenario
+
+from .render import dump_yaml
+
+CLUSTER_CHOICE = click.Choice(["kind", "cluster"])
+
+
+def _file_name(i: int, o: dict) -> str:
+    md = o["metadata"]
+    slug = re.sub(r"[^a-z0-9.-]+", "-", f"{o['kind']}-{md.get('namespace', 'cluster')}-{md['name']}".lower())
+    return f"{i:03d}-{slug}.yaml"
+
+
+@click.command("render")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--cluster", type=CLUSTER_CHOICE, default="kind", show_default=True,
+              help="kind (llm-d-inference-sim / serve-engine on fake GPUs) or cluster (vLLM on the gpu-pool overlay).")
+@click.option("--autoscaler", "names", multiple=True, help="Autoscaler label or kind (repeatable); "
+              "default: the scenario's autoscalers. Each goes to OUT/<label>/.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
+@click.option("--image-prefix", default=None, help="Registry for the scalearena images (--cluster cluster); "
+              "default $SCALEARENA_IMAGE_PREFIX.")
+@click.option("--gateway", type=click.Choice(["serve-router", "epp"]), default=None,
+              help="Gateway (default $SCALEARENA_GATEWAY, else serve-router).")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the YAML files.")
+def render(scenario: str, cluster: str, names: tuple[str, ...], overrides: tuple[str, ...], image_prefix: str | None,
+           gateway: str | None, out: str) -> None:
+    """Write the objects a run would apply, one YAML file per object; no cluster is touched."""
+    from .backend import KubeBackend
+
+    sc = load_scenario(scenario, list(overrides))
+    backend = KubeBackend(cluster, image_prefix=image_prefix, gateway=gateway)
+    configs = [sc.autoscaler(n) for n in names] if names else sc.autoscaler_configs()
+    for cfg in configs:
+        objs = backend.plan(sc, cfg)
+        folder = Path(out) / cfg.label
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        for i, o in enumerate(objs):
+            (folder / _file_name(i, o)).write_text(dump_yaml([o]), encoding="utf-8")
+        click.echo(f"{folder}: {len(objs)} objects")
+
+
+@click.command("doctor")
+@click.option("--cluster", type=CLUSTER_CHOICE, default="kind", show_default=True, help="What to check for.")
+def doctor(cluster: str) -> None:
+    """Check tools, limits and cluster access for CLUSTER=kind|cluster; exit 0 ready, 1 something to fix."""
+    from .doctor import run_doctor
+
+    lines, code = run_doctor(cluster)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)
+
+
+@click.group("kind")
+def kind() -> None:
+    """One kind cluster for a whole suite: `kind up` before, `kind down` after."""
+
+
+@kind.command("up")
+@click.option("--suite", "suite_file", type=click.Path(dir_okay=False), default="workloads/suites/kind.yaml",
+              show_default=True, help="Suite whose largest scenario sizes the fake GPUs.")
+def kind_up(suite_file: str) -> None:
+    """Create the suite's kind cluster, build and load the images once, install KEDA if the suite needs it."""
+    from scalearena.harness.suite import load_suite
+
+    from .backend import ROOT
+    from .cluster import KEDA_MANIFEST, KindCluster, Shell, build_images, fake_gpu_demand, preflight
+
+    preflight("kind")
+    _, plans = load_suite(suite_file)
+    shell = Shell()
+    cluster = KindCluster(shell, ROOT / "manifests" / "kind" / "cluster.yaml")
+    cluster.create(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
+    cluster.load_images(build_images(shell, ROOT))
+    if any(p.autoscaler.kind == "keda" for p in plans):
+        cluster.kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
+        cluster.kubectl.rollout("keda", "keda-operator", 600)
+    click.echo(f"kind cluster {cluster.name} ready for {len(plans)} runs; `scalearena kind down` deletes it")
+
+
+@kind.command("down")
+def kind_down() -> None:
+    """Delete the kind cluster."""
+    from .backend import ROOT
+    from .cluster import KindCluster, Shell
+
+    KindCluster(Shell(), ROOT / "manifests" / "kind" / "cluster.yaml").delete()

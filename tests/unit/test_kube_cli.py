@@ -1,0 +1,101 @@
+"""`scalearena render`, `scalearena doctor`, `scalearena kind`: offline, against canned command output."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from scalearena.harness.backends.kube.doctor import Doctor, report
+from scalearena.harness.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXP2 = ROOT / "workloads/scenarios/exp2-cost-aware.yaml"
+
+
+def test_render_writes_one_file_per_object_and_touches_no_cluster(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_commands(*a: object, **k: object) -> None:
+        raise AssertionError("render ran a command")
+
+    monkeypatch.setattr(subprocess, "run", no_commands)
+    monkeypatch.setattr(subprocess, "Popen", no_commands)
+    r = CliRunner().invoke(main, ["render", str(EXP2), "--cluster", "kind", "--autoscaler", "hpa",
+                                  "--autoscaler", "wva", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    for label in ("hpa", "wva"):
+        files = sorted((tmp_path / label).glob("*.yaml"))
+        docs = [list(yaml.safe_load_all(f.read_text())) for f in files]
+        assert all(len(d) == 1 for d in docs)  # one object per file
+        kinds = [d[0]["kind"] for d in docs]
+        assert kinds.count("HorizontalPodAutoscaler") == 2  # one per exp2 variant (wva: the actuation HPAs)
+        assert f"{label}: {len(files)} objects" in r.output
+    assert not any((tmp_path / "hpa").glob("*variantautoscaling*"))
+    assert len(list((tmp_path / "wva").glob("*-variantautoscaling-scalearena-*"))) == 2  # one per variant
+
+
+def test_render_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["render", str(EXP2), "--autoscaler", "wva", "--set",
+                                  "autoscalers=[{kind: wva, headroom: {enabled: true}}]", "--out", str(tmp_path)])
+    assert r.exit_code == 2
+    assert "autoscalers[wva].headroom" in r.output and "Traceback" not in r.output
+
+
+class Canned:
+    def __init__(self, answers: dict[str, tuple[int, str]]) -> None:
+        self.answers = answers
+
+    def run(self, argv: list[str], *, check: bool = True, timeout: float | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+        line = " ".join(argv)
+        rc, out = next((v for k, v in self.answers.items() if line.startswith(k)), (127, "unknown"))
+        return subprocess.CompletedProcess(argv, rc, out, "")
+
+
+def proc(tmp_path: Path, watches: int, instances: int) -> Path:
+    d = tmp_path / "sys/fs/inotify"
+    d.mkdir(parents=True)
+    (d / "max_user_watches").write_text(f"{watches}\n")
+    (d / "max_user_instances").write_text(f"{instances}\n")
+    return tmp_path
+
+
+def test_doctor_on_a_ready_kind_machine_passes_with_the_snapshotter_warning(tmp_path: Path) -> None:
+    shell = Canned({
+        "docker version": (0, "27.3.1\n"),
+        "docker info": (0, '[["driver-type","io.containerd.snapshotter.v1"]]'),
+        "kind version": (0, "kind v0.29.0 go1.24.2 linux/amd64\n"),
+        "kind get clusters": (0, "No kind clusters found.\n"),
+        "kubectl version --client": (0, json.dumps({"clientVersion": {"minor": "33"}})),
+    })
+    checks = Doctor(shell, lambda t: None if t == "helm" else f"/usr/bin/{t}",
+                    proc(tmp_path, 524288, 512)).checks("kind")
+    lines, code = report(checks)
+    assert code == 0
+    assert [c.status for c in checks] == ["OK", "WARN", "OK", "OK", "OK", "OK", "OK"]
+    assert "kind#3795" in lines[1]
+
+
+def test_doctor_names_what_to_fix_and_exits_1(tmp_path: Path) -> None:
+    shell = Canned({
+        "docker version": (1, "Cannot connect to the Docker daemon"),
+        "kubectl version --client": (0, json.dumps({"clientVersion": {"minor": "30+"}})),
+        "kubectl config current-context": (0, "prod\n"),
+        "kubectl version -o json": (0, json.dumps({"serverVersion": {"gitVersion": "v1.31.4"}})),
+        "kubectl auth can-i create customresourcedefinitions": (1, "no\n"),
+        "kubectl auth can-i": (0, "yes\n"),
+    })
+    doctor = Doctor(shell, lambda t: None if t in ("kind", "helm") else f"/usr/bin/{t}", proc(tmp_path, 8192, 128))
+    kind_lines, kind_code = report(doctor.checks("kind"))
+    assert kind_code == 1
+    text = "\n".join(kind_lines)
+    assert "FAIL  docker: engine not reachable" in text and "FAIL  kind: not on PATH" in text
+    assert "FAIL  kubectl: client v1.30" in text  # 33 - 30 > 1 minor: outside the skew policy
+    assert "sudo sysctl fs.inotify.max_user_watches=524288" in text
+    cluster = doctor.checks("cluster")
+    failed = [c.name for c in cluster if c.status == "FAIL"]
+    assert failed == ["kubectl", "RBAC create customresourcedefinitions"]
+    assert next(c for c in cluster if c.name == "cluster").detail == "context prod, server v1.31.4"
