@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CLUSTER ?= sim
 OUT ?= results/$(CLUSTER)
-SUITE ?= workloads/suites/paper.yaml
+SUITE ?= $(if $(filter kind,$(CLUSTER)),workloads/suites/kind.yaml,workloads/suites/paper.yaml)
 JOBS ?=
 TIME_SCALE ?= 1
 SEEDS ?= 5
 
-.PHONY: bench test perf lint report render venv clean paper prometheus images e2e baseline
+.PHONY: bench test perf lint report render venv clean paper prometheus images e2e baseline kind-up kind-down pins
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,8 +21,26 @@ $(STAMP): pyproject.toml setup.py
 
 venv: $(STAMP)
 
+# CLUSTER=kind: one cluster for the whole suite (kind up: sized for it, images built and loaded once),
+# deleted afterwards whatever the suite's outcome.
 bench: $(STAMP) $(if $(filter local,$(CLUSTER)),prometheus)
+ifeq ($(CLUSTER),kind)
+	$(BIN)/scalearena kind up --suite $(SUITE)
+	SCALEARENA_TIME_SCALE=$(TIME_SCALE) $(BIN)/scalearena suite $(SUITE) --cluster kind --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
+	  rc=$$?; $(BIN)/scalearena kind down; exit $$rc
+else
 	SCALEARENA_TIME_SCALE=$(TIME_SCALE) $(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
+endif
+
+kind-up: $(STAMP)
+	$(BIN)/scalearena kind up --suite $(SUITE)
+
+kind-down: $(STAMP)
+	$(BIN)/scalearena kind down
+
+# Refresh the image digests pinned in manifests/ (needs network and docker; see docs/kubernetes.md).
+pins:
+	bash scripts/refresh-pins.sh
 
 # The local-process integration tests need a real Prometheus (Debian package).
 test: $(STAMP) prometheus
@@ -58,6 +76,7 @@ paper: $(STAMP)
 images:
 	docker build -f Dockerfile.router -t $(or $(SCALEARENA_IMAGE_PREFIX),scalearena)/serve-router:dev .
 	docker build -f Dockerfile.controller -t $(or $(SCALEARENA_IMAGE_PREFIX),scalearena)/wva-controller:dev .
+	docker build -f Dockerfile.engine -t $(or $(SCALEARENA_IMAGE_PREFIX),scalearena)/serve-engine:dev .
 
 # End-to-end tests against a real kind cluster (Docker, kind, kubectl).
 e2e: $(STAMP)

@@ -99,3 +99,53 @@ def test_doctor_names_what_to_fix_and_exits_1(tmp_path: Path) -> None:
     failed = [c.name for c in cluster if c.status == "FAIL"]
     assert failed == ["kubectl", "RBAC create customresourcedefinitions"]
     assert next(c for c in cluster if c.name == "cluster").detail == "context prod, server v1.31.4"
+
+
+# ---- pins, Makefile and the nightly job -------------------------------------------------------------------
+KEDA_K8S = {"2.17": (30, 32), "2.18": (31, 33), "2.19": (32, 34), "2.20": (33, 35)}  # keda.sh compatibility table
+
+
+def test_pins_are_current_for_the_kind_node_image() -> None:
+    from scalearena.harness.backends.kube.cluster import KEDA_VERSION
+    from scalearena.harness.backends.kube.doctor import KUBE_MINOR
+
+    lo, hi = KEDA_K8S[".".join(KEDA_VERSION.split(".")[:2])]
+    assert lo <= KUBE_MINOR <= hi  # KEDA 2.17.2 was outside its window for v1.33
+    cluster = yaml.safe_load((ROOT / "manifests/kind/cluster.yaml").read_text())
+    # kind v0.29.0's release notes publish this digest for the v1.33.1 node image
+    assert {n["image"] for n in cluster["nodes"]} == {
+        "kindest/node:v1.33.1@sha256:050072256b9a903bd914c0b2866828150cb229cea0efe5892e2b644d5dd3b34f"}
+
+
+def test_refresh_pins_fails_clearly_without_its_tools(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "grep", "sed", "sort", "tail", "tr", "dirname", "python3", "cat"):
+        src = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
+        if src:
+            (bin_dir / tool).symlink_to(src)
+    r = subprocess.run(["bash", str(ROOT / "scripts/refresh-pins.sh")], capture_output=True, text=True,
+                       env={"PATH": str(bin_dir)}, timeout=60)
+    assert r.returncode == 1
+    assert "needs `crane` or `docker buildx imagetools`" in r.stderr
+
+
+def test_make_bench_kind_runs_the_short_suite_on_one_cluster() -> None:
+    r = subprocess.run(["make", "-n", "-W", ".venv/.installed", "bench", "CLUSTER=kind"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    lines = [x for x in r.stdout.splitlines() if "bin/scalearena " in x]
+    assert lines[0] == ".venv/bin/scalearena kind up --suite workloads/suites/kind.yaml"
+    # the suite, then `kind down` whatever the suite's exit code, which is kept
+    assert "scalearena suite workloads/suites/kind.yaml --cluster kind --out results/kind" in lines[1]
+    assert "rc=$?; .venv/bin/scalearena kind down; exit $rc" in " ".join(lines[1:])
+
+
+def test_nightly_kind_job_runs_the_short_suite_then_the_gate_within_an_hour() -> None:
+    wf = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text())
+    job = wf["jobs"]["bench-kind"]
+    assert job["timeout-minutes"] <= 60
+    runs = [str(s.get("run", "")) for s in job["steps"]]
+    bench = next(i for i, r in enumerate(runs) if "make bench CLUSTER=kind" in r)
+    gate = next(i for i, r in enumerate(runs) if "compare baselines/kind" in r)
+    assert bench < gate and "SUITE=" not in runs[bench]  # the Makefile's kind default: workloads/suites/kind.yaml
+    assert "tests/e2e" not in " ".join(runs)  # e2e is its own job, not on the suite's clock

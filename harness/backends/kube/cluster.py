@@ -28,7 +28,7 @@ TOOLS = {  # tool -> (version built and documented for, where to get it)
     "kind": ("v0.29.0 (node image kindest/node:v1.33.1)", "https://kind.sigs.k8s.io/docs/user/quick-start/"),
     "kubectl": ("v1.33 (within one minor version of the cluster)", "https://kubernetes.io/docs/tasks/tools/"),
 }
-KEDA_VERSION = "2.17.2"
+KEDA_VERSION = "2.18.0"  # supports Kubernetes v1.31-v1.33 (keda.sh operate/cluster compatibility table)
 KEDA_MANIFEST = f"https://github.com/kedacore/keda/releases/download/v{KEDA_VERSION}/keda-{KEDA_VERSION}.yaml"
 IMAGES = {"scalearena/serve-router:dev": "Dockerfile.router", "scalearena/wva-controller:dev": "Dockerfile.controller",
           "scalearena/serve-engine:dev": "Dockerfile.engine"}  # serve-engine: roofline scenarios on kind
