@@ -143,13 +143,13 @@ def test_crd_rejects_missing_model_and_bad_condition() -> None:
         jsonschema.validate(va, crd_schema())
 
 
-def test_kind_config_three_fake_gpu_workers_and_scale_to_zero_gate() -> None:
+def test_kind_config_four_fake_gpu_workers_and_scale_to_zero_gate() -> None:
     cfg = yaml.safe_load((MANIFESTS / "kind/cluster.yaml").read_text())
     workers = [n for n in cfg["nodes"] if n["role"] == "worker"]
-    assert len(workers) == 3
+    assert len(workers) == 4  # the H200 worker serves hetero-roofline's third variant
     assert cfg["featureGates"]["HPAScaleToZero"] is True
     products = sorted(w["labels"]["nvidia.com/gpu.product"] for w in workers)
-    assert products == ["NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"]
+    assert products == ["NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]
     assert all(int(w["labels"]["scalearena.io/fake-gpus"]) > 0 for w in workers)
 
 

@@ -1,8 +1,9 @@
 """CLUSTER=kind and CLUSTER=cluster: the suite on Kubernetes.
 
-``kind`` creates a kind cluster (manifests/kind/cluster.yaml: three workers
-with fake A100/H100 GPUs), builds and loads the scalearena images, and
-deletes the cluster afterwards. ``cluster`` uses the current kubeconfig
+``kind`` runs on the cluster ``scalearena kind up`` made for the suite (four
+workers with fake A100/H100/H200 GPUs, images loaded once; each run's
+namespace is deleted after it), or makes a cluster of its own for a single
+run and deletes it afterwards (kube/cluster.py). ``cluster`` uses the current kubeconfig
 context as it is and never creates or deletes a cluster: it applies into the
 ``scalearena`` namespace and removes what it applied.
 
