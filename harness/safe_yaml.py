@@ -67,7 +67,7 @@ def parse_yaml(text: str, where: str) -> Any:
         raise UserError("nested too deeply to read", where=where,
                         expected=f"at most {MAX_YAML_DEPTH} levels") from None
     except ValueError as e:  # e.g. an integer of more than 4300 digits
-        raise UserError(f"unreadable value: {e}", where=where) from None
+        raise UserError(f"unreadable value: {str(e).split(';')[0]}", where=where) from None
     expanded_size(data, where)
     return data
 

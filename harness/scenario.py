@@ -9,6 +9,7 @@ field path and what was expected.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
@@ -407,8 +408,14 @@ def format_validation_error(err: ValidationError, where: str, data: Any = None,
     if len(loc) >= 2 and loc[0] == "workload" and loc[1] == "0" and isinstance(data, dict) \
             and isinstance(data.get("workload"), dict):
         del loc[1]  # the file holds one workload mapping, not a list
-    path = ".".join(loc) or "(top level)"
     msg = first["msg"]
+    if first["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")
+        field = re.match(r"([a-z_]+): ", msg)  # a model-level check naming its field (contracts.limits)
+        if field:
+            loc.append(field.group(1))
+            msg = msg[field.end():]
+    path = ".".join(loc) or "(top level)"
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
         if model is not None and first["loc"]:

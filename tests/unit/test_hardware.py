@@ -100,4 +100,4 @@ def test_own_gpu_type_drives_the_roofline_and_kv_capacity() -> None:
     assert mem_mine == pytest.approx(mem_h200 / 2) == pytest.approx(shape.weight_bytes / 9.6e12)
     with pytest.raises(UserError) as e:
         roofline_scenario("llama3-8b", gpu="B300")
-    assert "cluster.variants.0.gpu: Value error, unknown GPU type 'B300'" in e.value.render()
+    assert "cluster.variants.0.gpu: unknown GPU type 'B300'" in e.value.render()
