@@ -67,6 +67,9 @@ def test_gateway_admin_api_needs_a_per_run_token_and_only_the_namespace_reaches_
     assert tokens[0] != tokens[1] and len(tokens[0]) >= 32 and not any(t.startswith("replace-me") for t in tokens)
     gw = next(o for o in a if o["kind"] == "Deployment" and o["metadata"]["name"] == "gateway")
     pod = gw["spec"]["template"]["spec"]
+    router, sync = pod["containers"]
+    assert "--admin-port=8081" in router["args"] and "--router=http://127.0.0.1:8081" in sync["args"]
+    assert not any(p.get("containerPort") == 8081 for c in pod["containers"] for p in c.get("ports", []))
     for c in pod["containers"]:  # serve-router and endpoint-sync both read the token file
         assert "--admin-token-file=/var/run/secrets/scalearena/admin/token" in c["args"], c["name"]
         assert {"name": "admin-token", "mountPath": "/var/run/secrets/scalearena/admin", "readOnly": True} \
