@@ -214,3 +214,32 @@ def test_every_image_copies_every_top_level_package() -> None:
         missing = [f for f in folders if f"COPY {f} {f}" not in text]
         assert not missing, (dockerfile.name, missing)
 
+
+
+def test_numbers_are_written_without_exponents_and_prometheus_durations_in_whole_units() -> None:
+    from scalearena.harness.backends.kube.knobs import plain, prom_duration
+
+    assert [plain(x) for x in (1e-05, 1e6, 0.1 + 0.2, 2.5, 3.0, 0.0)] == ["0.00001", "1000000", "0.3", "2.5", "3", "0"]
+    assert [prom_duration(x) for x in (15, 7.5, 0.25, 60)] == ["15s", "7500ms", "250ms", "60s"]
+    with pytest.raises(UserError, match="metrics.scrape_interval_s"):
+        prom_duration(0.0001)
+    # a tiny variant cost rendered into the VariantAutoscaling still matches the CRD's ^\d+(\.\d+)?$
+    import jsonschema
+
+    sc = load_scenario(EXP2)
+    v0 = sc.cluster.variants[0].model_copy(update={"cost": 1e-05})
+    sc = sc.model_copy(update={"cluster": sc.cluster.model_copy(update={"variants": [v0, *sc.cluster.variants[1:]]})})
+    crd = yaml.safe_load((ROOT / "manifests/autoscalers/wva/crd.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    (va, *_) = [o for o in wva_objects(sc, sc.autoscaler("wva")) if o["kind"] == "VariantAutoscaling"]
+    assert va["spec"]["variantCost"] == "0.00001"
+    jsonschema.validate(va, schema)
+
+
+def test_the_image_build_context_leaves_out_results_and_virtualenvs() -> None:
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".git", ".venv", "results", "tests"} <= ignored
+    for dockerfile in ROOT.glob("Dockerfile.*"):  # nothing a COPY needs is ignored
+        copied = {line.split()[1] for line in dockerfile.read_text().splitlines() if line.startswith("COPY ")
+                  and "--from" not in line}
+        assert not copied & ignored, dockerfile.name

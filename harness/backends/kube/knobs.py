@@ -61,6 +61,23 @@ def refuse_unrendered(cfg: AutoscalerConfig, label: str | None = None) -> None:
                                  + (f" (also: {', '.join(f for f, _ in bad[1:])})" if len(bad) > 1 else ""))
 
 
+def plain(x: float) -> str:
+    """A number as plain decimal text, never in exponent form: Go's time.ParseDuration, the
+    VariantAutoscaling CRD's ``variantCost`` pattern (``^\\d+(\\.\\d+)?$``) and YAML readers all
+    reject ``1e-05`` or ``1e+06``, which is what ``f"{x:g}"`` writes for small and large values."""
+    text = f"{x:.9f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def prom_duration(seconds: float) -> str:
+    """A Prometheus duration: whole units only (``[0-9]+(ms|s|m|h)``), so 7.5 s is written ``7500ms``."""
+    ms = round(seconds * 1000)
+    if ms < 1:
+        raise UserError(f"{seconds!r} s is below Prometheus' 1 ms resolution", where="metrics.scrape_interval_s",
+                        expected="at least 0.001")
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
 def quantity(x: float) -> str:
     """A Kubernetes quantity for a non-negative number: whole numbers plain, fractions in milli-units.
 

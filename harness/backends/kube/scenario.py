@@ -22,7 +22,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.scenario import Scenario, VariantSpec
 
-from .knobs import hpa_behavior, quantity
+from .knobs import hpa_behavior, plain, prom_duration, quantity
 from .render import Obj
 
 NAMESPACE = "scalearena"
@@ -47,7 +47,7 @@ KEDA_QUERIES = {  # controllers/signals.py signal -> PromQL over the scrape labe
 
 
 def _ms(x: float) -> str:
-    return f"{x:g}ms"
+    return f"{plain(x)}ms"
 
 
 def workload_max_len(sc: Scenario) -> int:
@@ -77,7 +77,7 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_
     if vllm:
         if e.kv_cache_blocks:
             args.append(f"--num-gpu-blocks-override={e.kv_cache_blocks}")
-        args += [f"--gpu-memory-utilization={e.gpu_memory_utilization:g}",
+        args += [f"--gpu-memory-utilization={plain(e.gpu_memory_utilization)}",
                  "--enable-prefix-caching" if e.enable_prefix_caching else "--no-enable-prefix-caching"]
         if v.gpus_per_replica > 1:
             args.append(f"--tensor-parallel-size={v.gpus_per_replica}")
@@ -92,7 +92,7 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_
     args += [f"--time-to-first-token={_ms(lat.ttft_ms)}", f"--inter-token-latency={_ms(lat.itl_ms)}",
              f"--prefill-overhead={_ms(lat.prefill_overhead_ms)}",
              f"--prefill-time-per-token={_ms(lat.prefill_time_per_token_ms)}",
-             f"--time-factor-under-load={lat.time_factor_under_load:g}"]
+             f"--time-factor-under-load={plain(lat.time_factor_under_load)}"]
     return args
 
 
@@ -108,7 +108,7 @@ def serve_engine_container(c: Obj, v: VariantSpec, max_model_len: int) -> None:
     c["command"] = ["python", "-m", "scalearena.harness.backends.local.cli", "engine"]
     c["args"] = ["--host=0.0.0.0", "--port=8000", f"--model={v.model}", f"--gpu={v.gpu}",
                  f"--engine-spec={json.dumps(spec, sort_keys=True, separators=(',', ':'))}",
-                 f"--startup-duration={v.startup_s:g}s", f"--termination-grace-period={v.termination_grace_s:g}s",
+                 f"--startup-duration={plain(v.startup_s)}s", f"--termination-grace-period={plain(v.termination_grace_s)}s",
                  "--pod=$(POD_NAME)", f"--variant={v.name}"]
     c["readinessProbe"] = {"httpGet": {"path": "/health/ready", "port": "http"}, "periodSeconds": 2}
 
@@ -135,7 +135,7 @@ def variant_objects(sc: Scenario, overlay: list[Obj]) -> list[Obj]:
         md["name"] = v.name
         md["labels"] = {**md.get("labels", {}), **labels}
         md["annotations"] = {**md.get("annotations", {}), "scalearena.io/gpu": v.gpu,
-                             "scalearena.io/variant-cost": f"{v.cost:g}", "scalearena.io/startup-s": f"{v.startup_s:g}"}
+                             "scalearena.io/variant-cost": plain(v.cost), "scalearena.io/startup-s": plain(v.startup_s)}
         spec = d["spec"]
         spec["replicas"] = v.start_replicas
         spec["selector"] = {"matchLabels": {"scalearena.io/variant": v.name}}
@@ -180,8 +180,8 @@ def _target(v: VariantSpec) -> Obj:
 
 def wva_objects(sc: Scenario, cfg: AutoscalerConfig, actuation: str = "hpa") -> list[Obj]:
     c = cfg.model_dump()
-    saturation = (f"kvCacheThreshold: {c['tau_kv']:g}\nqueueLengthThreshold: {c['tau_q']:g}\n"
-                  f"kvSpareTrigger: {c['gamma_kv']:g}\nqueueSpareTrigger: {c['gamma_q']:g}\n"
+    saturation = (f"kvCacheThreshold: {plain(c['tau_kv'])}\nqueueLengthThreshold: {plain(c['tau_q'])}\n"
+                  f"kvSpareTrigger: {plain(c['gamma_kv'])}\nqueueSpareTrigger: {plain(c['gamma_q'])}\n"
                   f"minNonSaturatedReplicasForScaleDown: {c['min_non_saturated_for_scale_down']}\n")
     stz = c.get("scale_to_zero") or {}
     zero = (f"enableScaleToZero: {'true' if stz.get('enabled') else 'false'}\n"
@@ -195,7 +195,7 @@ def wva_objects(sc: Scenario, cfg: AutoscalerConfig, actuation: str = "hpa") -> 
     for v in sc.cluster.variants:
         objs.append({"apiVersion": "llmd.ai/v1alpha1", "kind": "VariantAutoscaling", "metadata": _meta(v.name, v.name),
                      "spec": {"modelID": v.model, "variantCost": f"{v.cost:.1f}" if v.cost == int(v.cost)
-                              else f"{v.cost:g}", "accelerator": v.gpu, "acceleratorCount": v.gpus_per_replica,
+                              else plain(v.cost), "accelerator": v.gpu, "acceleratorCount": v.gpus_per_replica,
                               "minReplicas": v.min_replicas, "maxReplicas": v.max_replicas,
                               "scaleTargetRef": _target(v)}})
         if actuation == "hpa":
@@ -221,8 +221,8 @@ def wva_controller_settings(objs: list[Obj], cfg: AutoscalerConfig) -> None:
     c: Any = cfg
     for o in objs:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "wva-controller-config":
-            o["data"]["WVA_INTERVAL_S"] = f"{c.period_s:g}"
-            o["data"]["WVA_FAST_INTERVAL_S"] = f"{c.fast_period_s:g}" if c.fast_period_s else "0"
+            o["data"]["WVA_INTERVAL_S"] = plain(c.period_s)
+            o["data"]["WVA_FAST_INTERVAL_S"] = plain(c.fast_period_s) if c.fast_period_s else "0"
 
 
 def prometheus_settings(objs: list[Obj], sc: Scenario) -> None:
@@ -232,7 +232,7 @@ def prometheus_settings(objs: list[Obj], sc: Scenario) -> None:
     for o in objs:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config":
             doc = yaml.safe_load(o["data"]["prometheus.yml"])
-            doc.setdefault("global", {})["scrape_interval"] = f"{sc.metrics.scrape_interval_s:g}s"
+            doc.setdefault("global", {})["scrape_interval"] = prom_duration(sc.metrics.scrape_interval_s)
             o["data"]["prometheus.yml"] = yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -290,7 +290,7 @@ def keda_objects(sc: Scenario, cfg: AutoscalerConfig) -> list[Obj]:
         sel = f'namespace="{NAMESPACE}",variant="{v.name}"'
         meta = {"serverAddress": f"http://prometheus.{NAMESPACE}.svc:9090",
                 "query": KEDA_QUERIES[signal].format(sel=sel, model=v.model),
-                "threshold": f"{c['threshold']:g}", "activationThreshold": f"{c['activation_threshold']:g}"}
+                "threshold": plain(c["threshold"]), "activationThreshold": plain(c["activation_threshold"])}
         spec: Obj = {"scaleTargetRef": _target(v), "pollingInterval": _whole_s(c["polling_interval_s"], "keda",
                                                                                "polling_interval_s"),
                      "cooldownPeriod": _whole_s(c["cooldown_period_s"], "keda", "cooldown_period_s"),
