@@ -14,9 +14,13 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from scalearena.contracts.errors import UserError
+
+log = logging.getLogger("scalearena.wva")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -72,34 +76,42 @@ def build(args: argparse.Namespace):  # noqa: ANN201 - returns (controller, api)
 def serve(args: argparse.Namespace) -> None:
     from prometheus_client import start_http_server
 
-    log = logging.getLogger("scalearena.wva")
-    controller, api = build(args)
+    controller, _ = build(args)
     log.info("WVA controller: namespace=%s prometheus=%s actuator=%s", args.namespace, args.prometheus_url,
              args.actuator)
     if args.once:
         controller.reconcile()
         return
     start_http_server(args.metrics_port, registry=controller.publisher.registry)
-    wake, stop = threading.Event(), threading.Event()
-    api.watch_changes(args.namespace, wake.set, stop)
-    next_main = 0.0
-    while True:
-        now = time.monotonic()
-        if now >= next_main or wake.is_set():
-            wake.clear()
+    stop = threading.Event()
+    run_cycles(controller, args.interval, args.fast_interval, time.monotonic, stop.wait, stop.is_set)
+
+
+def run_cycles(controller: Any, interval_s: float, fast_interval_s: float | None, clock: Callable[[], float],
+               wait: Callable[[float], Any], stopped: Callable[[], bool]) -> None:
+    """The optimisation cycle every ``interval_s`` (upstream WVA's fixed 30 s loop), never on watch events.
+
+    Reconciling on every VariantAutoscaling/Deployment change made the in-cluster WVA decide far more
+    often than its period (each scale it made triggered the next decision), unlike the simulated WVA,
+    which decides on its period. The scale-from-zero loop runs every ``fast_interval_s`` in between.
+    """
+    next_main = clock()
+    while not stopped():
+        now = clock()
+        if now >= next_main:
             try:
                 controller.reconcile()
             except Exception as e:  # noqa: BLE001 - one failed cycle must not end the controller
                 log.warning("reconcile failed: %s: %s", type(e).__name__, e)
-            next_main = now + args.interval
-        if args.fast_interval:
+            next_main += interval_s * max(1, int((now - next_main) // interval_s) + 1)  # no catch-up burst
+        if fast_interval_s:
             try:
                 controller.reconcile_fast()
             except Exception as e:  # noqa: BLE001
                 log.warning("fast loop failed: %s: %s", type(e).__name__, e)
-            wake.wait(args.fast_interval)
+            wait(fast_interval_s)
         else:
-            wake.wait(max(0.0, next_main - time.monotonic()))
+            wait(max(0.0, next_main - clock()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """WVA as a Kubernetes controller: the shared policy, Kubernetes adapters around it.
 
-Each optimisation cycle (``reconcile``, every 30 s and on any change to a
-VariantAutoscaling or Deployment) does what upstream WVA's reconciler does:
+Each optimisation cycle (``reconcile``, every 30 s — on the period only, as the
+simulated WVA decides; ``__main__.run_cycles``) does what upstream WVA's reconciler does:
 
 1. list the VariantAutoscalings of the namespace and resolve each
    ``scaleTargetRef`` (missing -> TargetResolved=False/TargetNotFound, and

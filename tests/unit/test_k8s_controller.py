@@ -281,3 +281,29 @@ def test_missing_kubeconfig_names_what_was_expected(tmp_path: Path, monkeypatch:
 def test_network_is_disabled_here() -> None:
     with pytest.raises(RuntimeError, match="network call"):
         socket.create_connection(("127.0.0.1", 9090))
+
+
+def test_the_controller_decides_on_its_period_only_and_runs_the_fast_loop_between() -> None:
+    # issue 19: it used to reconcile on every watch event, far more often than WVA's 30 s cycle
+    from scalearena.harness.k8s.__main__ import run_cycles
+
+    t = [0.0]
+    calls: list[tuple[str, float]] = []
+
+    class Ctl:
+        def reconcile(self) -> None:
+            calls.append(("main", t[0]))
+            t[0] += 2.0  # a slow cycle: the next one still starts on the 30 s grid
+
+        def reconcile_fast(self) -> None:
+            calls.append(("fast", t[0]))
+
+    def wait(s: float) -> None:
+        t[0] += s
+
+    run_cycles(Ctl(), 30.0, 5.0, lambda: t[0], wait, lambda: t[0] >= 95.0)
+    # main at 0 (takes 2 s); fast every 5 s: 2, 7, ..., 27, 32 -> the first tick past the 30 s grid point is 32;
+    # the grid stays 30/60/90 (not 32+30): 34 ... 59, 64 -> 64; 66 ... 86, 91 -> 91
+    assert [c for k, c in calls if k == "main"] == [0.0, 32.0, 64.0, 91.0]
+    fast = [c for k, c in calls if k == "fast"]
+    assert fast[:7] == [2.0, 7.0, 12.0, 17.0, 22.0, 27.0, 34.0]  # no main cycle at 7..27, whatever happened
