@@ -96,6 +96,9 @@ class MemoryMetrics:
         self.promql = PromQLEngine(self.tsdb, lookback_s=staleness_s)
         self._rules: RuleEvaluator | None = None
         self._keys: dict[tuple[str, str], _NativeKeys] = {}
+        # scrapes not yet in the TSDB: written when PromQL is first asked (or the backlog is long), so a
+        # run whose policies never send PromQL pays nothing for the native series
+        self._unflushed: list[tuple[str, str, Sample]] = []
 
     # ---- writing ----------------------------------------------------------------------------------
     def record(self, variant: str, pod: str, sample: Sample) -> None:
@@ -104,7 +107,15 @@ class MemoryMetrics:
         horizon = sample.t - self.retention_s
         while q and q[0].t < horizon:
             q.popleft()
-        self._append_native(variant, pod, sample)
+        self._unflushed.append((variant, pod, sample))
+        if len(self._unflushed) >= _MAX_UNFLUSHED:
+            self.flush_native()
+
+    def flush_native(self) -> None:
+        """Write the held-back scrapes into the TSDB (done before every PromQL read)."""
+        for variant, pod, sample in self._unflushed:
+            self._append_native(variant, pod, sample)
+        self._unflushed.clear()
 
     def _append_native(self, variant: str, pod: str, sample: Sample) -> None:
         """The series a real Prometheus would hold after scraping this pod (contracts/series.py names)."""
@@ -175,6 +186,7 @@ class MemoryMetrics:
     def evaluate_at(self, now: float) -> None:
         self.now = now
         if self._rules is not None:
+            self.flush_native()
             self._rules.advance(now)
 
     def latest_pod_samples(self, variant: str) -> list[PodMetrics]:
@@ -186,6 +198,7 @@ class MemoryMetrics:
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         """PromQL instant query at ``at`` (default: now) -> Prometheus' JSON ``result``."""
         self._check()
+        self.flush_native()
         t = self.now if at is None else at
         if self._rules is not None:
             self._rules.advance(t)
@@ -194,6 +207,7 @@ class MemoryMetrics:
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         """PromQL range query -> Prometheus' JSON ``result`` matrix."""
         self._check()
+        self.flush_native()
         if self._rules is not None:
             self._rules.advance(end)
         return to_api_result(self.promql.query_range(expr, start, end, step), to_ms(end))
@@ -260,6 +274,9 @@ class MemoryMetrics:
                 for i, v in enumerate(inc):
                     acc[i] += v
         return quantile_from_buckets(q, bounds, tuple(acc))
+
+
+_MAX_UNFLUSHED = 20_000  # pod scrapes held back at most (bounds memory on long runs without PromQL)
 
 
 class _NativeKeys(NamedTuple):

@@ -98,6 +98,7 @@ class TSDB:
         self._by_name: dict[str, list[StoredSeries]] = {}
         self.newest_ms = 0
         self._appends_since_trim = 0
+        self._selections: dict[tuple[LabelMatcher, ...], list[StoredSeries]] = {}  # valid until the series set changes
 
     def __len__(self) -> int:
         return len(self._series)
@@ -112,6 +113,7 @@ class TSDB:
             s = StoredSeries(key, dict(key))
             self._series[key] = s
             self._by_name.setdefault(s.label_map.get(NAME, ""), []).append(s)
+            self._selections.clear()
         if s.ts and t <= s.ts[-1]:
             if t < s.ts[-1]:
                 raise ValueError(f"out-of-order sample for {key}: {t} ms after {s.ts[-1]} ms")
@@ -142,14 +144,21 @@ class TSDB:
             if not s.ts:
                 del self._series[key]
                 self._by_name[s.label_map.get(NAME, "")].remove(s)
+                self._selections.clear()
 
     def select(self, matchers: Iterable[LabelMatcher]) -> list[StoredSeries]:
         """Series matching every matcher, in label-set order (Prometheus returns them sorted)."""
-        ms = list(matchers)
+        ms = tuple(matchers)
+        hit = self._selections.get(ms)
+        if hit is not None:
+            return hit
         name = next((m.value for m in ms if m.name == NAME and m.op == "="), None)
         pool: Iterable[StoredSeries] = self._by_name.get(name, []) if name is not None else self._series.values()
         out = [s for s in pool if all(m.matches(s.label_map) for m in ms)]
         out.sort(key=lambda s: s.labels)
+        if len(self._selections) > 10_000:
+            self._selections.clear()
+        self._selections[ms] = out
         return out
 
     def series(self) -> list[StoredSeries]:

@@ -34,8 +34,17 @@ def label(labels: Labels, key: str) -> str:
     return ""
 
 
+_DROPPED: dict[Labels, Labels] = {}
+
+
 def drop_name(labels: Labels) -> Labels:
-    return tuple(p for p in labels if p[0] != NAME)
+    """The label set without ``__name__`` (memoised: the same series pass through every evaluation)."""
+    out = _DROPPED.get(labels)
+    if out is None:
+        if len(_DROPPED) > 200_000:
+            _DROPPED.clear()
+        out = _DROPPED[labels] = tuple(p for p in labels if p[0] != NAME)
+    return out
 
 
 def keep_only(labels: Labels, keys: frozenset[str]) -> Labels:
