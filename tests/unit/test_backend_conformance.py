@@ -32,6 +32,7 @@ from scalearena.harness.backends.kube.sampling import Sampler
 from scalearena.harness.backends.kube.scenario import NAMESPACE
 from scalearena.harness.backends.local import backend as local_backend
 from scalearena.harness.backends.local import pods as local_pods
+from scalearena.harness.backends.local import prometheus as local_prometheus
 from scalearena.harness.backends.sim import Simulation
 from scalearena.harness.control.ports import WallClock
 from scalearena.harness.engine.cluster import PENDING, READY, TERMINATING, Pod
@@ -186,7 +187,6 @@ class SimRig:
         self.scaled: list[tuple[str, int]] = []
         real_scale = self.sim.scale
         self.sim.reconcile = lambda d: None  # type: ignore[method-assign]  # lifecycle comes from the script
-        self.sim.control.actuator = self.sim
         self.sim.scale = lambda v, n: (self.scaled.append((v, n)), real_scale(v, n))  # type: ignore[method-assign]
         self.seq = itertools.count()
         self.control = self.sim.control
@@ -298,6 +298,7 @@ class KubeRig:
 
 def _blocks(sc: Any) -> dict[str, int]:
     """What each engine's vllm:cache_config_info reports: small 256 (explicit); big derived (see below)."""
+    assert [v.name for v in sc.cluster.variants] == ["small", "big"]
     return {"small": 256, "big": BIG_BLOCKS}
 
 
@@ -312,9 +313,8 @@ def drive(rig: Any) -> tuple[list[dict], list[Any], list[tuple[str, int]]]:
         rig.apply(step)
         rig.control.decide()
         rig.control.sample()
-    decisions = [{k: v for k, v in d.items()} for d in rig.writer.decisions]
-    rows = list(rig.writer.timeseries) or list(getattr(rig, "sampler", rig).rows)
-    return decisions, rows, rig.scaled
+    rows = rig.sampler.rows if isinstance(rig, KubeRig) else rig.writer.timeseries  # kube writes rows at the end
+    return list(rig.writer.decisions), list(rows), rig.scaled
 
 
 def _rigs(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
@@ -394,6 +394,7 @@ def test_local_view_derives_kv_blocks_like_the_simulator(tmp_path: Path, monkeyp
     ports = itertools.count(21000)
     monkeypatch.setattr(local_pods, "free_port", lambda: next(ports))
     monkeypatch.setattr(local_backend, "free_port", lambda: next(ports))
+    monkeypatch.setattr(local_prometheus, "free_port", lambda: next(ports))  # no socket in a unit test
     run = local_backend.LocalRun(sc, sc.autoscaler("wva"), RunWriter(tmp_path / "run", {}), None,
                                  local_backend.LocalBackend(time_scale=1.0))
     blocks = {v.name: v.engine["kv_cache_blocks"] for v in run.control.variants}

@@ -1,0 +1,9 @@
+"""Event kinds of the simulator's heap; the number is the same-time priority.
+
+Same-time events run in this order (engine events, pod transitions, arrivals,
+timeouts, faults, scrapes, decisions, samples, then a sequence number), which
+is what makes a scenario and seed give byte-identical results.
+"""
+from __future__ import annotations
+
+ENGINE, POD_READY, GRACE_END, ARRIVAL, TIMEOUT, FAULT, SCRAPE, DECIDE, DECIDE_FAST, SAMPLE, END = range(11)

@@ -1,0 +1,236 @@
+"""The simulator's event loop: one heap of events on a virtual clock.
+
+``Simulation`` pops events in (time, kind priority, sequence) order and hands
+each to its handler; requests (requests.RequestFlow) and pods
+(pods.PodLifecycle) are mixins over the same state. Scrapes fill
+``MemoryMetrics`` on their own phase; decisions and samples go through the
+control plane (harness.control.plane.ControlPlane), the same one the local
+and kube backends run.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable
+from typing import Any
+
+from scalearena.controllers.base import Autoscaler, AutoscalerConfig
+from scalearena.controllers.registry import REGISTRY
+
+from ...control.plane import ControlPlane
+from ...control.ports import VirtualClock
+from ...control.view import forecast_from_requests, scenario_variants
+from ...engine.cluster import READY, Deployment, GPUPool
+from ...engine.latency import build_latency
+from ...metrics.memory import MemoryMetrics, Sample
+from ...results import RunWriter
+from ...router import Router
+from ...scenario import PodCrash, Scenario
+from ..base import Progress
+from .events import (
+    ARRIVAL,
+    DECIDE,
+    DECIDE_FAST,
+    END,
+    ENGINE,
+    FAULT,
+    GRACE_END,
+    POD_READY,
+    SAMPLE,
+    SCRAPE,
+    TIMEOUT,
+)
+from .pods import PodLifecycle
+from .requests import RequestFlow, _Req
+
+
+class SimBackend:
+    """``Backend`` for ``--cluster sim``."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
+            progress: Progress | None = None) -> None:
+        from dataclasses import asdict
+
+        from scalearena.workloads.generate import WorkloadStats, build_requests
+
+        stats = WorkloadStats()
+        requests = build_requests(scenario, stats)
+        writer.meta["workload_generation"] = {
+            "requests": list(stats.requests), "clipped": stats.clipped,
+            "traces": [asdict(t) if t is not None else None for t in stats.traces],
+        }
+        Simulation(scenario, autoscaler, writer, requests, progress).run()
+
+
+class Simulation(RequestFlow, PodLifecycle):
+    def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: list,
+                 progress: Progress | None = None, policy: Autoscaler | None = None) -> None:
+        self.sc, self.config, self.writer, self.progress = sc, config, writer, progress
+        self.requests = requests
+        policy = policy or REGISTRY.build(config)
+        self.router = Router(sc.router, seed=sc.seed)
+        self.metrics = MemoryMetrics(sc.metrics.staleness_s)
+        self.pool = GPUPool(sc.cluster.gpu_capacity)
+        self.deps: list[Deployment] = []
+        for i, v in enumerate(sc.cluster.variants):
+            lat, blocks = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"cluster.variants[{i}].engine")
+            self.deps.append(Deployment(v, lat, blocks, v.start_replicas))
+        self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
+        self.gateway: dict[str, list[_Req]] = {m: [] for m in self.models}
+        self.clock = VirtualClock()
+        self.end_s = sc.duration_s + sc.drain_s
+        self._heap: list[tuple[float, int, int, int, Any]] = []
+        self._seq = itertools.count()
+        self._pod_seq = itertools.count()
+        self._next_arrival = 0
+        self.inflight = 0
+        self._ok_total = {d.name: 0 for d in self.deps}
+        self._slow = [f for f in sc.faults if f.kind == "slow_cold_start"]
+        self._warm = False
+        self._scrape_phase = sc.metrics.scrape_interval_s
+        for d in self.deps:
+            self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
+            self.metrics.models[d.name] = d.spec.model
+        self.control = ControlPlane(
+            policy, config.label, scenario_variants(sc), clock=self.clock, metrics=self.metrics, actuator=self,
+            probe=self, writer=writer, forecast=forecast_from_requests(requests, self.models),
+            gpu_capacity=sc.cluster.gpu_capacity)
+
+    @property
+    def t(self) -> float:
+        return self.clock.t
+
+    # ---- the loop -----------------------------------------------------------------------------------
+    def push(self, t: float, kind: int, payload: Any = None) -> None:
+        heapq.heappush(self._heap, (t, kind, next(self._seq), kind, payload))
+
+    def run(self) -> None:
+        sc = self.sc
+        meta = self.writer.meta
+        meta.setdefault("scenario", sc.name)
+        meta.setdefault("autoscaler", self.config.label)
+        meta.setdefault("cluster", "sim")
+        meta.setdefault("seed", sc.seed)
+        meta.setdefault("duration_s", sc.duration_s)
+        meta.setdefault("slo", sc.slo.model_dump(mode="json"))
+        meta.setdefault("sample_interval_s", sc.metrics.sample_interval_s)
+        meta.setdefault("scrape_interval_s", sc.metrics.scrape_interval_s)
+        if "variants" not in meta:
+            from ...runner import variant_meta
+
+            meta["variants"] = variant_meta(sc)
+        self._warm = sc.cluster.warm_start  # initial replicas skip the cold start
+        for d in self.deps:
+            self.reconcile(d)
+        self._warm = False
+        if self.requests:
+            self.push(self.requests[0].arrival_s, ARRIVAL)
+        # Prometheus scrapes on its own phase, not in step with the controllers' loops (which all start
+        # at t=0): the first scrape at 0 fills the view, the next at a seeded offset in (0, interval].
+        # Aligned loops would hide the scrape interval entirely (every decision would see a fresh scrape).
+        interval = sc.metrics.scrape_interval_s
+        self._scrape_phase = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
+        self.push(0.0, SCRAPE)
+        self.push(0.0, DECIDE)
+        if self.control.fast_period_s:
+            self.push(0.0, DECIDE_FAST)
+        self.push(sc.metrics.sample_interval_s, SAMPLE)
+        for i, f in enumerate(sc.faults):
+            if f.kind == "metrics_outage":
+                self.push(f.start_s, FAULT, ("outage_start", i))
+                self.push(f.end_s, FAULT, ("outage_end", i))
+            elif f.kind == "pod_crash":
+                self.push(f.at_s, FAULT, ("crash", i))
+        self.push(self.end_s, END)
+        handlers: dict[int, Callable[[float, Any], None]] = {
+            ENGINE: self.on_engine, POD_READY: self.on_ready, GRACE_END: self.on_grace_end,
+            ARRIVAL: self.on_arrival, TIMEOUT: self.on_timeout, FAULT: self.on_fault, SCRAPE: self.on_scrape,
+            DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample,
+        }
+        heap, clock = self._heap, self.clock
+        while heap:
+            t, _, _, kind, payload = heapq.heappop(heap)
+            clock.t = t
+            if kind == END:
+                break
+            handlers[kind](t, payload)
+            if (t >= sc.duration_s and self.inflight == 0 and self._next_arrival >= len(self.requests)
+                    and kind in (ENGINE, TIMEOUT, SAMPLE)):
+                break
+        self.finish_run()
+
+    def finish_run(self) -> None:
+        t = self.t
+        if t - self.control.last_sample > 1e-9:
+            self.on_sample(t, None, reschedule=False)
+        for d in self.deps:
+            for pod in list(d.pods):
+                for rid, req in list(pod.inflight.items()):
+                    tokens = pod.engine.tokens_generated(rid, t)
+                    self.record(req, t, "timeout", 0, tokens)
+        for m in self.models:
+            for req in self.gateway[m]:
+                self.record(req, t, "timeout", 0, 0)
+            self.gateway[m] = []
+        for i in range(self._next_arrival, len(self.requests)):  # arrivals after the end (none by design)
+            self.record(_Req(self.requests[i]), t, "timeout", 0, 0)
+        self.writer.meta["sim_end_s"] = round(t, 6)
+        if self.progress:
+            self.progress(t, self.end_s)
+
+    def on_fault(self, t: float, payload: tuple[str, int]) -> None:
+        what, i = payload
+        f = self.sc.faults[i]
+        self.writer.add_event(t, f.kind if what == "crash" else what)
+        if what == "outage_start":
+            self.metrics.available = False
+        elif what == "outage_end":
+            self.metrics.available = True
+        else:
+            if not isinstance(f, PodCrash):  # run() schedules "crash" events for pod_crash faults only
+                raise TypeError(f"fault event {what!r} on a {f.kind} fault")
+            d = self.dep(f.variant) if f.variant else self.deps[0]
+            ready = [p for p in d.pods if p.state == READY]
+            if ready:
+                self.kill(ready[0], t, "error", 500)
+                self.reconcile(d)  # the ReplicaSet replaces it (cold start again)
+
+    # ---- scrapes, decisions, samples ----------------------------------------------------------------
+    def on_scrape(self, t: float, _: Any) -> None:
+        for d in self.deps:
+            for pod in d.pods:
+                if pod.state != READY:
+                    continue
+                m = pod.engine.metrics(t)
+                self.drain(pod, t)
+                dt = t - (pod.last_scrape if pod.last_scrape is not None else t)
+                util = None if dt <= 0 else min(1.0, (m.busy_s - pod.last_busy) / dt)
+                pod.last_busy, pod.last_scrape = m.busy_s, t
+                self.metrics.record(d.name, pod.name, Sample(
+                    t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
+                    m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
+                ))
+        nxt = t + self.sc.metrics.scrape_interval_s
+        if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
+            nxt = self._scrape_phase
+        self.push(nxt, SCRAPE)
+
+    def on_decide(self, t: float, _: Any) -> None:
+        self.control.decide()
+        self.push(t + self.control.policy.period_s, DECIDE)
+
+    def on_decide_fast(self, t: float, _: Any) -> None:
+        self.control.decide(fast=True)
+        self.push(t + float(self.control.fast_period_s), DECIDE_FAST)  # type: ignore[arg-type]
+
+    def on_sample(self, t: float, _: Any, reschedule: bool = True) -> None:
+        self.control.sample()
+        self.writer.checkpoint()
+        if self.progress:
+            self.progress(t, self.end_s)
+        if reschedule:
+            self.push(t + self.sc.metrics.sample_interval_s, SAMPLE)

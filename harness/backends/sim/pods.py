@@ -1,0 +1,171 @@
+"""Pods in the simulator, and what the control plane reads and changes of them.
+
+A mixin of ``loop.Simulation``. The lifecycle: a Deployment's desired
+replicas are reconciled as a ReplicaSet does (new pods pending until the GPU
+pool can bind them, then starting for the cold start, then ready; scale-down
+victims in ``Deployment.victims`` order); a terminating pod drains for its
+grace period and its requests still running are ``killed``. The control
+plane's ``Actuator`` (``replicas``, ``scale``) and ``LoadProbe``
+(``router_queue``, ``load``: true engine state, not scraped) are here too,
+since they are reads and writes of exactly this state.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...control.ports import LoadSample, ReplicaStatus
+from ...engine.cluster import GONE, PENDING, READY, STARTING, TERMINATING, Deployment, Pod
+from ...router import RoutedPod
+from .events import GRACE_END, POD_READY
+
+
+class PodLifecycle:
+    """Deployments, pods and the GPU pool. Needs the Simulation's state (see loop.Simulation)."""
+
+    deps: list[Deployment]
+    pool: Any
+    router: Any
+    gateway: dict[str, list[Any]]
+    models: list[str]
+    _pod_seq: Any
+    _slow: list[Any]
+    _warm: bool
+    _ok_total: dict[str, int]
+
+    if TYPE_CHECKING:  # provided by loop.Simulation and requests.RequestFlow
+        @property
+        def t(self) -> float: ...
+
+        def push(self, t: float, kind: int, payload: Any = None) -> None: ...
+
+        def dispatch(self, t: float, req: Any) -> None: ...
+
+        def drain(self, pod: Pod, t: float) -> None: ...
+
+        def record(self, req: Any, t: float, status: str, http: int, tokens: int) -> None: ...
+
+    def dep(self, name: str) -> Deployment:
+        for d in self.deps:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def reconcile(self, d: Deployment) -> None:
+        active = d.active()
+        if len(active) < d.replicas:
+            for _ in range(d.replicas - len(active)):
+                self.create_pod(d)
+        elif len(active) > d.replicas:
+            for pod in d.victims(len(active) - d.replicas):
+                self.terminate(pod)
+        self.schedule_pending()
+
+    def create_pod(self, d: Deployment) -> None:
+        name = f"{d.name}-{d.counter}"
+        d.counter += 1
+        engine = d.new_engine()
+        routed = RoutedPod(name, engine, d.spec.engine.block_size)
+        pod = Pod(name, d.name, d.spec.model, self.t, engine, routed, next(self._pod_seq))
+        routed.owner = pod
+        d.pods.append(pod)
+
+    def schedule_pending(self) -> None:
+        pending = sorted((p for d in self.deps for p in d.pods if p.state == PENDING), key=lambda p: p.seq)
+        for pod in pending:
+            d = self.dep(pod.variant)
+            if not self.pool.can_bind(d.spec.gpu, d.spec.gpus_per_replica):
+                continue
+            self.pool.bind(d.spec.gpu, d.spec.gpus_per_replica)
+            pod.state = STARTING
+            startup = 0.0 if self._warm else d.spec.startup_s
+            for f in self._slow:
+                if f.start_s <= self.t < f.end_s:
+                    startup *= f.factor
+            self.push(self.t + startup, POD_READY, pod)
+
+    def on_ready(self, t: float, pod: Pod) -> None:
+        if pod.state != STARTING:
+            return
+        pod.state = READY
+        pod.ready_s = t
+        pod.engine.t = t  # the engine's clock starts at readiness
+        pod.last_scrape = t
+        self.router.add_pod(pod.model, pod.routed)
+        q = self.gateway.get(pod.model, [])
+        self.gateway[pod.model] = []
+        for req in q:
+            self.dispatch(t, req)
+
+    def terminate(self, pod: Pod) -> None:
+        if pod.state in (PENDING, STARTING):
+            self.pod_gone(pod, self.t)
+            return
+        self.router.remove_pod(pod.model, pod.routed)
+        pod.state = TERMINATING
+        if not pod.inflight:
+            self.pod_gone(pod, self.t)
+            return
+        grace = self.dep(pod.variant).spec.termination_grace_s
+        pod.grace_end_s = self.t + grace
+        self.push(pod.grace_end_s, GRACE_END, pod)
+
+    def on_grace_end(self, t: float, pod: Pod) -> None:
+        if pod.state != TERMINATING:
+            return
+        self.drain(pod, t)
+        if pod.state == GONE:
+            return
+        self.kill(pod, t, "killed", 0)
+
+    def kill(self, pod: Pod, t: float, status: str, http: int) -> None:
+        for rid, tokens in pod.engine.kill_all(t):
+            req = pod.inflight.pop(rid, None)
+            if req is not None:
+                self.record(req, t, status, http, tokens)
+        self.pod_gone(pod, t)
+
+    def pod_gone(self, pod: Pod, t: float) -> None:
+        prev = pod.state
+        if prev == READY:
+            self.router.remove_pod(pod.model, pod.routed)
+        pod.state = GONE
+        d = self.dep(pod.variant)
+        d.pods.remove(pod)
+        if prev in (STARTING, READY, TERMINATING):
+            self.pool.release(d.spec.gpu, d.spec.gpus_per_replica)
+        self.schedule_pending()
+
+    # ---- the control plane's Actuator and LoadProbe ------------------------------------------------
+    def replicas(self, variant: str) -> ReplicaStatus:
+        d = self.dep(variant)
+        return ReplicaStatus(spec=d.replicas, ready=tuple(p.name for p in d.pods if p.state == READY),
+                             pending=d.count(PENDING) + d.count(STARTING), terminating=d.count(TERMINATING))
+
+    def scale(self, variant: str, replicas: int) -> None:
+        d = self.dep(variant)
+        d.replicas = replicas
+        self.reconcile(d)
+
+    def router_queue(self) -> dict[str, int]:
+        return {m: len(self.gateway.get(m, [])) for m in self.models}
+
+    def load(self, now: float, since: float) -> dict[str, LoadSample]:
+        """True engine state (not scraped): KV usage of ready pods, busy fraction since ``since``."""
+        out = {}
+        for d in self.deps:
+            ready = [p for p in d.pods if p.state == READY]
+            kvs = [p.engine.kv_usage(now) for p in ready]
+            utils = []
+            for p in ready:
+                busy = p.engine.busy_s
+                start = max(p.ready_s or 0.0, since)
+                if now > start:
+                    utils.append(min(1.0, (busy - p.sample_busy) / (now - start)))
+                p.sample_busy = busy
+            for p in d.pods:
+                if p.state != READY:
+                    p.sample_busy = p.engine.busy_s
+            out[d.name] = LoadSample(
+                kv_usage=tuple(kvs), gpu_util=tuple(utils), waiting=sum(p.engine.num_waiting for p in d.pods),
+                running=sum(p.engine.num_running for p in d.pods), completed_ok=self._ok_total[d.name])
+        return out

@@ -1,0 +1,143 @@
+"""Requests in the simulator: arrival, routing, engine progress, one record each.
+
+A mixin of ``loop.Simulation`` (it shares the simulation's heap, clock, router
+and gateway queues); kept apart so the request path can be read on its own.
+Every request ends in exactly one ``RequestRecord`` (``record`` ignores a
+second outcome for a request already done).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from ...engine.cluster import GONE, TERMINATING, Pod
+from ...engine.core import SubmitResult
+from ...records import RequestRecord
+from .events import ARRIVAL, ENGINE, TIMEOUT
+
+
+class _Req:
+    __slots__ = ("spec", "pod", "first_token_s", "done")
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        self.pod: Pod | None = None
+        self.first_token_s: float | None = None
+        self.done = False
+
+
+class RequestFlow:
+    """Arrival -> router -> engine -> record. Needs the Simulation's state (see loop.Simulation)."""
+
+    sc: Any
+    requests: list
+    router: Any
+    writer: Any
+    gateway: dict[str, list[_Req]]
+    inflight: int
+    _next_arrival: int
+    _ok_total: dict[str, int]
+
+    if TYPE_CHECKING:  # provided by loop.Simulation and pods.PodLifecycle
+        def push(self, t: float, kind: int, payload: Any = None) -> None: ...
+
+        def pod_gone(self, pod: Pod, t: float) -> None: ...
+
+    def on_arrival(self, t: float, _: Any) -> None:
+        spec = self.requests[self._next_arrival]
+        self._next_arrival += 1
+        if self._next_arrival < len(self.requests):
+            self.push(self.requests[self._next_arrival].arrival_s, ARRIVAL)
+        req = _Req(spec)
+        self.inflight += 1
+        self.push(t + self.sc.client.timeout_s, TIMEOUT, req)
+        self.dispatch(t, req)
+
+    def dispatch(self, t: float, req: _Req) -> None:
+        spec = req.spec
+        route = self.router.route(t, spec)
+        if route.kind == "reject":
+            self.record(req, t, "rejected", 429, 0)
+            return
+        if route.kind == "queue":
+            q = self.gateway.setdefault(spec.model, [])
+            if len(q) >= self.sc.router.admission.queue_limit:
+                self.record(req, t, "rejected", 429, 0)
+            else:
+                q.append(req)
+            return
+        pod = route.pod.owner  # type: ignore[union-attr]
+        res = pod.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t)
+        if res is SubmitResult.ACCEPTED:
+            req.pod = pod
+            pod.inflight[spec.request_id] = req
+        elif res is SubmitResult.REJECTED_FULL:
+            req.pod = pod
+            self.record(req, t, "rejected", 429, 0)
+        else:
+            req.pod = pod
+            self.record(req, t, "too_long", 400, 0)
+        self.drain(pod, t)
+
+    def on_timeout(self, t: float, req: _Req) -> None:
+        if req.done:
+            return
+        pod = req.pod
+        tokens = 0
+        if pod is not None and req.spec.request_id in pod.inflight:
+            tokens = pod.engine.abort(t, req.spec.request_id) or 0
+            del pod.inflight[req.spec.request_id]
+            self.record(req, t, "timeout", 0, tokens)
+            self.drain(pod, t)
+            return
+        q = self.gateway.get(req.spec.model, [])
+        if req in q:
+            q.remove(req)
+        self.record(req, t, "timeout", 0, tokens)
+
+    def record(self, req: _Req, t: float, status: str, http: int, tokens: int) -> None:
+        if req.done:
+            return
+        req.done = True
+        self.inflight -= 1
+        s = req.spec
+        ft = req.first_token_s
+        itl = None
+        if status == "ok" and ft is not None and tokens > 1:
+            itl = (t - ft) / (tokens - 1) * 1000.0
+        pod = req.pod
+        self.writer.add_request(RequestRecord(
+            request_id=s.request_id, model=s.model, arrival_s=s.arrival_s, first_token_s=ft, end_s=t,
+            input_tokens=s.input_tokens, output_tokens=tokens, status=status, http_status=http,
+            variant=pod.variant if pod else None, pod=pod.name if pod else None,
+            ttft_ms=None if ft is None else (ft - s.arrival_s) * 1000.0, itl_ms=itl,
+            e2e_ms=(t - s.arrival_s) * 1000.0, requested_output_tokens=s.output_tokens,
+        ))
+
+    def on_engine(self, t: float, payload: tuple[Pod, int]) -> None:
+        pod, ver = payload
+        if ver != pod.ver or pod.state == GONE:
+            return
+        pod.sched_t = None
+        self.drain(pod, t)
+
+    def drain(self, pod: Pod, t: float) -> None:
+        """Handle what the pod's engine did up to t and book its next event."""
+        for ev in pod.engine.advance(t):
+            req = pod.inflight.get(ev.rid)
+            if req is None:
+                continue
+            if ev.kind == "first_token":
+                req.first_token_s = ev.t
+            elif ev.kind == "finished":
+                del pod.inflight[ev.rid]
+                self._ok_total[pod.variant] += 1
+                self.record(req, ev.t, "ok", 200, ev.tokens)
+        if pod.state == TERMINATING and not pod.inflight:
+            self.pod_gone(pod, t)
+            return
+        nxt = pod.engine.next_event_time()
+        if nxt != pod.sched_t and nxt < math.inf:
+            pod.ver += 1
+            pod.sched_t = nxt
+            self.push(max(nxt, t), ENGINE, (pod, pod.ver))
