@@ -36,6 +36,7 @@ from scalearena.harness.backends.local import prometheus as local_prometheus
 from scalearena.harness.backends.sim import Simulation
 from scalearena.harness.control.ports import WallClock
 from scalearena.harness.engine.cluster import PENDING, READY, TERMINATING, Pod
+from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.metrics.memory import Sample
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
@@ -107,6 +108,7 @@ STEPS = (
          {"small": (PodScript("small-0", "ready", 0.5, 0, 4, 0.5), PodScript("small-1", "ready", 0.25, 0, 2, 0.5)),
           "big": ()}, queue=0, completed={"small": 25, "big": 2}, outage=True),
 )
+NO_HISTOGRAMS = tuple((0.0,) * (len(b) + 1) for b in (TTFT_BUCKETS, ITL_BUCKETS, E2E_BUCKETS))  # empty, with +Inf
 OUTAGES = {s.t for s in STEPS if s.outage}
 REQUESTS = [RequestSpec(i, "m", float(i), 100 + i, 50) for i in range(50)]  # arrivals at 0, 1, ..., 49 s
 
@@ -207,7 +209,7 @@ class SimRig:
                 d.pods.append(pod)
                 if p.scraped is not None and not step.outage:
                     ts, kv, waiting, running = p.scraped
-                    sim.metrics.record(d.name, p.name, Sample(ts, kv, waiting, running, p.util, 0.0, (), (), ()))
+                    sim.metrics.record(d.name, p.name, Sample(ts, kv, waiting, running, p.util, 0.0, *NO_HISTOGRAMS))
             sim._ok_total[d.name] = step.completed[d.name]
         sim.gateway["m"] = [object()] * step.queue  # type: ignore[list-item]
 
