@@ -192,6 +192,17 @@ def test_engine_closes_half_sent_requests(engine: Server) -> None:
         assert reply.startswith(b"HTTP/1.1 408"), reply
 
 
+def test_malformed_http_is_400_and_one_log_line(engine: Server) -> None:
+    for raw in (b"GARBAGE \x00 nonsense\r\n\r\n", b"POST /v1/completions HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+                b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
+        with socket.create_connection(("127.0.0.1", int(engine.url.rsplit(":", 1)[1])), timeout=5) as s:
+            s.sendall(raw)
+            assert s.recv(100).split(b"\r\n")[0].endswith(b"400 Bad Request")
+    # aiohttp answers a bad request line silently; the two bad heads are logged, one line each
+    assert wait_for(lambda: engine.stderr().count("malformed HTTP") >= 2)
+    assert "Traceback" not in engine.stderr()
+
+
 def test_chat_stream_usage_chunk_has_the_stream_id(engine: Server) -> None:
     r = post(engine.url, {"model": "m", "messages": [{"role": "user", "content": "hi there"}], "max_tokens": 2,
                           "stream": True, "stream_options": {"include_usage": True}}, path="/v1/chat/completions")

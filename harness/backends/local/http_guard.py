@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
 from .openai_api import ApiError, error_response
@@ -175,7 +176,21 @@ async def listen(app: web.Application, host: str, port: int, name: str) -> Liste
     return Listener(runner, srv, url)
 
 
+class _MalformedHttpOneLine(logging.Filter):
+    """aiohttp logs a traceback for every unparsable request; a malformed request is the
+    client's fault, so it becomes one line (a bug in a handler keeps its traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            first = (exc.message or "").strip().splitlines()
+            record.msg = f"{record.getMessage()}: malformed HTTP ({exc.code}: {first[0] if first else ''})"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
 def setup_logging() -> None:
     """One line per event on stderr (the child's log file when the harness started it)."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.server").addFilter(_MalformedHttpOneLine())
