@@ -139,7 +139,12 @@ class EngineSpec(_Spec):
     max_waiting_queue: int = Field(
         default=1000, ge=0, le=MAX_BATCH, description="Waiting-queue limit; a request beyond it gets HTTP 429."
     )
-    max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Longest prompt+output accepted.")
+    max_model_len: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS,
+        description="Longest prompt + max_tokens accepted (else 400 too_long); null = the KV cache's capacity.")
+    max_num_batched_tokens: int = Field(
+        default=8192, ge=1, le=MAX_TOKENS,
+        description="vLLM --max-num-batched-tokens: tokens per step (decodes first, then prompt chunks).")
     gpu_memory_utilization: float = Field(
         default=0.9, gt=0, le=1, description="Share of GPU memory vLLM may use (KV derivation)."
     )

@@ -114,11 +114,13 @@ class _Seq:
 
 class Engine:
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 256,
-                 max_waiting_queue: int = 1000, max_model_len: int | None = None) -> None:
+                 max_waiting_queue: int = 1000, max_model_len: int | None = None,
+                 max_num_batched_tokens: int = CHUNK_TOKENS) -> None:
         self.model = model
         self.num_blocks = num_gpu_blocks
         self.bs = block_size
         self.max_num_seqs = max_num_seqs
+        self.max_batched = max_num_batched_tokens
         self.max_waiting = max_waiting_queue
         self.max_model_len = fit_limit(num_gpu_blocks, block_size, max_model_len)
         self.shared = model.shared_steps
@@ -338,8 +340,12 @@ class Engine:
         return self._s_prompt + len(self.decoders) * self.V - self._s_v0
 
     def _start_phase(self, now: float) -> None:
-        budget = CHUNK_TOKENS
-        tokens, pairs = 0, 0.0
+        """vLLM's chunked-prefill step: every decode first (one token each), then prompt chunks in
+        admission order until ``max_num_batched_tokens`` tokens are scheduled. With more decodes than
+        the budget (vLLM refuses max_num_batched_tokens < max_num_seqs; the paper's emulator set-up
+        uses a huge max_num_seqs) prompts still advance one block per step instead of starving."""
+        budget = max(self.max_batched - len(self.decoders), self.bs)
+        tokens, pairs, finishing = 0, 0.0, 0
         for s in self._pf_queue:
             if budget <= 0:
                 break
@@ -347,8 +353,9 @@ class Engine:
             self._phase.append((s, c, s.epoch))
             tokens += c
             pairs += c * s.done + c * (c + 1) / 2.0
+            finishing += c == s.todo
             budget -= c
-        self._phase_dur = self.model.step_s(tokens, pairs, len(self.decoders), self._ctx())
+        self._phase_dur = self.model.step_s(tokens, pairs, len(self.decoders), self._ctx(), finishing)
         self._phase_end = now + self._phase_dur
 
     def _end_phase(self, te: float) -> None:

@@ -12,30 +12,54 @@ prefill-time-per-token), each term x factor. ITL = inter-token-latency x
 factor, evaluated with the running count at the time. Upstream rounds each
 term to whole milliseconds; we keep the float values.
 
-``roofline`` (vLLM-like shared steps). Every step of the batch takes
-``overhead + max(compute, memory)``: compute = FLOPs / (tp x peak x
-compute_efficiency), memory = bytes / (tp x HBM bandwidth x
-memory_efficiency). FLOPs = 2 x matmul weights x tokens in the step +
-attention (4 x layers x heads x head_dim per query-context pair); bytes =
-all weights once + the KV cache the step reads or writes. Prefill chunks up
-to ``CHUNK_TOKENS`` ride in the same step as the decodes (chunked prefill),
-so an admission slows every running request for that step. The default
-efficiency factors and the per-layer overhead are calibrated against
-measured H200 step times (benchmarks/calibrate_roofline.py,
-docs/simulator.md).
+``roofline`` (vLLM-like shared steps). One step of the batch (``step_s``) is
+the sum of its kernels' times, each a smooth roofline ``(c^n + m^n)^(1/n)``
+of its compute time c and memory time m (a hard ``max`` is optimistic near
+the crossover, where neither unit is saturated):
+
+- the matmuls: FLOPs 2 x active weights x tokens (the LM head only for the
+  tokens that are sampled: decodes and prompts finishing their prefill, as
+  vLLM computes logits) / (tp x peak x compute_efficiency), against the
+  weights the step reads (MoE: the experts it touches) and the KV it writes;
+- decode attention: 4 x layers x heads x head_dim per context token /
+  (tp x peak x attention_efficiency), against the KV bytes it reads at
+  HBM x memory_efficiency x a parallelism factor ``x / (x^4 + X^4)^(1/4)``
+  with x = decoding sequences x KV heads per GPU: one sequence's KV of a few
+  heads cannot spread over the GPU's SMs (the measured profile reads 8k
+  contexts at 7 % of the bandwidth at batch 1, all of it from ~16 on);
+- prefill attention (causal query-context pairs): compute only;
+- a per-token, per-layer activation cost (norms, rotary, activations,
+  residuals: elementwise work that grows with tokens, not with weights);
+- a fixed cost per layer per step (launches, sampling) and, with tp > 1, two
+  all-reduces per layer: latency + ring traffic ``2 (tp-1)/tp x tokens x
+  hidden x bytes`` over the GPU's interconnect (not calibrated: no TP data).
+
+Prefill chunks ride in the same step as the decodes (chunked prefill: vLLM's
+scheduler fills a step with every decode first, then prompt chunks up to
+``max_num_batched_tokens`` tokens in all), so an admission slows every
+running request for that step. The default efficiency factors, crossover
+sharpness, KV parallelism and per-token / per-layer costs are fitted on every
+shipped measured H200 step (prefill, decode and mixed chunked-prefill steps;
+benchmarks/calibrate_roofline.py, per-phase errors in docs/simulator.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from .catalog import GIB, GPUSpec, ModelShape, gpu_spec
 
-# Calibrated on benchmarks/data/h200 (measured H200 step times, plain PyTorch + CUDA graphs); see docs/simulator.md.
-DEFAULT_COMPUTE_EFFICIENCY = 0.60
-DEFAULT_MEMORY_EFFICIENCY = 0.90
-DEFAULT_LAYER_OVERHEAD_S = 88e-6  # fixed cost per layer per step (kernel launches, norms, sampling)
-TP_ALLREDUCE_S = 8e-6  # per all-reduce (2 per layer) when tp > 1
-CHUNK_TOKENS = 8192  # vLLM max_num_batched_tokens: prefill tokens per step
+# Fitted on benchmarks/data/h200 (every measured H200 step: prefill, decode, mixed; plain PyTorch + CUDA graphs)
+# by benchmarks/calibrate_roofline.py; see docs/simulator.md for the per-phase errors.
+DEFAULT_COMPUTE_EFFICIENCY = 0.63  # matmuls, of the datasheet peak (the measured 8192^3 matmul reaches 0.81)
+DEFAULT_MEMORY_EFFICIENCY = 0.91
+DEFAULT_ATTENTION_EFFICIENCY = 0.61  # attention FLOPs, of the datasheet peak
+DEFAULT_CROSSOVER_SHARPNESS = 2.7  # n of the smooth roofline (c^n + m^n)^(1/n); inf = hard max
+DEFAULT_KV_PARALLEL_UNITS = 105.0  # sequences x KV heads per GPU at which decode attention reaches the bandwidth
+DEFAULT_TOKEN_LAYER_S = 76e-9  # activation work per token per layer
+DEFAULT_LAYER_OVERHEAD_S = 79e-6  # fixed cost per layer per step (kernel launches, norms, sampling)
+TP_ALLREDUCE_S = 8e-6  # latency per all-reduce (2 per layer) when tp > 1
+CHUNK_TOKENS = 8192  # vLLM max_num_batched_tokens default (API server, GPUs with >= 70 GiB)
 ACTIVATION_RESERVE_BYTES = 2 * GIB  # per GPU: activations, CUDA graphs, sampler (vLLM's profile run)
 
 
@@ -69,9 +93,25 @@ class ConstantModel:
 
 @dataclass(frozen=True)
 class RooflineParams:
+    """Free parameters of the step model; the defaults beyond the first three give the plain roofline
+    (attention at the matmul efficiency, hard max, full KV bandwidth, no per-token cost)."""
+
     compute_efficiency: float
     memory_efficiency: float
     step_overhead_s: float
+    attention_efficiency: float | None = None  # None: compute_efficiency
+    crossover_sharpness: float = math.inf
+    kv_parallel_units: float = 0.0  # 0: decode attention always reads KV at full bandwidth
+    token_layer_s: float = 0.0
+
+
+def smooth_max(a: float, b: float, n: float) -> float:
+    """(a^n + b^n)^(1/n): max(a, b) for n = inf, up to 2^(1/n) x max at the crossover a = b."""
+    if n == math.inf or a == 0.0 or b == 0.0:
+        return a if a > b else b
+    hi = a if a > b else b
+    r = (b if a > b else a) / hi
+    return hi * (1.0 + r**n) ** (1.0 / n)
 
 
 class RooflineModel:
@@ -81,20 +121,48 @@ class RooflineModel:
 
     def __init__(self, gpu: GPUSpec, shape: ModelShape, tp: int, params: RooflineParams) -> None:
         self.gpu, self.shape, self.tp, self.p = gpu, shape, tp, params
-        self._flops_s = tp * gpu.peak_flops(shape.dtype) * params.compute_efficiency
+        peak = tp * gpu.peak_flops(shape.dtype)
+        self._flops_s = peak * params.compute_efficiency
+        self._attn_flops_s = peak * (params.attention_efficiency or params.compute_efficiency)
         self._bytes_s = tp * gpu.hbm_bytes_per_s * params.memory_efficiency
+        self._n = params.crossover_sharpness
         self._fixed = params.step_overhead_s + (2 * shape.layers * TP_ALLREDUCE_S if tp > 1 else 0.0)
-        self._w_flops = 2.0 * shape.matmul_params
+        self._lm = 2.0 * shape.vocab * shape.hidden  # LM-head FLOPs per sampled token
+        self._w_flops = 2.0 * shape.matmul_params - self._lm  # every other matmul, per token
         self._attn = float(shape.attn_flops_per_token_ctx)
         self._kv_tok = float(shape.kv_bytes_per_token)
+        self._kv_units = params.kv_parallel_units
+        self._kv_heads_gpu = max(1.0, shape.kv_heads / tp)
+        self._tok = params.token_layer_s * shape.layers
+        ring = 2.0 * (tp - 1) / tp * shape.hidden * shape.dtype_bytes  # bytes per token per all-reduce
+        self._ar_tok = 2 * shape.layers * ring / gpu.interconnect_bytes_per_s if tp > 1 and \
+            gpu.interconnect_bytes_per_s > 0 else 0.0
 
-    def step_s(self, prefill_tokens: int, prefill_pairs: float, n_decoding: int, ctx_tokens: float) -> float:
+    def kv_read_efficiency(self, n_decoding: int) -> float:
+        """Share of the bandwidth decode attention reaches with this many sequences (1 when not modelled)."""
+        if self._kv_units <= 0.0:
+            return 1.0
+        x = max(1, n_decoding) * self._kv_heads_gpu
+        return x / (x**4 + self._kv_units**4) ** 0.25
+
+    def step_s(self, prefill_tokens: int, prefill_pairs: float, n_decoding: int, ctx_tokens: float,
+               prefill_finishing: int | None = None) -> float:
         """One engine step: ``prefill_tokens`` new prompt tokens (``prefill_pairs`` causal
-        query-context pairs among them) plus one token for each of ``n_decoding``
-        sequences holding ``ctx_tokens`` of KV in total."""
-        flops = self._w_flops * (prefill_tokens + n_decoding) + self._attn * (prefill_pairs + ctx_tokens)
-        mem = self.shape.weights_read_bytes(prefill_tokens + n_decoding) + self._kv_tok * (ctx_tokens + prefill_tokens)
-        return self._fixed + max(flops / self._flops_s, mem / self._bytes_s)
+        query-context pairs among them, ``prefill_finishing`` prompts completing, default one if
+        any) plus one token for each of ``n_decoding`` sequences holding ``ctx_tokens`` of KV."""
+        tokens = prefill_tokens + n_decoding
+        if prefill_finishing is None:
+            prefill_finishing = 1 if prefill_tokens else 0
+        shape, n = self.shape, self._n
+        gemm_c = (self._w_flops * tokens + self._lm * (n_decoding + prefill_finishing)) / self._flops_s
+        gemm_m = (shape.weights_read_bytes(tokens) + self._kv_tok * prefill_tokens) / self._bytes_s
+        t = self._fixed + smooth_max(gemm_c, gemm_m, n) + self._tok * tokens + self._ar_tok * tokens
+        if ctx_tokens > 0.0:
+            kv_m = self._kv_tok * ctx_tokens / (self._bytes_s * self.kv_read_efficiency(n_decoding))
+            t += smooth_max(self._attn * ctx_tokens / self._attn_flops_s, kv_m, n)
+        if prefill_pairs > 0.0:
+            t += self._attn * prefill_pairs / self._attn_flops_s
+        return t
 
     def itl_s(self, n_running: int, n_decoding: int, ctx_tokens: float) -> float:
         return self.step_s(0, 0.0, n_decoding, ctx_tokens)
@@ -119,7 +187,8 @@ class RooflineModel:
 
 def roofline_defaults(shape: ModelShape) -> RooflineParams:
     return RooflineParams(
-        DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, DEFAULT_LAYER_OVERHEAD_S * shape.layers
+        DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY, DEFAULT_LAYER_OVERHEAD_S * shape.layers,
+        DEFAULT_ATTENTION_EFFICIENCY, DEFAULT_CROSSOVER_SHARPNESS, DEFAULT_KV_PARALLEL_UNITS, DEFAULT_TOKEN_LAYER_S,
     )
 
 
@@ -139,10 +208,11 @@ def build_latency(engine_spec, gpu: str | GPUSpec, where: str = "engine") -> tup
         return ConstantModel(lat, engine_spec.max_num_seqs), blocks
     shape = lat.shape()
     d = roofline_defaults(shape)
-    params = RooflineParams(
-        lat.compute_efficiency or d.compute_efficiency,
-        lat.memory_efficiency or d.memory_efficiency,
-        d.step_overhead_s if lat.step_overhead_ms is None else lat.step_overhead_ms / 1000.0,
+    params = replace(
+        d,
+        compute_efficiency=lat.compute_efficiency or d.compute_efficiency,
+        memory_efficiency=lat.memory_efficiency or d.memory_efficiency,
+        step_overhead_s=d.step_overhead_s if lat.step_overhead_ms is None else lat.step_overhead_ms / 1000.0,
     )
     model = RooflineModel(gpu if isinstance(gpu, GPUSpec) else gpu_spec(gpu), shape, lat.tp, params)
     blocks = engine_spec.kv_cache_blocks or model.num_gpu_blocks(

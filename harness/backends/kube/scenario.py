@@ -81,6 +81,8 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_
                  "--enable-prefix-caching" if e.enable_prefix_caching else "--no-enable-prefix-caching"]
         if v.gpus_per_replica > 1:
             args.append(f"--tensor-parallel-size={v.gpus_per_replica}")
+        if e.max_num_batched_tokens != 8192:  # vLLM's own default on >= 70 GiB GPUs
+            args.append(f"--max-num-batched-tokens={e.max_num_batched_tokens}")
         return args
     lat = e.latency
     # --force-dummy-tokenizer (llm-d-inference-sim >= v0.9.2): with a Hugging Face model name the simulator

@@ -111,7 +111,7 @@ class EngineServer:
         latency, blocks = build_latency(cfg.engine_spec, cfg.gpu)
         spec = cfg.engine_spec
         self.engine = Engine(latency, blocks, spec.block_size, spec.max_num_seqs, spec.max_waiting_queue,
-                             spec.max_model_len)
+                             spec.max_model_len, spec.max_num_batched_tokens)
         self.num_gpu_blocks = blocks
         self.prompts = PromptCounter(cfg.tokenizer)
         self.names = {cfg.model, *cfg.served_model_names}
