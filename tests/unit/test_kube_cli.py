@@ -149,3 +149,36 @@ def test_nightly_kind_job_runs_the_short_suite_then_the_gate_within_an_hour() ->
     gate = next(i for i, r in enumerate(runs) if "compare baselines/kind" in r)
     assert bench < gate and "SUITE=" not in runs[bench]  # the Makefile's kind default: workloads/suites/kind.yaml
     assert "tests/e2e" not in " ".join(runs)  # e2e is its own job, not on the suite's clock
+
+
+def test_kind_up_sizes_for_the_suite_builds_once_and_installs_keda(tmp_path: Path) -> None:
+    from scalearena.harness.backends.kube.cli import suite_cluster_up
+
+    nodes = json.dumps({"items": [{"metadata": {"name": n, "labels": {"scalearena.io/fake-gpus": "4",
+                                                                     "nvidia.com/gpu.product": p}}}
+                                  for n, p in (("scalearena-worker", "NVIDIA-A100-SXM4-80GB"),
+                                               ("scalearena-worker2", "NVIDIA-A100-SXM4-80GB"),
+                                               ("scalearena-worker3", "NVIDIA-H100-80GB-HBM3"),
+                                               ("scalearena-worker4", "NVIDIA-H200"))]})
+
+    class Rec(Canned):
+        def __init__(self) -> None:
+            super().__init__({"kind get clusters": (0, ""), "kubectl --context kind-scalearena get nodes": (0, nodes)})
+            self.lines: list[str] = []
+
+        def run(self, argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+            self.lines.append(" ".join(argv))
+            r = super().run(argv)
+            return subprocess.CompletedProcess(argv, 0 if r.returncode == 127 else r.returncode, r.stdout, "")
+
+    shell = Rec()
+    n, name = suite_cluster_up(str(ROOT / "workloads/suites/kind.yaml"), shell, lambda t: f"/usr/bin/{t}")
+    assert (n, name) == (4, "scalearena")  # exp2 x (wva, hpa, keda) + physical-validation x wva
+    lines = shell.lines
+    assert sum(x.startswith("kind create cluster") for x in lines) == 1
+    assert sum(x.startswith("docker build") for x in lines) == sum(x.startswith("kind load") for x in lines) == 3
+    # kind suite: exp2 needs 4 A100 + 6 H100, physical-validation 10 H100 -> the H100 worker gets 10
+    h100 = next(x for x in lines if "patch node scalearena-worker3" in x)
+    assert json.loads(h100.split(" -p ")[1])[0]["value"] == "10"
+    assert any("create configmap scalearena-cluster --from-literal=owner=suite" in x for x in lines)
+    assert any("keda-2.18.0.yaml" in x for x in lines)

@@ -152,8 +152,9 @@ class KubeBackend:
         requests = build_requests(scenario)
         load_mode, workers = choose_load(self.load_option, requests)
         writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
-        load_objs = (locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
-                     if load_mode == "in-cluster" else [])
+        load_objs = harden(locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
+                           if load_mode == "in-cluster" else [])
+        check_objects(load_objs)
         logs = writer.dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         kind_cluster = KindCluster(self.shell, self.manifests / "kind" / "cluster.yaml") if self.mode == "kind" else None

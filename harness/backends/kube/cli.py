@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -85,21 +87,28 @@ def kind() -> None:
               show_default=True, help="Suite whose largest scenario sizes the fake GPUs.")
 def kind_up(suite_file: str) -> None:
     """Create the suite's kind cluster, build and load the images once, install KEDA if the suite needs it."""
+    from .cluster import Shell
+
+    n, name = suite_cluster_up(suite_file, Shell(), shutil.which)
+    click.echo(f"kind cluster {name} ready for {n} runs; `scalearena kind down` deletes it")
+
+
+def suite_cluster_up(suite_file: str, shell: Any, which: Callable[[str], str | None]) -> tuple[int, str]:
+    """``kind up``: (number of runs, cluster name). Bad suite input fails before anything is created."""
     from scalearena.harness.suite import load_suite
 
     from .backend import ROOT
-    from .cluster import KEDA_MANIFEST, KindCluster, Shell, build_images, fake_gpu_demand, preflight
+    from .cluster import KEDA_MANIFEST, KindCluster, build_images, fake_gpu_demand, preflight
 
-    preflight("kind")
+    preflight("kind", which)
     _, plans = load_suite(suite_file)
-    shell = Shell()
     cluster = KindCluster(shell, ROOT / "manifests" / "kind" / "cluster.yaml")
     cluster.create(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
     cluster.load_images(build_images(shell, ROOT))
     if any(p.autoscaler.kind == "keda" for p in plans):
         cluster.kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
         cluster.kubectl.rollout("keda", "keda-operator", 600)
-    click.echo(f"kind cluster {cluster.name} ready for {len(plans)} runs; `scalearena kind down` deletes it")
+    return len(plans), cluster.name
 
 
 @kind.command("down")
