@@ -1,0 +1,61 @@
+"""Issue 17 item 10, in-process: the one SIGINT/SIGTERM handler, the deferred report, suite.json rows."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+from click.testing import CliRunner
+
+from scalearena.harness import cli
+from scalearena.harness.interrupts import Interrupted, deferred, exit_code, interruptible
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interruptible_turns_both_signals_into_interrupted(sig, code) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Interrupted) as e, interruptible():
+        os.kill(os.getpid(), sig)
+    assert exit_code(e.value) == code  # 128 + 2, 128 + 15
+    assert signal.getsignal(signal.SIGTERM) is before  # restored
+
+
+def test_deferred_records_the_first_signal_and_raises_on_the_second() -> None:
+    with deferred("note") as got:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert got == [signal.SIGTERM]
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_during_the_report_still_writes_it_and_exits_130(scenario_file, tmp_path, monkeypatch) -> None:
+    written = []
+
+    def report(out) -> None:  # the report gets a Ctrl-C half way and carries on
+        os.kill(os.getpid(), signal.SIGINT)
+        written.append(out)
+
+    monkeypatch.setattr(cli, "_write_report", report)
+    out = tmp_path / "o"
+    r = CliRunner().invoke(cli.main, ["run", str(scenario_file), "--out", str(out)], catch_exceptions=False)
+    assert r.exit_code == 130, r.output
+    assert written == [out]
+    assert "interrupted: writing the report of the finished runs" in r.output
+    doc = json.loads((out / "suite.json").read_text())
+    assert [row["status"] for row in doc["runs"]] == ["ok"]  # the run itself had finished
+
+
+def test_unfinished_rows_say_interrupted_or_cancelled(scenario_file, tmp_path, monkeypatch) -> None:
+    from scalearena.harness.runner import SuiteRecorder
+    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.suite import plans_for_scenario
+
+    plans = plans_for_scenario(load_scenario(scenario_file), ["static", "hpa", "keda"])
+    rec = SuiteRecorder(tmp_path, "t", "sim", plans, None)
+    rec.record({"dir": plans[0].rel_dir, "status": "ok", "wall_s": 1.0})
+    (tmp_path / plans[1].rel_dir).mkdir(parents=True)  # started (its RunWriter made the folder), never recorded
+    rec.close(complete=False)
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert [row["status"] for row in doc["runs"]] == ["ok", "interrupted", "cancelled"]
+    assert doc["complete"] is False
