@@ -22,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.adversarial.sandbox import Outcome, Sandbox  # noqa: E402
 from tests.adversarial.strategies import (  # noqa: E402
+    ALL_AUTOSCALERS,
     BASE,
+    autoscaler_overrides,
     mutated_scenarios,
     mutated_traces,
     overrides,
@@ -79,7 +81,7 @@ def named_inputs() -> list[tuple[str, list[str], dict[str, bytes]]]:
 
 def run_family(box: Sandbox, name: str, n: int) -> collections.Counter[str]:
     counts: collections.Counter[str] = collections.Counter()
-    tmp = Path(tempfile.mkdtemp(prefix=f"reliability-{name}-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"reliability-{name.replace(' ', '-')}-"))
     seq = iter(range(10**9))
 
     def record(o: Outcome, what: str) -> None:
@@ -105,6 +107,15 @@ def run_family(box: Sandbox, name: str, n: int) -> collections.Counter[str]:
             (d / "t.trace").write_bytes(trace[1])
             (d / "s.yaml").write_bytes(trace_scenario(trace[0], "t.trace"))
             record(box.invoke(["validate", str(d / "s.yaml")], 20), repr(trace))
+    elif name == "autoscaler parameters":
+        @cfg
+        @given(case=autoscaler_overrides())
+        def go(case: tuple[str, list[str]]) -> None:
+            d = tmp / str(next(seq))
+            d.mkdir()
+            (d / "s.yaml").write_text(yaml.safe_dump(ALL_AUTOSCALERS))
+            args = ["run", str(d / "s.yaml"), "--autoscaler", case[0], "--out", str(d / "o")]
+            record(box.invoke(args + [a for i in case[1] for a in ("--set", i)], 60), " ".join(case[1]))
     else:
         @cfg
         @given(items=overrides())
@@ -135,7 +146,7 @@ def main() -> None:
             named[o.kind] += 1
             print(f"  named: {label}: {o.kind}: {o.output.strip().splitlines()[-1:]}", file=sys.stderr)
         rows.append(("issue 17 named inputs", named, time.perf_counter() - t0))
-        for fam in ("scenarios", "traces", "overrides"):
+        for fam in ("scenarios", "traces", "overrides", "autoscaler parameters"):
             t0 = time.perf_counter()
             rows.append((f"fuzzed {fam}", run_family(box, fam, args.examples), time.perf_counter() - t0))
     finally:

@@ -166,3 +166,25 @@ def overrides(draw: st.DrawFn) -> list[str]:
         key = draw(st.sampled_from([path, path, path, path + ".deeper", path.replace("0", "99"), "", ".", "a..b"]))
         items.append(f"{key}={draw(OVERRIDE_TEXT)}" if draw(st.integers(0, 9)) else key)
     return items
+
+
+def _all_autoscalers() -> list[dict[str, Any]]:
+    from scalearena.controllers.registry import REGISTRY
+
+    return [REGISTRY.default_config(n).model_dump(mode="json", exclude_none=True) for n in REGISTRY.names()]
+
+
+ALL_AUTOSCALERS: dict[str, Any] = {**copy.deepcopy(BASE), "autoscalers": _all_autoscalers()}
+
+
+@st.composite
+def autoscaler_overrides(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """(autoscaler kind, ``--set`` items) mutating 1-3 parameters of that autoscaler in ALL_AUTOSCALERS."""
+    i = draw(st.integers(0, len(ALL_AUTOSCALERS["autoscalers"]) - 1))
+    config = ALL_AUTOSCALERS["autoscalers"][i]
+    paths = [p for p in leaf_paths(config) if p != ("kind",)] or [("period_s",)]
+    items = []
+    for _ in range(draw(st.integers(1, 3))):
+        path = ".".join(str(p) for p in ("autoscalers", i) + draw(st.sampled_from(paths)))
+        items.append(f"{path}={draw(OVERRIDE_TEXT)}")
+    return config["kind"], items

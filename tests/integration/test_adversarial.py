@@ -1,7 +1,7 @@
 """The adversarial suite (issue 17): hostile scenarios, traces and overrides never hang, crash,
 exhaust memory or print a traceback; each ends in `ok` or exactly one `error:` line with exit 2.
 
-Bounded for `make test`: a few hundred derandomized examples in all, each run by the real CLI in
+Bounded for `make test`: a few hundred (220) derandomized examples in all, each run by the real CLI in
 a child process under a 3 GiB address-space limit and a time limit (tests/adversarial/sandbox.py).
 docs/reliability.md has the figures from the larger run of benchmarks/reliability.py.
 """
@@ -14,9 +14,17 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from tests.adversarial.sandbox import Sandbox
-from tests.adversarial.strategies import BASE, mutated_scenarios, mutated_traces, overrides, trace_scenario
+from tests.adversarial.strategies import (
+    ALL_AUTOSCALERS,
+    BASE,
+    autoscaler_overrides,
+    mutated_scenarios,
+    mutated_traces,
+    overrides,
+    trace_scenario,
+)
 
-FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=100,
+FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=80,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 VALIDATE_TIMEOUT_S = 20.0  # validate streams every request of a scenario (at most MAX_REQUESTS)
 RUN_TIMEOUT_S = 60.0  # a 60 s simulated run of the small scenario
@@ -41,7 +49,7 @@ def test_hostile_scenario_files(sandbox, tmp_path_factory, content: bytes) -> No
     _judge(sandbox.invoke(["validate", str(path)], VALIDATE_TIMEOUT_S), content[:300])
 
 
-@settings(FUZZ, max_examples=80)
+@settings(FUZZ, max_examples=60)
 @given(trace=mutated_traces())
 def test_hostile_trace_files(sandbox, tmp_path_factory, trace: tuple[str, bytes]) -> None:
     fmt, content = trace
@@ -60,6 +68,18 @@ def test_hostile_overrides(sandbox, tmp_path_factory, items: list[str]) -> None:
     for item in items:
         args += ["--set", item]
     _judge(sandbox.invoke(args, RUN_TIMEOUT_S), " ".join(items)[:300])
+
+
+@settings(FUZZ, max_examples=40)
+@given(case=autoscaler_overrides())
+def test_hostile_autoscaler_parameters(sandbox, tmp_path_factory, case: tuple[str, list[str]]) -> None:
+    kind, items = case
+    d = tmp_path_factory.mktemp("as")
+    (d / "s.yaml").write_text(yaml.safe_dump(ALL_AUTOSCALERS))
+    args = ["run", str(d / "s.yaml"), "--autoscaler", kind, "--out", str(d / "out")]
+    for item in items:
+        args += ["--set", item]
+    _judge(sandbox.invoke(args, RUN_TIMEOUT_S), f"{kind}: {' '.join(items)[:300]}")
 
 
 def test_sandbox_reports_hangs_and_memory_exhaustion(tmp_path: Path) -> None:
