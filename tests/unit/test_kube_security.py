@@ -43,6 +43,21 @@ def test_every_workload_is_locked_down(mode: str, gateway: str | None) -> None:
             assert mounted <= {v["name"] for v in pod["volumes"]}
 
 
+def test_vllm_gets_writable_caches_and_shared_memory() -> None:
+    sc = load_scenario(SCENARIOS[0])
+    objs = KubeBackend("cluster", image_prefix="registry.example/org").plan(sc, sc.autoscaler("hpa"))
+    (dep, *_) = [o for o in objs if o["kind"] == "Deployment" and "vllm" in
+                 o["spec"]["template"]["spec"]["containers"][0]["image"]]
+    pod = dep["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert {"name": "HOME", "value": "/tmp"} in c["env"]
+    # the gpu-pool overlay's own HF cache volume and /dev/shm are kept, not doubled
+    assert [e["value"] for e in c["env"] if e["name"] == "HF_HOME"] == ["/cache/huggingface"]
+    assert [m["mountPath"] for m in c["volumeMounts"]].count("/dev/shm") == 1
+    names = [v["name"] for v in pod["volumes"]]
+    assert len(names) == len(set(names)) and "dshm" not in names
+
+
 def test_harden_keeps_what_a_manifest_sets() -> None:
     dep = {"kind": "Deployment", "spec": {"template": {"spec": {"securityContext": {"runAsUser": 65534},
                                                                 "containers": [{"name": "p", "image": "x"}]}}}}

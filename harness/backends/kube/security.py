@@ -11,7 +11,8 @@ path to the cluster for runs, ``scalearena render`` and the offline tests:
   ``seccompProfile: RuntimeDefault``;
 * container: ``allowPrivilegeEscalation: false``, ``readOnlyRootFilesystem: true``,
   ``capabilities.drop: [ALL]``; a writable ``/tmp`` (emptyDir) when the
-  container mounts none, and for vLLM ``HOME``/``HF_HOME`` under it (its caches).
+  container mounts none, and for vLLM ``HOME``/``HF_HOME`` under it (its caches) and
+  a memory-backed ``/dev/shm`` (NCCL with tensor parallelism).
 
 Settings a manifest already makes are kept (Prometheus' ``runAsUser: 65534``).
 ``admin_token`` fills the ``gateway-admin`` Secret with a fresh random token per
@@ -47,6 +48,9 @@ def _container(c: Obj, pod: Obj) -> None:
         have = {e["name"] for e in env}
         env += [{"name": k, "value": v} for k, v in (("HOME", "/tmp"), ("HF_HOME", "/tmp/hf"))
                 if k not in have]
+        if not any(m.get("mountPath") == "/dev/shm" for m in mounts):  # NCCL / tensor parallel shared memory
+            pod.setdefault("volumes", []).append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+            mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
 
 
 def harden(objs: list[Obj]) -> list[Obj]:
