@@ -11,7 +11,7 @@ JOBS ?=
 TIME_SCALE ?= 1
 SEEDS ?= 5
 
-.PHONY: bench test perf lint report render venv clean paper prometheus images e2e baseline kind-up kind-down pins
+.PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,12 +42,15 @@ kind-down: $(STAMP)
 pins:
 	bash scripts/refresh-pins.sh
 
-# The local-process integration tests need a real Prometheus (Debian package).
-test: $(STAMP) prometheus
+# The local-process integration tests need a real Prometheus, the report legibility tests Chromium (Debian).
+test: $(STAMP) prometheus chromium
 	$(BIN)/python -m pytest -q
 
 prometheus:
 	bash scripts/ensure-prometheus.sh
+
+chromium:
+	bash scripts/ensure-chromium.sh
 
 perf: $(STAMP)
 	$(BIN)/python benchmarks/perf.py
@@ -64,7 +67,7 @@ baseline: bench
 	rm -rf baselines/$(CLUSTER)
 	cd $(OUT) && find . \( -name summary.json -o -name suite.json \) -exec install -D -m 644 {} $(CURDIR)/baselines/$(CLUSTER)/{} \;
 
-# Render OUT/report.html to OUT/report.png with headless Chromium (installs Debian chromium if missing).
+# Render the whole of OUT/report.html to OUT/report.png at 1366 px (installs Debian chromium if missing).
 render: $(STAMP)
 	bash scripts/render_report.sh $(OUT)/report.html $(OUT)/report.png
 

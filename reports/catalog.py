@@ -62,6 +62,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("replicas_max", ("replicas", "max"), "Replicas max", "ready", "none", "{:.0f}"),
     Metric("gpu_hours", ("gpu_hours",), "GPU-hours", "h", "lower", "{:.3f}", 10.0),
     Metric("cost", ("cost",), "Cost", "variantCost·h", "lower", "{:.3f}", 10.0),
+    Metric("cost_usd", ("cost_usd",), "Cost", "USD", "lower", "{:.2f}"),
     Metric("energy_kwh", ("energy_kwh",), "Energy (TDP)", "kWh", "lower", "{:.3f}", 10.0),
     Metric("energy_estimated_kwh", ("energy", "estimated_kwh"), "Energy (est.)", "kWh", "lower", "{:.3f}"),
     Metric("scaling_actions", ("scaling_actions",), "Scaling actions", "", "none", "{:.0f}"),
@@ -73,6 +74,27 @@ TABLE_METRICS: tuple[str, ...] = (
     "requests_total", "throughput_rps", "goodput_rps", "slo_attainment", "failures", "ttft_mean", "ttft_p99",
     "itl_mean", "itl_p99", "replicas_mean", "replicas_max", "gpu_hours", "cost", "energy_kwh", "scaling_actions",
 )
+
+
+def cost_metric(summaries: list[dict[str, Any]]) -> Metric:
+    """The one cost a page shows: USD when every run has prices, else GPU-hours (the other goes in a tooltip)."""
+    usd = bool(summaries) and all(BY_ID["cost_usd"].value(s) is not None for s in summaries)
+    return BY_ID["cost_usd" if usd else "gpu_hours"]
+
+
+def cost_tooltip(summary: dict[str, Any]) -> str:
+    """The cost units a page does not show, for a hover tooltip."""
+    parts = [f"{BY_ID[m].format(BY_ID[m].value(summary))} {BY_ID[m].unit}" for m in ("cost_usd", "gpu_hours", "cost")
+             if BY_ID[m].value(summary) is not None]
+    return " · ".join(p.replace(" h", " GPU-h") for p in parts)
+
+
+def table_metrics(summaries: list[dict[str, Any]]) -> list[Metric]:
+    """Columns of a suite table: TABLE_METRICS with the page's one cost unit (no cost column for GPU-hours,
+    which has its own)."""
+    cost = cost_metric(summaries)
+    ids = [m for m in TABLE_METRICS if m != "cost" or cost.id == "cost_usd"]
+    return [cost if m == "cost" else BY_ID[m] for m in ids]
 
 
 def best_index(values: list[float | None], direction: Direction) -> set[int]:

@@ -82,10 +82,14 @@ def _demo_run(out: Path, scenario: str, autoscaler: str, rates: list[float], lag
     w.finish()
 
 
-def write_demo_results(out: str | Path, seed: int = 0, lag_scale: float = 1.0) -> Path:
-    """A small demo suite: one staircase scenario and one rate sweep, two autoscalers each."""
+DEMO_AUTOSCALERS = (("wva", 10.0), ("hpa", 45.0))  # name, lag of its replicas behind the load (s)
+
+
+def write_demo_results(out: str | Path, seed: int = 0, lag_scale: float = 1.0,
+                       autoscalers: tuple[tuple[str, float], ...] = DEMO_AUTOSCALERS) -> Path:
+    """A small demo suite: one staircase scenario and one rate sweep, two autoscalers each (or ``autoscalers``)."""
     out = Path(out)
-    for k, (name, lag) in enumerate((("wva", 10.0), ("hpa", 45.0))):
+    for k, (name, lag) in enumerate(autoscalers):
         _demo_run(out, "demo-staircase", name, [2.0, 5.0, 10.0], lag * lag_scale, seed + k)
         for r in (2, 5):
             _demo_run(out, "demo-rates", name, [float(r)], lag * lag_scale, seed + 10 * r + k, sweep=f"rate-{r}")

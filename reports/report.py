@@ -33,7 +33,8 @@ from scalearena.harness.records import FAILURE_CAUSES
 from scalearena.harness.results import atomic_write_bytes
 
 from . import run_plots, suite_plots
-from .catalog import BY_ID, TABLE_METRICS, best_index
+from .catalog import BY_ID, best_index, cost_metric, cost_tooltip, table_metrics
+from .figures import TimeUnit, palette, time_axis
 from .load import ResultSet, Run, load_results, natural_key
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -76,8 +77,8 @@ def stored_hash(page: Path) -> str | None:
     return m.group(1).decode() if m else None
 
 
-def run_inputs_hash(run_dir: Path, suite_link: str | None) -> str:
-    return inputs_hash([run_dir / n for n in RUN_INPUTS], suite_link or "")
+def run_inputs_hash(run_dir: Path, suite_link: str | None, color: str | None = None) -> str:
+    return inputs_hash([run_dir / n for n in RUN_INPUTS], suite_link or "", color or "")
 
 
 def fmt(value: Any, spec: str = "{}") -> str:
@@ -103,15 +104,19 @@ def _reason_text(d: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def decision_rows(decisions: list[dict[str, Any]], limit: int = MAX_DECISION_ROWS) -> tuple[list[dict], int]:
-    """Actions, alerts and collapsed runs of holds (one row per run of holds of a variant)."""
+def decision_rows(decisions: list[dict[str, Any]], limit: int = MAX_DECISION_ROWS, div: float = 1.0
+                  ) -> tuple[list[dict], int]:
+    """Actions, alerts and collapsed runs of holds (one row per run of holds of a variant); times are
+    divided by ``div`` (60: minutes, the page's unit)."""
     rows: list[dict[str, Any]] = []
     holds: dict[tuple[str, str], dict[str, Any]] = {}
+    tf = "{:.1f}" if div == 1.0 else "{:.2f}"
 
     def flush(key: tuple[str, str]) -> None:
         h = holds.pop(key, None)
         if h:
-            span = f"{h['t0']:.1f}" if h["n"] == 1 else f"{h['t0']:.1f}–{h['t1']:.1f}"
+            t0, t1 = tf.format(h["t0"] / div), tf.format(h["t1"] / div)
+            span = t0 if h["n"] == 1 else f"{t0}–{t1}"
             rows.append({"t_s": h["t0"], "t": span, "loop": key[1], "variant": key[0], "action": "hold",
                          "action_label": f"hold ×{h['n']}", "replicas": h["replicas"], "reasons": h["reason"]})
 
@@ -123,7 +128,7 @@ def decision_rows(decisions: list[dict[str, Any]], limit: int = MAX_DECISION_ROW
             h.update(t1=t, n=h["n"] + 1, replicas=str(d.get("current_replicas", "")), reason=_reason_text(d))
             continue
         flush(key)
-        rows.append({"t_s": t, "t": f"{t:.1f}", "loop": key[1], "variant": key[0], "action": d.get("action"),
+        rows.append({"t_s": t, "t": tf.format(t / div), "loop": key[1], "variant": key[0], "action": d.get("action"),
                      "action_label": str(d.get("action", "")).replace("_", " "),
                      "replicas": f"{d.get('current_replicas', '?')} → {d.get('desired_replicas', '?')}",
                      "reasons": _reason_text(d)})
@@ -134,30 +139,47 @@ def decision_rows(decisions: list[dict[str, Any]], limit: int = MAX_DECISION_ROW
 
 
 def _kpis(s: dict[str, Any]) -> list[dict[str, str]]:
-    ids = ("throughput_rps", "goodput_rps", "slo_attainment", "failures", "ttft_p99", "itl_p99", "replicas_mean",
-           "gpu_hours", "cost", "energy_kwh", "scaling_actions")
-    return [{"label": BY_ID[i].heading, "value": BY_ID[i].format(BY_ID[i].value(s))} for i in ids]
+    """Headline numbers; cost in the page's one unit (USD, else only the GPU-hours), the rest on hover."""
+    cost = cost_metric([s])
+    ids = ["throughput_rps", "goodput_rps", "slo_attainment", "failures", "ttft_p99", "itl_p99", "replicas_mean",
+           "gpu_hours", "energy_kwh", "scaling_actions"]
+    if cost.id == "cost_usd":
+        ids.insert(ids.index("gpu_hours"), "cost_usd")
+    return [{"label": BY_ID[i].heading, "value": BY_ID[i].format(BY_ID[i].value(s)),
+             "title": cost_tooltip(s) if i in ("cost_usd", "gpu_hours") else ""} for i in ids]
 
 
-def run_context(run: Run) -> dict[str, Any]:
+def page_time_unit(runs: list[Run]) -> TimeUnit:
+    """One time unit for a page, from its longest run (duration_s, else its last sample)."""
+    longest = 0.0
+    for r in runs:
+        d = r.summary.get("duration_s")
+        longest = max(longest, float(d) if isinstance(d, int | float) else 0.0)
+    if longest == 0.0:
+        longest = max((float(r.timeseries["t_s"].max()) for r in runs if not r.timeseries.empty), default=0.0)
+    return time_axis(longest)
+
+
+def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
     s = run.summary
     slo = s.get("slo") or {}
     req, ts = run.requests, run.timeseries
+    unit = page_time_unit([run])
     figures = [
-        ("overview", "Replicas, offered load and KV usage", run_plots.overview(ts, s),
+        ("overview", "Replicas, offered load and KV usage", run_plots.overview(ts, s, unit),
          "Ready replicas per variant (left axis), offered load (right) and mean KV-cache usage of ready pods "
          "(outer right) — the WVA paper's Fig. 2 view."),
-        ("replicas", "Replicas per variant", run_plots.replicas_by_variant(ts),
+        ("replicas", "Replicas per variant", run_plots.replicas_by_variant(ts, unit),
          "Ready replicas stacked per variant; dashed: billed pods (holding GPUs); dotted: desired replicas."),
-        ("queue", "Queue and TTFT", run_plots.queue_and_ttft(ts, req, slo),
+        ("queue", "Queue and TTFT", run_plots.queue_and_ttft(ts, req, slo, unit),
          "Top: requests waiting in engines and held at the gateway. Bottom: TTFT of each successful request "
          "by arrival time, its p99 per time bin, and the TTFT SLO."),
         ("cdf", "Latency CDFs", run_plots.latency_cdfs(req, slo),
          "Empirical CDFs over successful requests, with p50, p99 and the SLO."),
-        ("workload", "Workload", run_plots.workload(req, float(s.get("duration_s") or 0.0)),
+        ("workload", "Workload", run_plots.workload(req, float(s.get("duration_s") or 0.0), unit),
          "Arrivals per second coloured by how each request ended; token-length histograms."),
     ]
-    rows, truncated = decision_rows(run.decisions)
+    rows, truncated = decision_rows(run.decisions, div=unit[0])
     counts = dict(s.get("decisions") or {})
     counts.setdefault("scale_up", 0)
     counts.setdefault("scale_down", 0)
@@ -170,16 +192,18 @@ def run_context(run: Run) -> dict[str, Any]:
                  "billed_mean": (extra.get(n, {}).get("billed_replicas") or {}).get("mean")}
                 for n, v in sorted(by_variant.items())]
     raw_events = s.get("events")
-    events = [{"t": fmt(e.get("t_s"), "{:.1f}"), "kind": e.get("kind", "?"),
+    events = [{"t": fmt(e.get("t_s") / unit[0] if isinstance(e.get("t_s"), int | float) else None,
+                        "{:.1f}" if unit[0] == 1.0 else "{:.2f}"), "kind": e.get("kind", "?"),
                "details": ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("t_s", "kind"))}
               for e in (raw_events if isinstance(raw_events, list) else [])]
-    return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants,
+    return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants, "color": color,
+            "time_unit": "min" if unit[0] == 60.0 else "s", "usd": cost_metric([s]).id == "cost_usd",
             "figures": [{"id": i, "title": t, "uri": u, "caption": c} for i, t, u, c in figures],
             "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events}
 
 
-def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None) -> str:
-    return environment().get_template("run.html").render(**run_context(run), suite_link=suite_link,
+def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None, color: str | None = None) -> str:
+    return environment().get_template("run.html").render(**run_context(run, color), suite_link=suite_link,
                                                          inputs_hash=inputs)
 
 
@@ -188,32 +212,34 @@ def _write_html(path: Path, html: str) -> None:
     path.chmod(0o644)  # a report is meant to be shared; mkstemp creates 0600
 
 
-def write_run_report(run_dir: str | Path, suite_link: str | None = None, force: bool = False) -> Path:
-    """Write ``run_dir/report.html`` for the run whose summary.json is in ``run_dir``
-    (skipped when the page already holds the hash of the same inputs, unless ``force``)."""
+def write_run_report(run_dir: str | Path, suite_link: str | None = None, force: bool = False,
+                     color: str | None = None) -> Path:
+    """Write ``run_dir/report.html`` for the run whose summary.json is in ``run_dir`` (skipped when the
+    page already holds the hash of the same inputs, unless ``force``); ``color``: the autoscaler's colour
+    on the suite page."""
     out = Path(run_dir) / "report.html"
-    digest = run_inputs_hash(Path(run_dir), suite_link)
+    digest = run_inputs_hash(Path(run_dir), suite_link, color)
     if not force and stored_hash(out) == digest:
         return out
     rs = load_results(run_dir)
     if not rs.single_run:
         raise ValueError(f"{run_dir} is not a run folder (no summary.json)")
-    _write_html(out, render_run(rs.runs[0], suite_link, digest))
+    _write_html(out, render_run(rs.runs[0], suite_link, digest, color))
     return out
 
 
-def _write_run_job(args: tuple[str, str]) -> str | None:
-    run_dir, suite_link = args
+def _write_run_job(args: tuple[str, str, str]) -> str | None:
+    run_dir, suite_link, color = args
     try:
-        write_run_report(run_dir, suite_link, force=True)  # the caller already found it out of date
+        write_run_report(run_dir, suite_link, force=True, color=color)  # the caller already found it out of date
     except Exception as e:  # one broken run must not cost the whole suite report
         return f"{run_dir}: {type(e).__name__}: {e}"
     return None
 
 
-def _scenario_section(name: str, runs: list[Run], root: Path) -> dict[str, Any]:
-    runs = sorted(runs, key=lambda r: (natural_key(r.sweep or ""), r.autoscaler))
-    metrics = [BY_ID[m] for m in TABLE_METRICS]
+def _cells(runs: list[Run], metrics: list[Any]) -> list[list[dict[str, Any]]]:
+    """Table cells with the best value of each column per sweep point marked; cost cells carry the
+    other cost units as a tooltip."""
     values = [[m.value(r.summary) for m in metrics] for r in runs]
     best: set[tuple[int, int]] = set()
     for sweep in {r.sweep for r in runs}:
@@ -221,20 +247,35 @@ def _scenario_section(name: str, runs: list[Run], root: Path) -> dict[str, Any]:
         idx = [i for i, r in enumerate(runs) if r.sweep == sweep and r.summary.get("complete") is not False]
         for j, m in enumerate(metrics):
             best |= {(idx[k], j) for k in best_index([values[i][j] for i in idx], m.direction)}
+    return [[{"text": m.format(values[i][j]), "best": (i, j) in best,
+              "title": cost_tooltip(r.summary) if m.id in ("cost_usd", "gpu_hours") else ""}
+             for j, m in enumerate(metrics)] for i, r in enumerate(runs)]
+
+
+def _scenario_section(name: str, runs: list[Run], root: Path, colors: dict[str, str], unit: TimeUnit,
+                      metrics: list[Any]) -> dict[str, Any]:
+    runs = sorted(runs, key=lambda r: (natural_key(r.sweep or ""), r.autoscaler))
+    cells = _cells(runs, metrics)
     rows = [{"sweep": r.sweep or "", "autoscaler": r.autoscaler, "incomplete": r.summary.get("complete") is False,
-             "href": "./" + (r.dir / "report.html").relative_to(root).as_posix(),
-             "cells": [{"text": m.format(values[i][j]), "best": (i, j) in best} for j, m in enumerate(metrics)]}
-            for i, r in enumerate(runs)]
-    figures = [{"title": f"{name}: autoscalers side by side", "uri": suite_plots.grouped_bars(name, runs),
+             "color": colors.get(r.autoscaler), "href": "./" + (r.dir / "report.html").relative_to(root).as_posix(),
+             "cells": cells[i]} for i, r in enumerate(runs)]
+    cost = next((m for m in metrics if m.id == "cost_usd"), BY_ID["gpu_hours"])
+    figures = [{"title": f"{name}: autoscalers side by side", "uri": suite_plots.grouped_bars(name, runs, colors, cost),
                 "caption": "Per sweep point, one bar per autoscaler: throughput, failures by cause (hatched: "
                            "killed ////, timeout ...., error xxxx), mean TTFT, mean ITL, cost, energy (TDP)."}]
     for sweep in sorted({r.sweep for r in runs}, key=lambda s: natural_key(s or "")):
         group = [r for r in runs if r.sweep == sweep]
         title = f"{name}{' / ' + sweep if sweep else ''}: ready replicas over time"
-        figures.append({"title": title, "uri": suite_plots.replicas_over_time(title, group),
-                        "caption": "Total ready replicas of each autoscaler; shaded: offered load."})
+        figures.append({"title": title, "uri": suite_plots.replicas_over_time(title, group, colors, unit),
+                        "caption": "Total ready replicas of each autoscaler (lines dodged by up to ±0.15 replica so "
+                                   "equal counts stay visible); shaded: offered load."})
     return {"name": name, "rows": rows, "figures": figures, "has_sweep": any(r.sweep for r in runs),
             "description": ""}
+
+
+def suite_colors(rs: ResultSet) -> dict[str, str]:
+    """One colour per autoscaler for the whole results folder: suite page, its figures and run pages."""
+    return palette(sorted({r.autoscaler for r in rs.runs}))
 
 
 def render_suite(rs: ResultSet, inputs: str | None = None) -> str:
@@ -244,14 +285,18 @@ def render_suite(rs: ResultSet, inputs: str | None = None) -> str:
         if isinstance(suite.get(k), dict):
             scalars += [(f"{k}.{kk}", vv) for kk, vv in sorted(suite[k].items()) if not isinstance(vv, dict | list)]
     headline = [(k, suite[k]) for k in ("seed", "git_sha", "cluster") if k in suite and suite[k] is not None]
-    sections = [_scenario_section(n, [r for r in rs.runs if r.scenario == n], rs.root) for n in rs.scenarios()]
+    colors, unit = suite_colors(rs), page_time_unit(rs.runs)
+    metrics = table_metrics([r.summary for r in rs.runs])
+    sections = [_scenario_section(n, [r for r in rs.runs if r.scenario == n], rs.root, colors, unit, metrics)
+                for n in rs.scenarios()]
     return environment().get_template("suite.html").render(
-        scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted({r.autoscaler for r in rs.runs}),
-        headings=[{"label": BY_ID[m].label, "unit": BY_ID[m].unit} for m in TABLE_METRICS], suite=rs.suite, suite_scalars=scalars,
-        suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str), headline=headline, inputs_hash=inputs)
+        scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted(colors.items()),
+        headings=[{"label": m.label, "unit": m.unit, "id": m.id} for m in metrics], suite=rs.suite,
+        suite_scalars=scalars, suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str),
+        headline=headline, inputs_hash=inputs)
 
 
-def _render_runs(tasks: list[tuple[str, str]], jobs: int, progress: Progress) -> list[str | None]:
+def _render_runs(tasks: list[tuple[str, str, str]], jobs: int, progress: Progress) -> list[str | None]:
     """Render the given run pages, ``jobs`` processes at a time, reporting each finished page."""
     errors: list[str | None] = []
     if jobs > 1 and len(tasks) > 1:
@@ -278,12 +323,13 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
         return write_run_report(out_dir, force=force)
     root = rs.root
     tasks, digests = [], []
+    colors = suite_colors(rs)
     for r in rs.runs:
         link = os.path.relpath(root / "report.html", r.dir)
-        digest = run_inputs_hash(r.dir, link)
+        digest = run_inputs_hash(r.dir, link, colors[r.autoscaler])
         digests.append(digest)
         if force or stored_hash(r.dir / "report.html") != digest:
-            tasks.append((str(r.dir), link))
+            tasks.append((str(r.dir), link, colors[r.autoscaler]))
     report("run pages", 0, len(tasks))
     errors = _render_runs(tasks, jobs or min(len(tasks), os.cpu_count() or 1), report)
     for err in filter(None, errors):

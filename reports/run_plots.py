@@ -4,7 +4,8 @@ Types follow the WVA paper: replicas + offered traffic + mean KV usage on
 twin axes (its Fig. 2), replicas per variant (Fig. 3); then queue and TTFT
 over time, TTFT/ITL CDFs and the workload that was offered. Replica counts
 are drawn as steps ending at each sample (the sample stands for the interval
-before it, the integration rule of reports.usage).
+before it, the integration rule of reports.usage). The page passes one time
+unit (``TimeUnit``) to every figure so minutes and seconds never mix.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .figures import STATUS_COLORS, WIDTH_IN, empty_figure, palette, thin, time_axis, to_data_uri
+from .figures import STATUS_COLORS, WIDTH_IN, TimeUnit, empty_figure, palette, thin, time_axis, to_data_uri
 
 
 def _per_time(ts: pd.DataFrame) -> pd.DataFrame:
@@ -38,12 +39,12 @@ def _per_time(ts: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def overview(ts: pd.DataFrame, summary: dict[str, Any]) -> str:
+def overview(ts: pd.DataFrame, summary: dict[str, Any], unit: TimeUnit | None = None) -> str:
     """Fig. 2 type: replicas per variant (left), offered load and mean KV usage (right)."""
     title = "Replicas, offered load and KV-cache usage"
     if ts.empty:
         return empty_figure(title, "no timeseries recorded")
-    div, xlabel = time_axis(float(ts["t_s"].max()))
+    div, xlabel = unit or time_axis(float(ts["t_s"].max()))
     variants = sorted(ts["variant"].unique())
     colors = palette(variants)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.8))
@@ -75,12 +76,12 @@ def overview(ts: pd.DataFrame, summary: dict[str, Any]) -> str:
     return to_data_uri(fig)
 
 
-def replicas_by_variant(ts: pd.DataFrame) -> str:
+def replicas_by_variant(ts: pd.DataFrame, unit: TimeUnit | None = None) -> str:
     """Fig. 3 type: ready replicas stacked per variant; billed (incl. starting/terminating) and desired."""
     title = "Replicas per variant"
     if ts.empty:
         return empty_figure(title, "no timeseries recorded")
-    div, xlabel = time_axis(float(ts["t_s"].max()))
+    div, xlabel = unit or time_axis(float(ts["t_s"].max()))
     wide = ts.pivot_table(index="t_s", columns="variant", values="ready_replicas", aggfunc="sum").fillna(0)
     wide = thin(wide.sort_index())
     colors = palette(sorted(wide.columns))
@@ -106,12 +107,12 @@ def replicas_by_variant(ts: pd.DataFrame) -> str:
     return to_data_uri(fig)
 
 
-def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any]) -> str:
+def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any], unit: TimeUnit | None = None) -> str:
     """Queue (engines + gateway) over time above TTFT of each ok request by arrival time."""
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(WIDTH_IN, 5.0), sharex=True)
     end = max(float(ts["t_s"].max()) if not ts.empty else 0.0,
               float(req["arrival_s"].max()) if not req.empty else 0.0)
-    div, xlabel = time_axis(end)
+    div, xlabel = unit or time_axis(end)
     if not ts.empty:
         pt = thin(_per_time(ts))
         ax.plot(pt["t_s"] / div, pt["waiting"], lw=1.4, label="waiting in engines")
@@ -179,7 +180,7 @@ def latency_cdfs(req: pd.DataFrame, slo: dict[str, Any]) -> str:
     return to_data_uri(fig)
 
 
-def workload(req: pd.DataFrame, duration_s: float) -> str:
+def workload(req: pd.DataFrame, duration_s: float, unit: TimeUnit | None = None) -> str:
     """Arrivals per second by final status, and the token-length histograms."""
     if req.empty:
         return empty_figure("Workload", "no requests were sent")
@@ -187,7 +188,7 @@ def workload(req: pd.DataFrame, duration_s: float) -> str:
     grid = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
     ax = fig.add_subplot(grid[0, :])
     end = max(duration_s, float(req["arrival_s"].max()))
-    div, xlabel = time_axis(end)
+    div, xlabel = unit or time_axis(end)
     width = max(end / 120.0, 1.0)
     edges = np.arange(0.0, end + width, width)
     bottom = np.zeros(len(edges) - 1)

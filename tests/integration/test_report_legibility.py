@@ -1,0 +1,112 @@
+"""Reports as a reader sees them: rendered in headless Chromium at laptop and desktop width.
+
+The demo suite (reports.demo: arithmetic, not the simulator) with eight
+autoscalers, among them long names, is rendered; then each page is opened in
+Debian's ``chromium`` with a probe script injected into a copy of it that
+writes measurements into the DOM (read back with ``--dump-dom``): page and
+key-table widths against the viewport, text cut off inside its box, images
+that failed to decode, and console errors. Text inside the figures is checked
+where it is drawn: every figure's texts must lie inside its canvas
+(``figures.clipped_texts``). Skipped, saying why, when no Chromium is
+installed (``make test`` installs it when it can: scripts/ensure-chromium.sh).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scalearena.reports import figures
+from scalearena.reports.compare import compare
+from scalearena.reports.compare_output import write_compare_html
+from scalearena.reports.demo import write_demo_results
+from scalearena.reports.report import write_suite_report
+
+BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+AUTOSCALERS = (("wva", 10.0), ("hpa", 45.0), ("keda", 60.0), ("kpa", 20.0), ("multimetric", 30.0),
+               ("static", 0.0), ("oracle", 5.0), ("wva-headroom", 12.0))
+WIDTHS = (1366, 1920)
+
+PROBE_HEAD = """<script>window.__errors = [];
+const __ce = console.error; console.error = (...a) => { window.__errors.push(a.join(" ")); __ce(...a); };
+window.addEventListener("error", e => window.__errors.push(String(e.message || (e.target && e.target.src)
+  || "error")), true);</script>"""
+PROBE_TAIL = """<script>window.addEventListener("load", () => {
+  const vw = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll("body *")].filter(el => {
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.right > vw + 1 && !el.closest(".scroll, pre, details:not([open])");
+  }).map(el => el.tagName + "." + el.className);
+  const scrolled = [...document.querySelectorAll(".scroll")].filter(d => d.querySelector("table.summary"))
+    .filter(d => d.scrollWidth > d.clientWidth + 1).map(d => d.querySelector("table").className);
+  const clipped = [...document.querySelectorAll("th, td, .kpi, figcaption, h1, h2, h3, nav a, .badge, .chip")]
+    .filter(el => getComputedStyle(el).overflow !== "visible" && el.scrollWidth > el.clientWidth + 1)
+    .map(el => el.textContent.slice(0, 40));
+  const images = [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt);
+  const p = document.createElement("pre"); p.id = "probe";
+  p.textContent = JSON.stringify({pageWidth: document.documentElement.scrollWidth, viewport: vw, wide, scrolled,
+                                  clipped, images, errors: window.__errors});
+  document.body.appendChild(p);
+});</script>"""
+
+pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH (Debian: apt-get install -y chromium; "
+                                "`make test` runs scripts/ensure-chromium.sh)")
+
+
+def measure(page: Path, width: int, tmp: Path) -> dict:
+    html = page.read_text(encoding="utf-8")
+    probe = tmp / f"probe-{width}-{page.parent.name}-{page.name}"
+    probe.write_text(html.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_TAIL + "</body>", 1),
+                     encoding="utf-8")
+    r = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--hide-scrollbars",
+                        f"--user-data-dir={tmp / 'profile'}", f"--window-size={width},900",
+                        "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', r.stdout, re.S)
+    assert m, f"no probe output from {BROWSER}: {r.stderr[-500:]}"
+    return json.loads(m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                      .replace("&amp;", "&"))
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("legibility")
+    clipped: list[tuple[str, list[str]]] = []
+
+    def audit(fig):
+        texts = figures.clipped_texts(fig)
+        if texts:
+            clipped.append((fig.axes[0].get_title() if fig.axes else "?", texts))
+
+    figures.RENDER_AUDITS.append(audit)
+    try:
+        base = write_demo_results(out / "base", seed=1, autoscalers=AUTOSCALERS)
+        cur = write_demo_results(out / "cur", seed=2, lag_scale=1.5, autoscalers=AUTOSCALERS)
+        suite = write_suite_report(cur, jobs=1)  # in-process, so the audit sees every figure
+        cmp_page = write_compare_html(compare(base, cur), cur / "compare.html")
+    finally:
+        figures.RENDER_AUDITS.remove(audit)
+    run_page = cur / "demo-rates" / "wva-headroom" / "rate-5" / "report.html"
+    return {"suite": suite, "run": run_page, "compare": cmp_page, "clipped": clipped, "tmp": out}
+
+
+def test_no_figure_text_is_cut_off(pages):
+    assert pages["clipped"] == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("which", ["suite", "run", "compare"])
+def test_page_fits_the_viewport_without_errors(pages, which, width):
+    m = measure(pages[which], width, pages["tmp"])
+    assert m["viewport"] == width
+    assert m["pageWidth"] <= width, m["wide"]
+    assert m["wide"] == []
+    assert m["scrolled"] == []  # the key table needs no horizontal scrolling
+    assert m["clipped"] == []
+    assert m["images"] == []
+    assert m["errors"] == []
