@@ -11,6 +11,7 @@ enough that "running went back to 0" can only come from an abort, not from compl
 from __future__ import annotations
 
 import json
+import os
 import re
 import select
 import socket
@@ -32,9 +33,10 @@ TOKEN = "probe-token-0123456789abcdef"
 
 
 class Server:
-    def __init__(self, argv: list[str], log: Path) -> None:
+    def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(log, "wb"), text=True)  # noqa: SIM115
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(log, "wb"), text=True,  # noqa: SIM115
+                                     env={**os.environ, **(env or {})})
         ready, _, _ = select.select([self.proc.stdout], [], [], 30.0)
         line = self.proc.stdout.readline() if ready else ""  # type: ignore[union-attr]
         m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
@@ -54,8 +56,8 @@ class Server:
         return self.log.read_text()
 
 
-def _start(tmp: Path, name: str, argv: list[str]) -> Server:
-    return Server(CLI + argv, tmp / f"{name}.log")
+def _start(tmp: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> Server:
+    return Server(CLI + argv, tmp / f"{name}.log", env)
 
 
 @pytest.fixture(scope="module")
@@ -252,8 +254,10 @@ def test_router_admin_api_needs_the_token(router: Server, engine: Server) -> Non
 
 
 def test_router_without_token_has_no_admin_api(tmp_path: Path) -> None:
-    s = _start(tmp_path, "open", ["router", "--port", "0", "--model", "a"])
+    # models from the environment, as the kube backend's gateway-config ConfigMap gives them
+    s = _start(tmp_path, "open", ["router", "--port", "0"], env={"SCALEARENA_ROUTER_MODELS": "m2 m1"})
     try:
+        assert [m["id"] for m in requests.get(s.url + "/v1/models", timeout=5).json()["data"]] == ["m1", "m2"]
         assert_openai_error(requests.put(s.url + "/admin/endpoints", json={"endpoints": []}, timeout=5), 404)
         assert_openai_error(requests.get(s.url + "/admin/state", timeout=5), 404)
     finally:

@@ -87,6 +87,9 @@ def test_scenario_variants_replace_the_overlay_variants() -> None:
         assert f"--served-model-name={v.model}" in c["args"]
         assert d["spec"]["template"]["metadata"]["labels"]["scalearena.io/variant"] == v.name
         assert c["readinessProbe"]["initialDelaySeconds"] == round(v.startup_s)
+    gateway_env = next(o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "gateway-config")
+    # serve-router learns every model (even one at zero replicas) from this key, its --model envvar
+    assert gateway_env["data"]["SCALEARENA_ROUTER_MODELS"].split() == sorted({v.model for v in sc.cluster.variants})
     for o in objs:
         kubernetes_validate.validate(o, "1.33.0", strict=True)
 

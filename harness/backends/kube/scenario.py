@@ -169,7 +169,12 @@ def variant_objects(sc: Scenario, overlay: list[Obj]) -> list[Obj]:
     for o in out:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "gateway-config":
             o["data"]["ROUTER_SPEC"] = json.dumps(sc.router.model_dump(mode="json"), sort_keys=True)
+            # the models serve-router accepts before any pod registers (scale from zero); others are 404
+            o["data"][ROUTER_MODELS_ENV] = " ".join(sorted({v.model for v in sc.cluster.variants}))
     return out
+
+
+ROUTER_MODELS_ENV = "SCALEARENA_ROUTER_MODELS"  # serve-router's --model, space-separated (envFrom gateway-config)
 
 
 def _meta(name: str, variant: str) -> Obj:

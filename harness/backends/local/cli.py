@@ -205,9 +205,9 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="Port to listen on (0: any free port).")
 @_server_options
-@click.option("--model", "models", multiple=True,
-              help="A model served even before any engine registers (scale from zero); repeat per model. "
-              "Requests for other models get 404.")
+@click.option("--model", "models", multiple=True, envvar="SCALEARENA_ROUTER_MODELS",
+              help="A model served even before any engine registers (scale from zero); repeat per model, or "
+              "$SCALEARENA_ROUTER_MODELS (space-separated). Requests for other models get 404.")
 @click.option("--admin-token-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="File holding the admin API token; without it /admin/* is off (404).")
 @click.option("--admin-port", type=click.IntRange(0, 65535), default=None,
