@@ -136,9 +136,10 @@ class EngineSpec(_Spec):
         default=None, ge=1, le=MAX_KV_BLOCKS, description="num_gpu_blocks; null = derived from free GPU memory (roofline)."
     )
     block_size: int = Field(default=16, ge=1, le=4096, description="Tokens per KV block.")
-    max_waiting_queue: int = Field(
-        default=1000, ge=0, le=MAX_BATCH, description="Waiting-queue limit; a request beyond it gets HTTP 429."
-    )
+    max_waiting_queue: int | None = Field(
+        default=None, ge=0, le=MAX_BATCH,
+        description="Waiting-queue limit, beyond it HTTP 429 (llm-d-inference-sim's --max-waiting-queue-length, "
+        "1000 in the paper's set-up); null = unbounded, as vLLM queues (overload shows as latency).")
     max_model_len: int | None = Field(
         default=None, ge=1, le=MAX_TOKENS,
         description="Longest prompt + max_tokens accepted (else 400 too_long); null = the KV cache's capacity.")

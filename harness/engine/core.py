@@ -9,8 +9,11 @@ needed and none is free, the most recently admitted running request is
 preempted by recompute (vLLM's default): its blocks are freed and it goes back
 to the FRONT of the waiting queue; when re-admitted it prefills prompt +
 tokens generated so far again (the tokens it already streamed stay
-delivered, as in vLLM). A submit that would have to wait while the waiting
-queue already holds ``max_waiting_queue`` requests is rejected (HTTP 429).
+delivered, as in vLLM). By default the waiting queue is unbounded, as in vLLM:
+overload shows as queueing latency, the signal SLO-driven autoscalers act on.
+With ``max_waiting_queue`` set (llm-d-inference-sim's limit, the paper's
+emulator set-up), a submit that would have to wait while the queue already
+holds that many requests is rejected (HTTP 429).
 
 Cost grows with events, not tokens. Every decoding request advances at the
 same rate between events (one token per ITL or per step), so the engine keeps
@@ -114,14 +117,14 @@ class _Seq:
 
 class Engine:
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 256,
-                 max_waiting_queue: int = 1000, max_model_len: int | None = None,
+                 max_waiting_queue: int | None = None, max_model_len: int | None = None,
                  max_num_batched_tokens: int = CHUNK_TOKENS) -> None:
         self.model = model
         self.num_blocks = num_gpu_blocks
         self.bs = block_size
         self.max_num_seqs = max_num_seqs
         self.max_batched = max_num_batched_tokens
-        self.max_waiting = max_waiting_queue
+        self.max_waiting = INF if max_waiting_queue is None else max_waiting_queue  # None: vLLM, no limit
         self.max_model_len = fit_limit(num_gpu_blocks, block_size, max_model_len)
         self.shared = model.shared_steps
         self.t = 0.0

@@ -101,6 +101,17 @@ def test_waiting_queue_limit_rejects_with_429() -> None:
     assert res == [SubmitResult.ACCEPTED] * 3 + [SubmitResult.REJECTED_FULL]
 
 
+def test_default_waiting_queue_is_unbounded_like_vllm() -> None:
+    # one sequence at a time, TTFT 10 ms and 1 output token: 1,500 requests at t=0 are all accepted (the old
+    # llm-d-inference-sim default of 1000 would have rejected 1500 - 1 running - 1000 waiting = 499) and the
+    # last finishes after 1,500 x 10 ms = 15 s
+    e = Engine(const(1, ttft_ms=10), 1024, 16, 1)
+    assert all(e.submit(0.0, i, 10, 1) is SubmitResult.ACCEPTED for i in range(1500))
+    assert e.num_waiting == 1499
+    done = [ev for ev in run_all(e, 5000) if ev.kind == "finished"]
+    assert len(done) == 1500 and done[-1].t == pytest.approx(15.0)
+
+
 def test_prompt_larger_than_cache_is_invalid() -> None:
     e = Engine(const(4, ttft_ms=1, itl_ms=1), 4, 16, 4)  # 64 tokens of KV
     assert e.submit(0.0, 1, 65, 1) is SubmitResult.REJECTED_INVALID

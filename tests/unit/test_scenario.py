@@ -84,3 +84,19 @@ def test_unknown_gpu_and_model_shape_are_named(scenario_dict):
     scenario_dict["cluster"]["variants"][0]["engine"]["latency"] = {"kind": "roofline", "model_shape": "gpt-9"}
     with pytest.raises(UserError, match=r"model_shape: unknown model shape 'gpt-9'"):
         scenario_from_data(scenario_dict, "bad.yaml")
+
+
+def test_paper_scenarios_pin_the_emulator_queue_limit():
+    # the engine's default follows vLLM (unbounded waiting queue); the paper's experiments ran
+    # llm-d-inference-sim with --max-waiting-queue-length 1000 and keep it explicitly
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2] / "workloads"
+    suite = yaml.safe_load((root / "suites" / "paper.yaml").read_text())
+    names = {Path(r["scenario"]).stem for r in suite["runs"]}
+    assert names >= {"exp1-staircase", "exp2-cost-aware", "physical-validation"}
+    for name in names:
+        for v in yaml.safe_load((root / "scenarios" / f"{name}.yaml").read_text())["cluster"]["variants"]:
+            assert v["engine"]["max_waiting_queue"] == 1000, (name, v["name"])

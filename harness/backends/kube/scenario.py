@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_BATCH
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.scenario import Scenario, VariantSpec
 
@@ -88,7 +89,8 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_
     # --force-dummy-tokenizer (llm-d-inference-sim >= v0.9.2): with a Hugging Face model name the simulator
     # otherwise tokenizes through a vLLM render server on localhost:8082 that is not deployed, and every
     # request fails with 500 while /health stays 200
-    args += [f"--max-waiting-queue-length={e.max_waiting_queue}", "--enable-kvcache", "--force-dummy-tokenizer"]
+    queue = MAX_BATCH if e.max_waiting_queue is None else e.max_waiting_queue  # the emulator needs a bound
+    args += [f"--max-waiting-queue-length={queue}", "--enable-kvcache", "--force-dummy-tokenizer"]
     if e.kv_cache_blocks:
         args.append(f"--kv-cache-size={e.kv_cache_blocks}")
     args += [f"--time-to-first-token={_ms(lat.ttft_ms)}", f"--inter-token-latency={_ms(lat.itl_ms)}",

@@ -117,7 +117,7 @@ def _server_options(f: Any) -> Any:
 @click.option("--mode", type=click.Choice(["random", "echo"]), default="random", show_default=True,
               help="Response text: filler sentences (random) or the prompt echoed (echo).")
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences in a batch (default 5).")
-@click.option("--max-waiting-queue-length", type=int, default=None, help="Waiting-queue limit; beyond it 429.")
+@click.option("--max-waiting-queue-length", type=int, default=None, help="Waiting-queue limit; beyond it 429 (default: unbounded, as vLLM).")
 @click.option("--max-model-len", type=int, default=None, help="Longest prompt + output accepted.")
 @click.option("--time-to-first-token", type=Duration(), default=None, help="TTFT base (e.g. 100ms).")
 @click.option("--inter-token-latency", type=Duration(), default=None, help="ITL (e.g. 20ms).")
