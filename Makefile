@@ -56,8 +56,8 @@ perf: $(STAMP)
 	$(BIN)/python benchmarks/perf.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check scalearena contracts harness controllers workloads reports tests benchmarks
-	$(BIN)/mypy scalearena contracts harness controllers workloads reports
+	$(BIN)/ruff check scalearena contracts harness controllers workloads reports paper tests benchmarks
+	$(BIN)/mypy scalearena contracts harness controllers workloads reports paper
 
 report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)

@@ -17,7 +17,7 @@ from setuptools import find_namespace_packages, setup
 # (setuptools/command/editable_wheel.py, _TopLevelFinder). It names no defect; silence only it.
 warnings.filterwarnings("ignore", message=r"\s*Editable installation")
 
-TOP = ["contracts", "harness", "controllers", "workloads", "reports"]
+TOP = ["contracts", "harness", "controllers", "workloads", "reports", "paper"]
 # Files shipped with the code, per data folder (relative to its top-level folder).
 DATA = {
     "workloads": {"scenarios": ["*.yaml"], "suites": ["*.yaml"], "data": ["*"]},

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from scalearena.harness.backends.local.backend import LocalBackend
 from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.results import RunWriter
 from scalearena.harness.runner import variant_meta
 from scalearena.harness.scenario import load_scenario
+from scalearena.reports.results import RunWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scalearena.harness.backends.local import load
 from scalearena.harness.backends.local.supervisor import Supervisor, free_port, wait_for_port
+from scalearena.workloads import load_handoff as load
 from scalearena.workloads.base import RequestSpec
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import scenario_from_data
+from scalearena.reports.results import RunWriter
 
 PAPER_TOKENS = {
     "input_tokens": {"kind": "bounded_normal", "min": 10, "max": 8192, "mean": 4096, "sd": 2048},

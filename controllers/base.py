@@ -61,6 +61,14 @@ class MetricsReader(Protocol):
         ...
 
 
+class StepModel(Protocol):
+    """The serving model's time for one engine step (the roofline latency model), as a policy may
+    read it: ``prefill_tokens`` prompt tokens (``prefill_pairs`` attention pairs) prefilled next to
+    ``n_decoding`` sequences decoding one token over ``ctx_tokens`` tokens of context in all."""
+
+    def step_s(self, prefill_tokens: int, prefill_pairs: float, n_decoding: int, ctx_tokens: float) -> float: ...
+
+
 @dataclass(frozen=True)
 class VariantView:
     """One variant (one Deployment) as a controller sees it."""
@@ -83,6 +91,7 @@ class VariantView:
     engine: Mapping[str, Any] = field(default_factory=dict)
     # ^ the variant's engine settings as its Deployment args reveal them: max_num_seqs, kv_cache_blocks,
     #   block_size, max_waiting_queue, latency {kind, ...}; empty when unknown
+    step_model: StepModel | None = None  # the variant's roofline step-time model (None: not a roofline engine)
 
 
 @dataclass(frozen=True)

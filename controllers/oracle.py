@@ -41,7 +41,7 @@ from .base import (
     VariantView,
     clamp,
 )
-from .oracle_capacity import Capacity, replica_capacity, roofline_model
+from .oracle_capacity import Capacity, replica_capacity
 
 
 class OracleConfig(AutoscalerConfig):
@@ -76,7 +76,6 @@ class Oracle(AutoscalerBase):
         super().__init__(config)
         self._sorted: dict[str, tuple[ArrivalForecast, list[float], list[int], list[int]]] = {}
         self._alloc: dict[tuple[Any, ...], tuple[_Alloc, float]] = {}
-        self._roofline: dict[str, Any] = {}
 
     def _schedule(self, fc: ArrivalForecast) -> tuple[list[float], list[int], list[int]]:
         hit = self._sorted.get(fc.model)
@@ -141,10 +140,8 @@ class Oracle(AutoscalerBase):
         if hi > lo:
             caps = {}
             for v in variants:
-                if v.name not in self._roofline:
-                    self._roofline[v.name] = roofline_model(v.engine, v.gpu)
                 caps[v.name] = replica_capacity(v.engine, ins[lo:hi], outs[lo:hi], c.kv_target,
-                                                c.default_ttft_ms, c.default_itl_ms, self._roofline[v.name])
+                                                c.default_ttft_ms, c.default_itl_ms, v.step_model)
 
             def rank(v: VariantView) -> tuple[float, float, str]:
                 per = v.cost / (caps[v.name].rate_rps * c.utilization)

@@ -17,7 +17,7 @@ it (``VariantView.engine``):
 - ``constant`` (llm-d-inference-sim): TTFT (time-to-first-token, or
   prefill-overhead + i x prefill-time-per-token) + (o - 1) x ITL, all times
   the load factor 1 + (f - 1)(slots - 1)/(max_num_seqs - 1) at full slots;
-- ``roofline``: the harness's step-time model, one prefill step of i tokens
+- ``roofline``: the harness's step-time model (``VariantView.step_model``, built by the harness), one prefill step of i tokens
   next to slots - 1 decodes, then o - 1 decode steps of a full batch, with
   each sequence holding i + o/2 tokens of context on average;
 - unknown: ``default_ttft_ms`` + (o - 1) x ``default_itl_ms``.
@@ -32,6 +32,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .base import StepModel
 
 
 @dataclass(frozen=True)
@@ -61,18 +63,6 @@ def _constant_service(lat: Mapping[str, Any], slots: int, max_num_seqs: int, i: 
     return (ttft_ms + max(0, o - 1) * float(lat.get("itl_ms", 0.0))) * k / 1000.0
 
 
-def roofline_model(engine: Mapping[str, Any], gpu: str) -> Any:
-    """The harness's roofline step model for these engine settings, or None if they do not describe one."""
-    try:
-        from scalearena.harness.engine.latency import build_latency
-        from scalearena.harness.scenario import EngineSpec
-
-        model, _ = build_latency(EngineSpec.model_validate(dict(engine)), gpu)
-        return model if hasattr(model, "step_s") else None
-    except Exception:  # unknown GPU or shape, partial settings: fall back to the default latencies
-        return None
-
-
 def replica_capacity(
     engine: Mapping[str, Any],
     inputs: Sequence[int],
@@ -80,7 +70,7 @@ def replica_capacity(
     kv_target: float,
     default_ttft_ms: float,
     default_itl_ms: float,
-    roofline: Any = None,
+    roofline: StepModel | None = None,
 ) -> Capacity:
     """Capacity of one replica for this mix of requests (``inputs``/``outputs`` non-empty)."""
     max_num_seqs = int(engine.get("max_num_seqs") or 256)

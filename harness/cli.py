@@ -8,7 +8,7 @@ of a log file holding the traceback, and exits 3, so the two are never
 confused. User text (file names, field values, messages) is printed as rich
 ``Text``, never parsed as markup or emoji codes: a scenario value ``[/x]`` or
 ``:x:`` must come out as written. Commands that live with their subsystem (report, compare,
-serve-engine, serve-router, paper) are imported lazily so `scalearena run` on
+serve-engine, serve-router; paper from scalearena/cli.py) are imported lazily so `scalearena run` on
 the simulator loads nothing it does not need.
 """
 from __future__ import annotations
@@ -42,20 +42,24 @@ LAZY_COMMANDS = {
     "compare": "scalearena.reports.cli:compare",
     "serve-engine": "scalearena.harness.backends.local.cli:serve_engine",
     "serve-router": "scalearena.harness.backends.local.cli:serve_router",
-    "paper": "scalearena.harness.paper.cli:paper",
     "render": "scalearena.harness.backends.kube.cli:render",
     "doctor": "scalearena.harness.backends.kube.cli:doctor",
     "kind": "scalearena.harness.backends.kube.cli:kind",
-}
+}  # commands of packages above the harness (paper/) are added by scalearena/cli.py
 
 
 class ArenaGroup(click.Group):
+    lazy_commands: dict[str, str] = LAZY_COMMANDS  # name -> "module:attribute", imported when invoked
+
+    def add_lazy_commands(self, commands: dict[str, str]) -> None:
+        self.lazy_commands = {**self.lazy_commands, **commands}
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy_commands))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in LAZY_COMMANDS:
-            mod, attr = LAZY_COMMANDS[name].split(":")
+        if name in self.lazy_commands:
+            mod, attr = self.lazy_commands[name].split(":")
             try:
                 return getattr(importlib.import_module(mod), attr)  # type: ignore[no-any-return]
             except (ImportError, AttributeError):

@@ -24,9 +24,9 @@ from typing import Any
 
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
+from scalearena.reports.results import RunWriter, atomic_write_json
 
 from .interrupts import init_worker, stop_workers
-from .results import RunWriter, atomic_write_json
 from .scenario import Scenario
 from .suite import RunPlan
 

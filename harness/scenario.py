@@ -9,9 +9,12 @@ field path and what was expected.
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, cast
 
 from pydantic import (
     BaseModel,
@@ -40,10 +43,12 @@ from scalearena.contracts.limits import (
     StrictSpec,
 )
 from scalearena.contracts.suggest import did_you_mean
+from scalearena.controllers.base import StepModel
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
 
 from .engine.catalog import GPUSpec, ModelShape
+from .engine.latency import build_latency
 from .hardware import GPUTypeSpec, ModelShapeSpec, read_hf_config
 from .safe_yaml import parse_yaml, read_yaml
 from .schema_help import fields_at
@@ -402,6 +407,22 @@ class Scenario(_Spec):
 
 
 # ---- loading -----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _step_model(engine_json: str, gpu: str | GPUSpec) -> StepModel | None:
+    try:
+        model, _ = build_latency(EngineSpec.model_validate(json.loads(engine_json)), gpu)
+    except Exception:  # unknown GPU or shape, partial settings: the policy falls back to its defaults
+        return None
+    return cast("StepModel", model) if hasattr(model, "step_s") else None
+
+
+def step_model(engine: Mapping[str, Any], gpu: str | GPUSpec) -> StepModel | None:
+    """The roofline step-time model of a variant's engine settings, for ``VariantView.step_model``
+    (None unless they describe a roofline engine). Policies read the serving model through the view
+    and never import the harness; memoised because every view of a run asks for the same few."""
+    return _step_model(json.dumps(dict(engine), sort_keys=True, default=str), gpu)
 
 
 def format_validation_error(err: ValidationError, where: str, data: Any = None,

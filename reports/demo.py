@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from scalearena.contracts.records import RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision, Reason
-from scalearena.harness.records import RequestRecord, TimeseriesRecord
-from scalearena.harness.results import RunWriter, run_dir
+from scalearena.reports.results import RunWriter, run_dir
 
 VARIANTS: list[dict[str, Any]] = [
     {"name": "va-a100", "model": "llama3-70b", "gpu": "A100-80GB", "gpus_per_replica": 1, "cost": 1.0,

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS
+from scalearena.contracts.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS
 
 
 def natural_key(text: str) -> list[Any]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalearena.harness.records import FAILURE_CAUSES, REQUEST_COLUMNS, TIMESERIES_COLUMNS
+from scalearena.contracts.records import FAILURE_CAUSES, REQUEST_COLUMNS, TIMESERIES_COLUMNS
 
 from .usage import IDLE_POWER_FRACTION, integrate, sum_or_none
 

@@ -29,8 +29,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader
 
 from scalearena import __version__
-from scalearena.harness.records import FAILURE_CAUSES
-from scalearena.harness.results import atomic_write_bytes
+from scalearena.contracts.records import FAILURE_CAUSES
+from scalearena.reports.results import atomic_write_bytes
 
 from . import run_plots, suite_plots
 from .catalog import BY_ID, best_index, cost_metric, cost_tooltip, table_metrics

@@ -16,10 +16,10 @@ replay draws its thinning / duplication decisions from the arrival stream.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import count
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -29,9 +29,20 @@ from .lengths import token_lengths
 from .spec import SharedPrefix, TraceArrivals, WorkloadSpec
 
 if TYPE_CHECKING:
-    from scalearena.harness.scenario import Scenario
-
     from .traces.base import TraceStats
+
+class Scenario(Protocol):
+    """What request generation reads of a scenario (harness.scenario.Scenario satisfies it);
+    a protocol so that workloads/ need not import the harness, which imports workloads/."""
+
+    @property
+    def workloads(self) -> Sequence[WorkloadSpec]: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    def model_of(self, workload: WorkloadSpec) -> str: ...
+
 
 # stream numbers in the seed's spawn key; never renumber (it would change every seeded run)
 ARRIVALS, INPUT_TOKENS, OUTPUT_TOKENS, PREFIX_GROUPS = 0, 1, 2, 3

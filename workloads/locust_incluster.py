@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from scalearena.harness.backends.local import load
+from scalearena.workloads import load_handoff as load
 
 GO_FILE = "go.json"
 SCHEDULE_FILE = "schedule.jsonl"

@@ -18,7 +18,7 @@ content chunk), ITL (mean gap between chunks after the first), tokens, final
 status, and the pod / variant that served it (router response headers).
 
 Run it two ways (both read the SCALEARENA_* variables, see
-harness/backends/local/load.py):
+workloads/load_handoff.py):
 * library mode, what the local backend does:
   ``python -m scalearena.workloads.locust_user --host URL --csv PREFIX``
 * Locust's own CLI, for distributed mode beyond one process's capacity:
@@ -44,7 +44,7 @@ from gevent.pool import Group
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
-from scalearena.harness.backends.local import load
+from scalearena.workloads import load_handoff as load
 from scalearena.workloads.prompts import prompt_text
 
 

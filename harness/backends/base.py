@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.reports.results import RunWriter
 
-from ..results import RunWriter
 from ..scenario import Scenario
 
 Progress = Callable[[float, float], None]

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scalearena.contracts.errors import MetricsUnavailable
-from scalearena.controllers.base import ArrivalForecast, ClusterView, PodMetrics, VariantView
+from scalearena.controllers.base import ArrivalForecast, ClusterView, PodMetrics, StepModel, VariantView
 
 from ..engine.latency import build_latency
+from ..scenario import step_model
 from .ports import MetricsSource, ReplicaStatus
 
 
@@ -35,6 +36,7 @@ class VariantInfo:
     max_replicas: int
     startup_s: float | None = None
     engine: Mapping[str, Any] = field(default_factory=dict)  # VariantView.engine: settings incl. kv_cache_blocks
+    step_model: StepModel | None = None  # VariantView.step_model: the roofline step-time model, if any
 
 
 def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
@@ -51,7 +53,8 @@ def variant_info(spec: Any, gpu: Any, index: int) -> VariantInfo:
     return VariantInfo(
         name=spec.name, model=spec.model, gpu=spec.gpu, gpus_per_replica=spec.gpus_per_replica, cost=spec.cost,
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
-        engine=engine_settings(spec, gpu, f"cluster.variants[{index}].engine"),
+        engine=(engine := engine_settings(spec, gpu, f"cluster.variants[{index}].engine")),
+        step_model=step_model(engine, gpu),
     )
 
 
@@ -114,7 +117,7 @@ def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[st
             min_replicas=info.min_replicas, max_replicas=info.max_replicas, spec_replicas=st.spec,
             ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
             metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
-            engine=info.engine,
+            engine=info.engine, step_model=info.step_model,
         ))
     return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
                        gpu_capacity=gpu_capacity, forecast=forecast)

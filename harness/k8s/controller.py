@@ -31,6 +31,7 @@ from scalearena.controllers.base import Autoscaler, ClusterView, Decision, Metri
 
 from ..control.ports import ReplicaStatus
 from ..control.view import VariantInfo, build_view, metrics_router_queue
+from ..scenario import step_model
 from .actuator import MetricPublisher, ScaleActuator
 from .kubeapi import Conflict, KubeAPI, NotFound, Obj, selector_string
 from .status import (
@@ -122,7 +123,8 @@ def variant_info(st: VariantState) -> VariantInfo:
         name=st.name, model=st.model, gpu=st.accelerator, gpus_per_replica=int(spec.get("acceleratorCount", 1)),
         cost=float(spec.get("variantCost", "10.0")), min_replicas=int(spec.get("minReplicas", DEFAULT_MIN)),
         max_replicas=int(spec.get("maxReplicas", DEFAULT_MAX)), startup_s=float(startup) if startup else None,
-        engine=engine_from_args(dep) if dep else {})
+        engine=(engine := engine_from_args(dep) if dep else {}),
+        step_model=step_model(engine, st.accelerator) if dep else None)
 
 
 def replica_status(st: VariantState) -> ReplicaStatus:

@@ -75,8 +75,8 @@ def test_wva_controller_writes_conditions(cluster) -> None:  # noqa: ANN001
 
 def test_short_run_accounts_for_every_request(cluster, tmp_path: Path) -> None:  # noqa: ANN001
     from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.results import RunWriter
     from scalearena.harness.scenario import load_scenario
+    from scalearena.reports.results import RunWriter
 
     sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml", overrides=["duration_s=60"])
     w = RunWriter(tmp_path / "run", {"scenario": sc.name, "autoscaler": "hpa", "cluster": "kind", "seed": sc.seed,

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from scalearena.harness.backends.local.backend import LocalBackend
-from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import load_scenario
+from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import build_requests
 
 HERE = Path(__file__).parent

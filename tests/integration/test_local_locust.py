@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.backends.local import load
 from scalearena.harness.backends.local.supervisor import Supervisor, free_port, wait_for_port
 from scalearena.harness.scenario import scenario_from_data
+from scalearena.workloads import load_handoff as load
 from scalearena.workloads.generate import build_requests
 
 pytestmark = pytest.mark.local

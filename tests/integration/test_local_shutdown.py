@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scalearena.harness.records import STATUSES
+from scalearena.contracts.records import STATUSES
 
 from .test_local_backend import HERE
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from scalearena.controllers.base import Decision, Reason
 from scalearena.harness.backends.sim import SimBackend, Simulation
-from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import scenario_from_data
+from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 
 

@@ -21,8 +21,8 @@ from scalearena.harness.backends.kube.backend import KubeBackend
 from scalearena.harness.backends.kube.cluster import preflight
 from scalearena.harness.backends.kube.sampling import Sampler
 from scalearena.harness.k8s.fake import FakeKubeAPI
-from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import load_scenario
+from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 
 ROOT = Path(__file__).resolve().parents[2]

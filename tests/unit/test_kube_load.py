@@ -29,8 +29,8 @@ from scalearena.harness.backends.kube.load import (
     peak_rps,
 )
 from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.backends.local import load
 from scalearena.harness.scenario import load_scenario
+from scalearena.workloads import load_handoff as load
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.locust_incluster import wait_for_go, worker_env
 

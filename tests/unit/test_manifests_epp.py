@@ -23,9 +23,9 @@ from scalearena.harness.backends.kube import gateway as kube_gateway
 from scalearena.harness.backends.kube.backend import KubeBackend
 from scalearena.harness.backends.kube.gateway import GIE_CRDS, choose_gateway, epp_plugins_config
 from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.backends.local import load
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.scenario import load_scenario
+from scalearena.workloads import load_handoff as load
 
 from .test_kube_backend import FIX, RecordingShell, interrupted_drive, writer
 from .test_manifests import K8S_VERSION, assert_inferencepool_v1

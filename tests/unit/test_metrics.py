@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalearena.harness.records import RequestRecord, TimeseriesRecord
-from scalearena.harness.results import requests_frame, timeseries_frame
+from scalearena.contracts.records import RequestRecord, TimeseriesRecord
 from scalearena.reports.metrics import summarize
+from scalearena.reports.results import requests_frame, timeseries_frame
 from scalearena.reports.usage import sample_weights
 
 META = {

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalearena.harness.paper.claims import exp1_claims, exp2_claims, physical_claims
-from scalearena.harness.paper.results import index_results
+from scalearena.paper.claims import exp1_claims, exp2_claims, physical_claims
+from scalearena.paper.results import index_results
 
 
 def _run(out: Path, rel: str, summary: dict, ts_rows: list[dict], scenario: dict) -> None:
@@ -80,8 +80,8 @@ def test_physical_ratios(tmp_path):
 
 
 def test_sensitivity_rows_fall_back_to_main_runs_for_the_unswept_side(tmp_path):
-    from scalearena.harness.paper.claims import sensitivity_rows
-    from scalearena.harness.paper.plans import Sweep
+    from scalearena.paper.claims import sensitivity_rows
+    from scalearena.paper.plans import Sweep
 
     def s(thr, fail):
         return {"seed": 1, "throughput_rps": thr,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from scalearena.harness.paper.stats import estimate, t95
+from scalearena.paper.stats import estimate, t95
 
 
 def test_estimate_mean_and_ci():

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from scalearena.contracts.records import RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision, Reason
-from scalearena.harness.records import RequestRecord, TimeseriesRecord
-from scalearena.harness.results import RunWriter, run_dir
 from scalearena.reports.load import load_results
 from scalearena.reports.report import decision_rows, write_run_report, write_suite_report
+from scalearena.reports.results import RunWriter, run_dir
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "report_structure.json"
 EVIL = "<script>alert(1)</script>"

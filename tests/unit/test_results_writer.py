@@ -5,9 +5,9 @@ import json
 
 import pandas as pd
 
+from scalearena.contracts.records import RequestRecord
 from scalearena.controllers.base import Decision, Reason
-from scalearena.harness.records import RequestRecord
-from scalearena.harness.results import RunWriter
+from scalearena.reports.results import RunWriter
 
 META = {
     "scenario": "s", "autoscaler": "static", "cluster": "sim", "seed": 1, "duration_s": 10.0,

@@ -41,9 +41,9 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.reports.results import RunWriter
 
 from ...interrupts import Interrupted
-from ...results import RunWriter
 from ...scenario import Scenario
 from .cluster import (
     IMAGES,

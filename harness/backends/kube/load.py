@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import UserError
+from scalearena.workloads import load_handoff as load
 
-from ..local import load
 from .cluster import Kubectl
 from .render import Obj, render
 from .scenario import NAMESPACE

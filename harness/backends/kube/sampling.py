@@ -29,19 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.records import TimeseriesRecord
 from scalearena.controllers.base import AutoscalerConfig, Decision, Reason
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.k8s.actuator import ScaleActuator
 from scalearena.harness.k8s.controller import pod_counts
 from scalearena.harness.k8s.kubeapi import NotFound, selector_string
+from scalearena.reports.results import RunWriter
+from scalearena.workloads import load_handoff as load
 
 from ...control.plane import ControlPlane
 from ...control.ports import LoadSample, ReplicaStatus, WallClock
 from ...control.view import forecast_from_requests, metrics_router_queue, scenario_variants
-from ...records import TimeseriesRecord
-from ...results import RunWriter
 from ...scenario import Scenario
-from ..local import load
 from .scenario import NAMESPACE
 
 

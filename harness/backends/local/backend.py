@@ -40,13 +40,13 @@ from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.interrupts import Interrupted
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
-from scalearena.harness.results import RunWriter
 from scalearena.harness.scenario import Scenario
+from scalearena.reports.results import RunWriter
+from scalearena.workloads import load_handoff as load
 
 from ...control.plane import ControlPlane
 from ...control.ports import LoadSample, WallClock
 from ...control.view import forecast_from_requests, scenario_variants
-from . import load
 from .pods import PENDING, PodSet
 from .prometheus import PrometheusProcess
 from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port

@@ -38,7 +38,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from .load import PROMPT_TOKENS_FIELD
+from scalearena.workloads.load_handoff import PROMPT_TOKENS_FIELD
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's (and vLLM's completions) default output length
 _APPROX_TOKEN = re.compile(r"\w+|[^\w\s]")

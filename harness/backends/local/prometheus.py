@@ -41,7 +41,7 @@ import yaml
 
 from scalearena.contracts.errors import UserError
 from scalearena.harness.metrics.prometheus import promql_duration as prometheus_duration
-from scalearena.harness.results import atomic_write_bytes
+from scalearena.reports.results import atomic_write_bytes
 
 from .supervisor import LOOPBACK, Supervisor, free_port
 

@@ -59,9 +59,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from scalearena.harness.metrics.prometheus import ROUTER_QUEUE
 from scalearena.harness.router import RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
+from scalearena.workloads.load_handoff import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
 
 from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
-from .load import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
 from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 

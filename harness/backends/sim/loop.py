@@ -17,6 +17,7 @@ from typing import Any
 
 from scalearena.controllers.base import Autoscaler, AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
+from scalearena.reports.results import RunWriter
 
 from ...control.plane import ControlPlane
 from ...control.ports import VirtualClock
@@ -24,7 +25,6 @@ from ...control.view import forecast_from_requests, scenario_variants
 from ...engine.cluster import READY, Deployment, GPUPool
 from ...engine.latency import build_latency
 from ...metrics.memory import MemoryMetrics, Sample
-from ...results import RunWriter
 from ...router import Router
 from ...scenario import PodCrash, Scenario
 from ..base import Progress

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from scalearena.contracts.records import RequestRecord
+
 from ...engine.cluster import GONE, TERMINATING, Pod
 from ...engine.core import SubmitResult
-from ...records import RequestRecord
 from .events import ARRIVAL, ENGINE, TIMEOUT
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..scenario import apply_overrides, read_yaml, scenario_from_data
-from ..suite import RunPlan, load_suite, plans_for_scenario
+from scalearena.harness.scenario import apply_overrides, read_yaml, scenario_from_data
+from scalearena.harness.suite import RunPlan, load_suite, plans_for_scenario
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 PAPER_SUITE = WORKLOADS / "suites" / "paper.yaml"

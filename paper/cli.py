@@ -25,7 +25,7 @@ from .results import index_results
 def paper(out: str, seeds: int, sensitivity: bool, hetero: bool, doc: str, overrides: tuple[str, ...],
           jobs: int | None, analyse_only: bool, report: bool) -> None:
     """Reproduce the WVA paper: run its experiments over several seeds and write docs/paper-reproduction.md."""
-    from ..cli import _jobs, _run_all
+    from scalearena.harness.cli import _jobs, _run_all
 
     out_dir = Path(out)
     code = 0

@@ -22,9 +22,8 @@ from typing import Any
 
 import pandas as pd
 
+from scalearena.contracts.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS, RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision
-
-from .records import REQUEST_COLUMNS, TIMESERIES_COLUMNS, RequestRecord, TimeseriesRecord
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from scalearena.harness.records import RequestRecord
+from scalearena.contracts.records import RequestRecord
 from scalearena.workloads.base import RequestSpec
 
 # Environment variables the Locust user reads (library mode and `locust -f` alike).

@@ -1,0 +1,98 @@
+"""The layering of DESIGN.md, held by the import graph of the source (tests/unit/importgraph.py).
+
+Each rule is checked on the real tree, and the checker itself is shown to catch a violation on a
+synthetic tree written to tmp_path, so a checker that finds nothing cannot pass for a clean tree.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.unit.importgraph import forbidden_edges, impurities, import_edges, top_level_cycles
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            if str(parent) != ".":
+                (root / parent / "__init__.py").touch()
+        path.write_text(text)
+    return root
+
+
+def test_the_graph_covers_the_tree() -> None:
+    edges = import_edges(ROOT)
+    pairs = {(e.importer, e.target) for e in edges}
+    # a module-level import, a relative one and one inside a function, all known to exist
+    assert ("scalearena.harness.backends.sim", "scalearena.controllers.base") in pairs
+    assert ("scalearena.harness.runner", "scalearena.reports.results") in pairs
+    assert ("scalearena.paper.cli", "scalearena.harness.cli") in pairs  # inside paper()'s body
+
+
+def test_no_forbidden_import() -> None:
+    found = forbidden_edges(import_edges(ROOT))
+    assert not found, "layering broken:\n" + "\n".join(map(str, found))
+
+
+def test_no_cycle_between_top_level_packages() -> None:
+    cycles = top_level_cycles(import_edges(ROOT))
+    assert not cycles, f"import cycles between top-level packages: {cycles}"
+
+
+def test_policies_read_no_clock_and_do_no_io() -> None:
+    found = impurities(ROOT, "controllers")
+    assert not found, "impure policy code:\n" + "\n".join(map(str, found))
+
+
+def test_checker_names_a_forbidden_import_hidden_in_a_function(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "controllers/bad.py": "def f():\n    from scalearena.harness.backends import sim\n    return sim\n",
+        "harness/backends/sim.py": "X = 1\n",
+    })
+    found = [str(f) for f in forbidden_edges(import_edges(root))]
+    assert found == ["controllers may import only contracts, controllers: "
+                     "scalearena.controllers.bad -> scalearena.harness.backends.sim (controllers/bad.py:2)"]
+
+
+def test_checker_resolves_relative_imports(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "reports/plots/x.py": "from ...harness.backends.local import backend\n",
+        "harness/backends/local/backend.py": "",
+        "workloads/w.py": "from ..harness.engine import core\n",  # allowed: workloads may use the engine
+        "harness/engine/core.py": "from ...controllers import base\n",
+        "controllers/base.py": "",
+        "contracts/c.py": "import scalearena.workloads.w\n",
+    })
+    found = sorted(str(f).split(": ")[0] for f in forbidden_edges(import_edges(root)))
+    assert found == ["contracts may import only contracts",
+                     "harness.engine may import only contracts, harness.engine, harness.router",
+                     "reports must not import harness.backends"]
+
+
+def test_checker_finds_a_cycle_through_a_lazy_command_string(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/cli.py": 'LAZY = {"paper": "scalearena.paper.cli:paper"}\n',
+        "paper/cli.py": "from scalearena.harness import cli\n",
+        "workloads/gen.py": "from scalearena.contracts import errors\n",
+        "contracts/errors.py": "",
+    })
+    assert top_level_cycles(import_edges(root)) == [["harness", "paper"]]
+
+
+def test_checker_finds_clock_reads_and_io_in_policies(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "controllers/p.py": ("import time\nfrom datetime import datetime\nimport subprocess\n\n"
+                             "def decide():\n    a = time.monotonic()\n    b = datetime.now()\n"
+                             "    with open('x') as f:\n        return a, b, f\n"),
+        "controllers/ok.py": "import math\n\ndef decide(now):\n    return math.ceil(now)\n",
+    })
+    found = sorted((f.rule, f.where) for f in impurities(root, "controllers"))
+    assert found == [
+        ("controllers does I/O (imports subprocess)", "controllers/p.py:3"),
+        ("controllers does I/O (open())", "controllers/p.py:8"),
+        ("controllers reads a clock (datetime.now)", "controllers/p.py:7"),
+        ("controllers reads a clock (time.monotonic)", "controllers/p.py:6"),
+    ]
