@@ -1,7 +1,7 @@
 """The one definition of every number in summary.json, the report and compare.
 
 ``summarize(requests, timeseries, decisions, meta)`` is called by
-``harness.results.RunWriter`` for every checkpoint and at the end of a run; the
+``reports.results.RunWriter`` for every checkpoint and at the end of a run; the
 HTML report and the regression gate read the summary it wrote instead of
 recomputing anything, so a metric cannot mean two things. docs/metrics.md
 gives the formula of every key.

@@ -17,9 +17,9 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from scalearena.contracts.records import TimeseriesRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, clamp
 
-from ..records import TimeseriesRecord
 from .ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
 from .view import VariantInfo, build_view
 
@@ -27,7 +27,7 @@ from .view import VariantInfo, build_view
 class ControlPlane:
     """One run's control plane. ``policy`` None: sampling only (an in-cluster HPA/KEDA/WVA decides).
     ``writer`` needs ``add_decision`` and ``add_timeseries``
-    (a ``harness.results.RunWriter``); ``emit_row`` overrides where sampled rows go."""
+    (a ``reports.results.RunWriter``); ``emit_row`` overrides where sampled rows go."""
 
     def __init__(self, policy: Autoscaler | None, label: str, variants: Sequence[VariantInfo], *, clock: Clock,
                  metrics: MetricsSource, actuator: Actuator, probe: LoadProbe, writer: Any,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOPS = ("contracts", "controllers", "harness", "workloads", "reports", "paper", "scalearena")
-LAZY_IMPORT = re.compile(r"^scalearena(\.\w+)+(:\w+)?$")
+LAZY_IMPORT = re.compile(r"^scalearena(\.\w+)+:\w+$")  # "module:attribute", as importlib is handed it
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,12 @@ def import_edges(root: Path) -> list[Edge]:
             if area(target) is not None and target != module:
                 edges.append(Edge(module, target, str(path.relative_to(root)), line))
     return edges
+
+
+def dangling(root: Path, edges: Iterable[Edge]) -> list[Finding]:
+    """Imports of scalearena modules that do not exist (a stale path left behind by a move)."""
+    known = set(discover(root)) | {"scalearena"}
+    return [Finding("no such module", str(e)) for e in edges if e.target not in known]
 
 
 # What each area may import from scalearena (area prefixes). An area not listed may import anything

@@ -40,7 +40,7 @@ from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_B
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.metrics.memory import Sample
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
-from scalearena.harness.results import RunWriter
+from scalearena.reports.results import RunWriter
 from scalearena.harness.scenario import load_scenario
 from scalearena.workloads.base import RequestSpec
 

@@ -5,11 +5,17 @@ synthetic tree written to tmp_path, so a checker that finds nothing cannot pass 
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
-from tests.unit.importgraph import forbidden_edges, impurities, import_edges, top_level_cycles
+from tests.unit.importgraph import Edge, dangling, forbidden_edges, import_edges, impurities, top_level_cycles
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def _real_edges() -> tuple[Edge, ...]:
+    return tuple(import_edges(ROOT))  # parsed once for every test of the real tree
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -24,7 +30,7 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_graph_covers_the_tree() -> None:
-    edges = import_edges(ROOT)
+    edges = _real_edges()
     pairs = {(e.importer, e.target) for e in edges}
     # a module-level import, a relative one and one inside a function, all known to exist
     assert ("scalearena.harness.backends.sim", "scalearena.controllers.base") in pairs
@@ -32,13 +38,25 @@ def test_the_graph_covers_the_tree() -> None:
     assert ("scalearena.paper.cli", "scalearena.harness.cli") in pairs  # inside paper()'s body
 
 
+def test_every_import_names_an_existing_module() -> None:
+    found = dangling(ROOT, _real_edges())
+    assert not found, "imports of missing modules:\n" + "\n".join(map(str, found))
+
+
+def test_checker_finds_an_import_left_behind_by_a_move(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"harness/control/plane.py": "from ..records import Row\n",
+                            "contracts/records.py": "Row = 1\n"})
+    assert [str(f) for f in dangling(root, import_edges(root))] == [
+        "no such module: scalearena.harness.control.plane -> scalearena.harness.records (harness/control/plane.py:1)"]
+
+
 def test_no_forbidden_import() -> None:
-    found = forbidden_edges(import_edges(ROOT))
+    found = forbidden_edges(_real_edges())
     assert not found, "layering broken:\n" + "\n".join(map(str, found))
 
 
 def test_no_cycle_between_top_level_packages() -> None:
-    cycles = top_level_cycles(import_edges(ROOT))
+    cycles = top_level_cycles(_real_edges())
     assert not cycles, f"import cycles between top-level packages: {cycles}"
 
 
