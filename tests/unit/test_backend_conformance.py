@@ -40,8 +40,8 @@ from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_B
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.metrics.memory import Sample
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
-from scalearena.reports.results import RunWriter
 from scalearena.harness.scenario import load_scenario
+from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 
 ROOT = Path(__file__).resolve().parents[2]
