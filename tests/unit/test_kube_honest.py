@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from scalearena.contracts.errors import RunFailed, UserError
+from scalearena.contracts.records import RequestRecord, TimeseriesRecord
 from scalearena.harness.backends.kube.cluster import KindCluster, Kubectl, Shell, fake_gpu_demand
 from scalearena.harness.backends.kube.honesty import Readiness, check_run
-from scalearena.harness.records import RequestRecord, TimeseriesRecord
 from scalearena.harness.scenario import load_scenario
 from scalearena.harness.suite import load_suite
 
@@ -188,7 +188,7 @@ def test_a_run_on_a_suite_cluster_builds_nothing_and_deletes_only_its_namespace(
     from scalearena.harness.backends.kube.backend import KubeBackend
     from scalearena.harness.backends.kube.sampling import Sampler
     from scalearena.harness.k8s.fake import FakeKubeAPI
-    from scalearena.harness.results import RunWriter
+    from scalearena.reports.results import RunWriter
 
     def interrupted(self: Any, *a: Any, **k: Any) -> None:
         raise KeyboardInterrupt
