@@ -113,11 +113,12 @@ def validate(file: str) -> None:
     data = read_yaml(file)
     if isinstance(data, dict) and "runs" in data:
         spec, plans = load_suite(file)
+        traces = _check_traces([p.scenario for p in plans])
         click.echo(f"ok: suite {spec.name!r}: {len(plans)} runs "
-                   f"({len({p.scenario.name for p in plans})} scenarios)")
+                   f"({len({p.scenario.name for p in plans})} scenarios){traces}")
     else:
         sc = load_scenario(file)
-        traces = _check_traces(sc)
+        traces = _check_traces([sc])
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
                    f"{sc.duration_s:g} s, autoscalers: {names}{traces}")
@@ -131,11 +132,13 @@ def validate(file: str) -> None:
                 "they will fail as too_long (HTTP 400)"), highlight=False, soft_wrap=True)
 
 
-def _check_traces(sc: Any) -> str:
-    """Read every trace the scenario replays, whole (streaming); the first bad row is a UserError."""
+def _check_traces(scenarios: list[Any]) -> str:
+    """Read every trace the scenarios replay, each file once and whole (streaming); a bad row is a UserError."""
     from scalearena.workloads.traces.replay import check_trace
 
-    rows = [check_trace(w.arrivals) for w in sc.workloads if w.arrivals.kind == "trace"]
+    specs = {(w.arrivals.path, w.arrivals.format, w.arrivals.trace_model): w.arrivals
+             for sc in scenarios for w in sc.workloads if w.arrivals.kind == "trace"}
+    rows = [check_trace(spec) for spec in specs.values()]
     return f", traces: {', '.join(f'{n:,} rows' for n in rows)}" if rows else ""
 
 

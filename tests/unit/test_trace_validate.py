@@ -73,3 +73,12 @@ def test_replay_of_an_empty_window_is_an_error(tmp_path) -> None:
     stats = TraceStats(path=str(path))
     with pytest.raises(UserError, match=r"no row of the trace falls in the replay window.*10 rows read"):
         list(replay(spec, 60.0, np.random.default_rng(0), stats))
+
+
+def test_suite_validate_reads_its_scenarios_traces(tmp_path, scenario_dict) -> None:
+    # the suite's scenario replays a trace whose 4th line is broken: validating the suite names it
+    trace_scenario(tmp_path, scenario_dict, AZURE_HEAD + azure_rows(2) + b"not a time,1,1\n")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: t\nautoscalers: [static]\nruns:\n  - scenario: s.yaml\n")
+    r = validate(suite)
+    assert r.exit_code == 2 and "t.trace:4" in r.output and "TIMESTAMP" in r.output, r.output
