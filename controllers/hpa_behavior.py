@@ -32,7 +32,9 @@ from scalearena.contracts.limits import StrictSpec
 
 from .base import Reason
 
-_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
+
+class _Spec(StrictSpec):
+    """Extra keys forbidden, frozen, NaN/inf and numbers past their unit's limit refused."""
 
 
 class ScalingPolicy(_Spec):

@@ -22,7 +22,9 @@ from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, re
 from .hpa_replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
 from .signals import Signal, signal_value
 
-_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
+
+class _Spec(StrictSpec):
+    """Extra keys forbidden, frozen, NaN/inf and numbers past their unit's limit refused."""
 
 
 class PodsMetric(_Spec):

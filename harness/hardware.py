@@ -42,7 +42,8 @@ HF_KEYS: dict[str, tuple[str, ...]] = {
 HF_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "float8_e4m3fn": "fp8"}
 
 
-_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
+class _Spec(StrictSpec):
+    """Extra keys forbidden, frozen, NaN/inf and numbers past their unit's limit refused."""
 
 
 class ModelShapeSpec(_Spec):

@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
 
 
-_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
+class _Spec(StrictSpec):
+    """Extra keys forbidden, frozen, NaN/inf and numbers past their unit's limit refused."""
 
 
 # ---- serving engine ---------------------------------------------------------------------------
@@ -371,7 +372,7 @@ class Scenario(_Spec):
         if requests > MAX_REQUESTS:
             raise ValueError(f"the workload would send up to {requests:,.0f} requests (peak rate x duration_s); "
                              f"the limit is {MAX_REQUESTS:,}")
-        loops = {"metrics.scrape_interval_s": self.metrics.scrape_interval_s,
+        loops: dict[str, float | None] = {"metrics.scrape_interval_s": self.metrics.scrape_interval_s,
                  "metrics.sample_interval_s": self.metrics.sample_interval_s}
         for a in self.autoscalers:
             loops[f"autoscaler {a.label} period_s"] = getattr(a, "period_s", None)

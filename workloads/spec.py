@@ -18,7 +18,9 @@ from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import MAX_BATCH, MAX_TOKENS, StrictSpec
 
-_Spec = StrictSpec  # extra keys forbidden, frozen, NaN/inf refused
+
+class _Spec(StrictSpec):
+    """Extra keys forbidden, frozen, NaN/inf and numbers past their unit's limit refused."""
 
 
 # ---- arrival processes -------------------------------------------------------------------------
