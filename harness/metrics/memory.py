@@ -38,6 +38,10 @@ from scalearena.contracts.series import (
     E2E_HIST,
     GPU_UTIL,
     ITL_HIST,
+    KSM_REPLICAS,
+    KSM_REPLICAS_READY,
+    KSM_REPLICAS_UNAVAILABLE,
+    KSM_SPEC_REPLICAS,
     KV_USAGE,
     NUM_RUNNING,
     NUM_WAITING,
@@ -99,6 +103,7 @@ class MemoryMetrics:
         # scrapes not yet in the TSDB: written when PromQL is first asked (or the backlog is long), so a
         # run whose policies never send PromQL pays nothing for the native series
         self._unflushed: list[tuple[str, str, Sample]] = []
+        self._unflushed_deployments: list[tuple[Labels, int, float]] = []
 
     # ---- writing ----------------------------------------------------------------------------------
     def record(self, variant: str, pod: str, sample: Sample) -> None:
@@ -108,14 +113,28 @@ class MemoryMetrics:
         while q and q[0].t < horizon:
             q.popleft()
         self._unflushed.append((variant, pod, sample))
-        if len(self._unflushed) >= _MAX_UNFLUSHED:
+        if len(self._unflushed) + len(self._unflushed_deployments) >= _MAX_UNFLUSHED:
             self.flush_native()
+
+    def record_deployment(self, variant: str, t: float, spec: int, active: int, ready: int) -> None:
+        """kube-state-metrics for the variant's Deployment (named after the variant), as scraped at t.
+
+        ``status.replicas`` counts the non-terminating pods, ``unavailable`` is spec - ready (floored at
+        0; minReadySeconds 0, so ready pods are available), per kube-state-metrics' deployment metrics.
+        """
+        lab = {"namespace": self.namespace, "deployment": variant}
+        for name, value in ((KSM_SPEC_REPLICAS, spec), (KSM_REPLICAS, active), (KSM_REPLICAS_READY, ready),
+                            (KSM_REPLICAS_UNAVAILABLE, max(0, spec - ready))):
+            self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
 
     def flush_native(self) -> None:
         """Write the held-back scrapes into the TSDB (done before every PromQL read)."""
         for variant, pod, sample in self._unflushed:
             self._append_native(variant, pod, sample)
         self._unflushed.clear()
+        for key, t, value in self._unflushed_deployments:
+            self.tsdb.append_ms(key, t, value)
+        self._unflushed_deployments.clear()
 
     def _append_native(self, variant: str, pod: str, sample: Sample) -> None:
         """The series a real Prometheus would hold after scraping this pod (contracts/series.py names)."""

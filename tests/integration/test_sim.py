@@ -219,3 +219,15 @@ def test_scrapes_run_on_their_own_phase(tmp_path: Path) -> None:
     (age,) = later
     assert 0 < age < 15
     assert age == pytest.approx((15 - sim._scrape_phase) % 15)
+
+
+def test_sim_scrapes_native_series_that_promql_reads(tmp_path: Path) -> None:
+    """The simulator's scrapes carry the catalogue's series: KSM for the Deployment, vLLM per ready pod."""
+    _, sim = simulate(tmp_path, scenario(), [])
+    m = sim.metrics
+    ksm = '{namespace="scalearena",deployment="va"}'
+    # one replica, cold start 20 s: before it unavailable = spec - ready = 1 - 0, after it 0 (scrapes every 5 s)
+    assert m.query(f"kube_deployment_status_replicas_unavailable{ksm}", at=15.0)[0]["value"][1] == "1"
+    assert m.query(f"kube_deployment_status_replicas_unavailable{ksm}", at=30.0)[0]["value"][1] == "0"
+    assert m.query('count(vllm:num_requests_running{variant="va",model_name="m"})', at=15.0) == []
+    assert m.query('count(vllm:num_requests_running{variant="va",model_name="m"})', at=30.0)[0]["value"][1] == "1"

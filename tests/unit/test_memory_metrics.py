@@ -109,3 +109,16 @@ def test_recording_rules_run_as_time_advances() -> None:
     # recorded at 0, 15, 30 from the sample of the same instant: 0.2, 0.4, 0.6
     assert m.query("max_over_time(v:kv:max[1m])")[0]["value"][1] == "0.6"
     assert m.query("min_over_time(v:kv:max[1m])")[0]["value"][1] == "0.2"
+
+
+def test_deployment_series_follow_kube_state_metrics() -> None:
+    m = MemoryMetrics()
+    m.record_deployment("va-a100", 0.0, spec=4, active=4, ready=1)
+    m.record_deployment("va-a100", 15.0, spec=4, active=4, ready=3)
+    m.evaluate_at(15.0)
+    sel = '{namespace="scalearena",deployment="va-a100"}'
+    # unavailable = spec - ready: 4 - 3 = 1 now, 4 - 1 = 3 at 0 s
+    assert m.query(f"max(kube_deployment_status_replicas_unavailable{sel})")[0]["value"][1] == "1"
+    assert m.query(f"max(kube_deployment_status_replicas_unavailable{sel})", at=0.0)[0]["value"][1] == "3"
+    assert m.query(f"kube_deployment_status_replicas_ready{sel} / kube_deployment_spec_replicas{sel}"
+                   )[0]["value"][1] == "0.75"

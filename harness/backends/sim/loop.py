@@ -202,6 +202,7 @@ class Simulation(RequestFlow, PodLifecycle):
     # ---- scrapes, decisions, samples ----------------------------------------------------------------
     def on_scrape(self, t: float, _: Any) -> None:
         for d in self.deps:
+            self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
             for pod in d.pods:
                 if pod.state != READY:
                     continue
