@@ -8,8 +8,9 @@ the API server (spec / ready / pending / terminating replicas) and the latest
 vLLM samples from Prometheus, and writes a ``TimeseriesRecord``. Decisions:
 for ``wva`` it reads VariantAutoscaling status (the in-cluster controller
 decides); for ``hpa``/``keda`` each change of a Deployment's spec.replicas is
-recorded as the in-cluster scaler's decision; any other autoscaler runs here,
-on a ``ClusterView`` built from the same reads, and patches the scale
+recorded as the in-cluster scaler's decision; any other autoscaler runs here
+through the shared control plane (harness.control: the same view, with the
+run's forecast and KV sizing, as on sim and local) and patches the scale
 subresource. Requests: the Locust user's record files, one row per request,
 plus an ``error`` row for every scheduled request it never reported. The
 load runs on the host (port-forward) or in the cluster (kube/load.py's
