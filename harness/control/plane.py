@@ -65,7 +65,7 @@ class ControlPlane:
         now = self.clock.now() if now is None else now
         view = self.view(now)
         decisions = self.policy.decide_fast(now, view) if fast else self.policy.decide(now, view)
-        spec = {v.name: v.spec_replicas for v in view.variants}
+        spec = {v.name: v.spec_replicas for v in view.variants} if decisions else {}
         for dec in decisions:
             if not fast:
                 self.writer.add_decision(now, self.label, dec)

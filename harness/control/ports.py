@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from scalearena.controllers.base import MetricsReader, PodMetrics
 
@@ -90,9 +89,8 @@ class MetricsSource(MetricsReader, Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ReplicaStatus:
-    """One variant's replicas as its owner sees them now."""
+class ReplicaStatus(NamedTuple):
+    """One variant's replicas as its owner sees them now (a NamedTuple: built on every view, cheaply)."""
 
     spec: int  # desired replicas currently set (Deployment spec.replicas)
     ready: tuple[str, ...]  # names of the pods serving
@@ -109,8 +107,7 @@ class Actuator(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class LoadSample:
+class LoadSample(NamedTuple):
     """What the harness measures of one variant at a sample time (timeseries ground truth)."""
 
     kv_usage: tuple[float, ...]  # per ready pod, 0..1

@@ -137,9 +137,19 @@ class PodLifecycle:
 
     # ---- the control plane's Actuator and LoadProbe ------------------------------------------------
     def replicas(self, variant: str) -> ReplicaStatus:
+        """One pass over the variant's pods (this runs on every view, 10 times a second for WVA's fast loop)."""
         d = self.dep(variant)
-        return ReplicaStatus(spec=d.replicas, ready=tuple(p.name for p in d.pods if p.state == READY),
-                             pending=d.count(PENDING) + d.count(STARTING), terminating=d.count(TERMINATING))
+        ready: list[str] = []
+        pending = terminating = 0
+        for p in d.pods:
+            state = p.state
+            if state == READY:
+                ready.append(p.name)
+            elif state == PENDING or state == STARTING:
+                pending += 1
+            elif state == TERMINATING:
+                terminating += 1
+        return ReplicaStatus(d.replicas, tuple(ready), pending, terminating)
 
     def scale(self, variant: str, replicas: int) -> None:
         d = self.dep(variant)
