@@ -155,7 +155,9 @@ class EngineSpec(_Spec):
     gpu_memory_utilization: float = Field(
         default=0.9, gt=0, le=1, description="Share of GPU memory vLLM may use (KV derivation)."
     )
-    enable_prefix_caching: bool = Field(default=False, description="Reuse KV blocks of shared prefixes.")
+    enable_prefix_caching: bool = Field(
+        default=False, description="vLLM automatic prefix caching: prompt blocks cached by hash chain skip "
+        "prefill (simulator; needs trace hash_ids or shared-prefix groups).")
     latency: LatencyModel = Field(description="Latency model.")
 
 

@@ -18,3 +18,19 @@ class RequestSpec:
     prefix_group: int = -1  # shared-prefix group (-1: none); the router's prefix-cache affinity key
     prefix_tokens: int = 0  # tokens of the prompt that belong to the shared prefix
     hash_ids: tuple[int, ...] = ()  # Mooncake-style block hashes of the prompt, when a trace provides them
+
+
+HASH_BLOCK_TOKENS = 512  # prompt tokens per Mooncake hash id (the trace's block size)
+
+
+def prefix_units(spec: RequestSpec) -> tuple[tuple[int, int], ...]:
+    """The prompt's identity for prefix caching, in order: (hash, tokens) units. A Mooncake trace gives
+    one hash per 512-token block (a chain: equal leading hashes mean an equal prefix); a synthetic
+    shared-prefix group gives one unit of its prefix length; otherwise nothing is shareable."""
+    if spec.hash_ids:
+        n = spec.input_tokens
+        return tuple((h, min(HASH_BLOCK_TOKENS, n - i * HASH_BLOCK_TOKENS))
+                     for i, h in enumerate(spec.hash_ids) if i * HASH_BLOCK_TOKENS < n)
+    if spec.prefix_group >= 0 and spec.prefix_tokens > 0:
+        return ((-1 - spec.prefix_group, min(spec.prefix_tokens, spec.input_tokens)),)
+    return ()

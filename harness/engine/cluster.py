@@ -75,7 +75,7 @@ class Deployment:
     def new_engine(self) -> Engine:
         e = self.spec.engine
         return Engine(self.latency, self.num_gpu_blocks, e.block_size, e.max_num_seqs, e.max_waiting_queue,
-                      e.max_model_len, e.max_num_batched_tokens)
+                      e.max_model_len, e.max_num_batched_tokens, e.enable_prefix_caching)
 
     def victims(self, n: int) -> list[Pod]:
         """The ``n`` pods a ReplicaSet deletes first (see module docstring)."""

@@ -57,6 +57,7 @@ from typing import NamedTuple
 
 from .histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
 from .latency import CHUNK_TOKENS
+from .prefix_cache import PrefixCache, chain_keys
 
 WAITING, PREFILL, DECODE = 0, 1, 2
 _EPS = 1e-6  # tolerance on token counts (integers) computed from the float token clock
@@ -95,11 +96,13 @@ class EngineMetrics:
     ttft: Histogram
     itl: Histogram
     e2e: Histogram
+    prefix_cache_queries: int = 0  # prompt tokens looked up in the prefix cache (vllm:prefix_cache_queries)
+    prefix_cache_hits: int = 0  # of them, served from cached blocks (vllm:prefix_cache_hits)
 
 
 class _Seq:
     __slots__ = ("rid", "prompt", "output", "arrival", "state", "order", "gen", "v0", "first_token",
-                 "epoch", "todo", "done", "final_blocks", "held")
+                 "epoch", "todo", "done", "final_blocks", "held", "keys", "ublocks", "held_keys")
 
     def __init__(self, rid: int, prompt: int, output: int, arrival: float) -> None:
         self.rid, self.prompt, self.output, self.arrival = rid, prompt, output, arrival
@@ -113,17 +116,21 @@ class _Seq:
         self.done = 0  # roofline: prefill tokens computed (attention prefix of the next chunk)
         self.final_blocks = 0
         self.held = 0  # blocks held while in prefill
+        self.keys: tuple[int, ...] = ()  # prefix-cache chain keys of the prompt's units
+        self.ublocks: tuple[int, ...] = ()  # full KV blocks per unit
+        self.held_keys: tuple[int, ...] = ()  # units this request holds in the prefix cache
 
 
 class Engine:
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 256,
                  max_waiting_queue: int | None = None, max_model_len: int | None = None,
-                 max_num_batched_tokens: int = CHUNK_TOKENS) -> None:
+                 max_num_batched_tokens: int = CHUNK_TOKENS, enable_prefix_caching: bool = False) -> None:
         self.model = model
         self.num_blocks = num_gpu_blocks
         self.bs = block_size
         self.max_num_seqs = max_num_seqs
         self.max_batched = max_num_batched_tokens
+        self.cache = PrefixCache() if enable_prefix_caching else None
         self.max_waiting = INF if max_waiting_queue is None else max_waiting_queue  # None: vLLM, no limit
         self.max_model_len = fit_limit(num_gpu_blocks, block_size, max_model_len)
         self.shared = model.shared_steps
@@ -156,7 +163,8 @@ class Engine:
 
     # ---- public API -------------------------------------------------------------------------------
     def submit(self, now: float, rid: int, prompt_tokens: int, output_tokens: int,
-               arrival: float | None = None) -> SubmitResult:
+               arrival: float | None = None, prefix: tuple[tuple[int, int], ...] = ()) -> SubmitResult:
+        """``prefix``: the prompt's (hash, tokens) units in order, for prefix caching (see prefix_cache)."""
         self._run_until(now)
         if prompt_tokens + max(1, output_tokens) > self.max_model_len:
             return SubmitResult.REJECTED_INVALID
@@ -164,6 +172,8 @@ class Engine:
             return SubmitResult.REJECTED_FULL
         s = _Seq(rid, prompt_tokens, max(1, output_tokens), now if arrival is None else arrival)
         s.final_blocks = self._blocks(prompt_tokens + s.output)
+        if self.cache is not None and prefix:
+            s.keys, s.ublocks = chain_keys(prefix, self.bs)
         self.seqs[rid] = s
         self.waiting.append(s)
         self._admit(now)
@@ -214,6 +224,8 @@ class Engine:
             running=len(self.running), waiting=len(self.waiting), kv_usage=self.used_blocks() / self.num_blocks,
             num_gpu_blocks=self.num_blocks, block_size=self.bs, busy_s=self.busy_s,
             request_success_total=self.success_total, ttft=self.ttft_hist, itl=self.itl_hist, e2e=self.e2e_hist,
+            prefix_cache_queries=self.cache.queries if self.cache else 0,
+            prefix_cache_hits=self.cache.hits if self.cache else 0,
         )
 
     @property
@@ -321,6 +333,7 @@ class Engine:
             if need > free:
                 break
             self.waiting.popleft()
+            cached = self._lookup(s, free - need) if self.cache is not None else 0
             free -= need
             self._order += 1
             s.order = self._order
@@ -331,13 +344,35 @@ class Engine:
             self._final_sum += s.final_blocks
             self.running[s.rid] = s
             if self.shared:
-                s.todo, s.done = tokens, 0
+                s.todo, s.done = tokens - cached, cached
                 self._pf_queue.append(s)
             else:
-                due = now + self.model.ttft_s(tokens, len(self.running))
+                due = now + self.model.ttft_s(tokens - cached, len(self.running))
                 heapq.heappush(self._pf_heap, (due, s.order, s.epoch, s))
         if self.shared and not self._phase and self._pf_queue:
             self._start_phase(now)
+
+    def _lookup(self, s: _Seq, free_after: int) -> int:
+        """Prefix-cache hit at admission: hold the longest cached chain of the prompt's units, evict
+        unreferenced units down to the free blocks, count the lookup; returns the cached tokens (full
+        blocks; vLLM recomputes the last prompt token when the whole prompt is cached)."""
+        cache = self.cache
+        assert cache is not None
+        n = cache.match(s.keys, s.ublocks) if s.keys else 0
+        s.held_keys = s.keys[:n]
+        cache.acquire(s.held_keys, s.ublocks[:n])
+        cache.evict_to(free_after)
+        cached = min(sum(s.ublocks[:n]) * self.bs, s.prompt - 1)
+        cache.queries += s.prompt
+        cache.hits += max(0, cached)
+        return max(0, cached)
+
+    def _cache_prompt(self, s: _Seq) -> None:
+        """Prefill done: the prompt's every unit is cached and held by this request."""
+        if self.cache is not None and len(s.held_keys) < len(s.keys):
+            k = len(s.held_keys)
+            self.cache.acquire(s.keys[k:], s.ublocks[k:])
+            s.held_keys = s.keys
 
     def _ctx(self) -> float:
         return self._s_prompt + len(self.decoders) * self.V - self._s_v0
@@ -376,6 +411,7 @@ class Engine:
             self._start_phase(te)
 
     def _start_decode(self, s: _Seq, te: float) -> None:
+        self._cache_prompt(s)
         s.gen += 1
         s.epoch += 1
         if s.first_token is None:
@@ -392,6 +428,7 @@ class Engine:
             del self.running[s.rid]
             self._final_sum -= s.final_blocks
             self.seqs.pop(s.rid, None)
+            self._release(s)
             return
         s.v0 = self.V - s.gen
         self.decoders[s.rid] = s
@@ -414,8 +451,14 @@ class Engine:
         self.waiting.appendleft(s)
         self._out.append(EngineEvent("preempted", s.rid, te, gen))
 
+    def _release(self, s: _Seq) -> None:
+        if s.held_keys and self.cache is not None:
+            self.cache.release(s.held_keys)
+        s.held_keys = ()
+
     def _remove(self, s: _Seq) -> None:
         """Take a request out of every structure and free its blocks."""
+        self._release(s)
         s.epoch += 1
         if s.state == DECODE:
             del self.decoders[s.rid]

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 
 from .base import TraceRow, bad, check_order, open_trace, tokens, utf8_lines
 
-BLOCK_TOKENS = 512  # prompt tokens per Mooncake hash id (the trace's block size)
 FIELDS = ("timestamp", "input_length", "output_length")
 
 

@@ -29,11 +29,12 @@ import numpy as np
 
 from scalearena.contracts.errors import UserError
 
+from ..base import HASH_BLOCK_TOKENS as BLOCK_TOKENS
 from ..spec import TraceArrivals
 from .azure import read_azure
 from .base import TraceReader, TraceRow, TraceStats
 from .burstgpt import read_burstgpt
-from .mooncake import BLOCK_TOKENS, read_mooncake
+from .mooncake import read_mooncake
 
 READERS: dict[str, TraceReader] = {"azure": read_azure, "mooncake": read_mooncake, "burstgpt": read_burstgpt}
 CHUNK = 4096

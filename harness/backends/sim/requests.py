@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from scalearena.contracts.records import RequestRecord
+from scalearena.workloads.base import prefix_units
 
 from ...engine.cluster import GONE, TERMINATING, Pod
 from ...engine.core import SubmitResult
@@ -68,7 +69,7 @@ class RequestFlow:
                 q.append(req)
             return
         pod = route.pod.owner  # type: ignore[union-attr]
-        res = pod.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t)
+        res = pod.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec))
         if res is SubmitResult.ACCEPTED:
             req.pod = pod
             pod.inflight[spec.request_id] = req
