@@ -14,6 +14,7 @@ SEEDS ?= 5
 .PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins
 
 $(STAMP): pyproject.toml setup.py
+	@echo "installing scalearena and its dependencies into $(VENV) (quiet; a minute or two the first time)..."
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,dev]'
