@@ -27,10 +27,11 @@ venv: $(STAMP)
 bench: $(STAMP) $(if $(filter local,$(CLUSTER)),prometheus)
 ifeq ($(CLUSTER),kind)
 	$(BIN)/scalearena kind up --suite $(SUITE)
-	SCALEARENA_TIME_SCALE=$(TIME_SCALE) $(BIN)/scalearena suite $(SUITE) --cluster kind --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
+	$(BIN)/scalearena suite $(SUITE) --cluster kind --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
 	  rc=$$?; $(BIN)/scalearena kind down; exit $$rc
 else
-	SCALEARENA_TIME_SCALE=$(TIME_SCALE) $(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
+	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
+	  $(if $(filter local,$(CLUSTER)),--backend-option time_scale=$(TIME_SCALE))
 endif
 
 kind-up: $(STAMP)

@@ -31,8 +31,9 @@ from rich.text import Text
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
 
+from .backends.registry import CLUSTERS, parse_option_flags, resolve_options
 from .interrupts import Interrupted, deferred, exit_code, interruptible
-from .runner import CLUSTERS, SuiteRecorder, check_prerequisites, default_jobs, run_plan, run_plans
+from .runner import SuiteRecorder, check_prerequisites, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario
 
@@ -99,6 +100,12 @@ def write_internal_error_log() -> str:
 @click.version_option(__version__, prog_name="scalearena")
 def main() -> None:
     """Benchmark autoscalers for LLM inference serving."""
+
+
+def _backend_option(f: Any) -> Any:
+    return click.option("--backend-option", "backend_options", multiple=True, metavar="KEY=VALUE",
+                        help="A backend option (repeatable), e.g. time_scale=5 for --cluster local; "
+                             "see docs/backends.md.")(f)
 
 
 def _cluster_option(f: Any) -> Any:
@@ -175,12 +182,13 @@ def _jobs(jobs: int | None, cluster: str) -> int:
 
 
 def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None,
-             report: bool = True) -> int:
+             report: bool = True, backend_options: dict[str, str] | None = None) -> int:
     """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code.
 
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
     with one more signal deferred while it is.
     """
+    resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
     check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
     _prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
@@ -188,7 +196,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     interrupted: KeyboardInterrupt | None = None
     with interruptible():
         try:
-            _execute(plans, out, cluster, jobs, name, rec, results)
+            _execute(plans, out, cluster, jobs, name, rec, results, backend_options)
         except KeyboardInterrupt as e:
             interrupted = e
     with deferred("interrupted: writing the report of the finished runs (again to skip it)") as late:
@@ -214,7 +222,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 
 
 def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, rec: SuiteRecorder,
-             results: list[dict[str, Any]]) -> None:
+             results: list[dict[str, Any]], backend_options: dict[str, str] | None = None) -> None:
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
         total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
@@ -229,7 +237,7 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             progress.console.print(line, highlight=False)
 
         if jobs > 1:
-            run_plans(plans, out, cluster, jobs, done)
+            run_plans(plans, out, cluster, jobs, done, backend_options)
             return
         for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
             task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
@@ -237,7 +245,7 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             def advance(now: float, end: float, t: TaskID = task) -> None:
                 progress.update(t, completed=min(now, end))
 
-            done(run_plan(p, out, cluster, advance))
+            done(run_plan(p, out, cluster, advance, backend_options))
             progress.remove_task(task)
 
 
@@ -302,13 +310,15 @@ def _print_table(results: list[dict[str, Any]]) -> None:
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
 @click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
+@_backend_option
 def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str | None, seed: int | None,
-        overrides: tuple[str, ...], jobs: int | None) -> None:
+        overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...]) -> None:
     """Run one scenario with one or more autoscalers."""
     sc = load_scenario(scenario, list(overrides), seed)
     plans = plans_for_scenario(sc, list(autoscaler_names) or None)
     out_dir = Path(out) if out else fresh_run_dir(sc.name)
-    sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), sc.name, os.path.abspath(scenario)))
+    sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), sc.name, os.path.abspath(scenario),
+                      backend_options=parse_option_flags(backend_options)))
 
 
 @main.command()
@@ -318,11 +328,14 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
               help="Results folder; default results/<suite>.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field in every scenario.")
 @click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
-def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None) -> None:
+@_backend_option
+def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None,
+          backend_options: tuple[str, ...]) -> None:
     """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator."""
     spec, plans = load_suite(suite_file, list(overrides))
     out_dir = Path(out) if out else Path("results") / spec.name
-    sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), spec.name, os.path.abspath(suite_file)))
+    sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), spec.name, os.path.abspath(suite_file),
+                      backend_options=parse_option_flags(backend_options)))
 
 
 if __name__ == "__main__":

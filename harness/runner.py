@@ -17,7 +17,7 @@ import platform
 import subprocess
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -26,29 +26,12 @@ from scalearena import __version__
 from scalearena.contracts.errors import UserError
 from scalearena.reports.results import RunWriter, atomic_write_json
 
+from .backends.registry import build_backend
 from .interrupts import init_worker, stop_workers
 from .scenario import Scenario
 from .suite import RunPlan
 
-CLUSTERS = ("sim", "local", "kind", "cluster")
 Progress = Callable[[float, float], None]
-
-
-def get_backend(cluster: str, **options: Any) -> Any:
-    """The backend for a cluster name; imported lazily so `sim` needs nothing else."""
-    if cluster == "sim":
-        from .backends.sim import SimBackend
-
-        return SimBackend(**options)
-    if cluster == "local":
-        from .backends.local.backend import LocalBackend
-
-        return LocalBackend(**options)
-    if cluster in ("kind", "cluster"):
-        from .backends.kube.backend import KubeBackend
-
-        return KubeBackend(mode=cluster, **options)
-    raise UserError(f"unknown cluster {cluster!r}", where="--cluster", expected="one of " + ", ".join(CLUSTERS))
 
 
 def check_prerequisites(cluster: str) -> None:
@@ -101,7 +84,7 @@ def run_meta(plan: RunPlan, cluster: str) -> dict[str, Any]:
 
 
 def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = None,
-            backend_options: dict[str, Any] | None = None) -> dict[str, Any]:
+            backend_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one plan; returns its summary. Partial results are kept on any failure."""
     run_dir = Path(out) / plan.rel_dir
     writer = RunWriter(run_dir, run_meta(plan, cluster))
@@ -109,7 +92,7 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
     try:
         # inside the try: importing a backend takes ~0.5 s (local), and a Ctrl-C or a bad option
         # then must still leave a summary.json marked incomplete
-        backend = get_backend(cluster, **(backend_options or {}))
+        backend = build_backend(cluster, backend_options)
         backend.run(plan.scenario, plan.autoscaler, writer, progress)
     except KeyboardInterrupt:
         writer.abort("interrupted")
@@ -122,11 +105,12 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
     return writer.finish()
 
 
-def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | None = None) -> dict[str, Any]:
+def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | None = None,
+             backend_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one plan and describe the outcome (ok / bad_input / failed) instead of raising, so a suite goes on."""
     t0 = time.perf_counter()
     try:
-        summary = execute(plan, Path(out), cluster, progress)
+        summary = execute(plan, Path(out), cluster, progress, backend_options)
         return {"dir": plan.rel_dir, "status": "ok", "wall_s": time.perf_counter() - t0, "summary": summary}
     except UserError as e:
         return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
@@ -207,18 +191,20 @@ def default_jobs(cluster: str) -> int:
 
 
 def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
-              on_done: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+              on_done: Callable[[dict[str, Any]], None],
+              backend_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands."""
     results: list[dict[str, Any]] = []
     if jobs <= 1 or len(plans) <= 1:
         for p in plans:
-            r = run_plan(p, str(out), cluster)
+            r = run_plan(p, str(out), cluster, backend_options=backend_options)
             results.append(r)
             on_done(r)
         return results
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=init_worker, initargs=(os.getpid(),))
     try:
-        pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, p, str(out), cluster) for p in plans}
+        pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, p, str(out), cluster, dict(backend_options or {}))
+                                                 for p in plans}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
@@ -233,8 +219,8 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
     return results
 
 
-def _run_in_worker(plan: RunPlan, out: str, cluster: str) -> dict[str, Any]:
+def _run_in_worker(plan: RunPlan, out: str, cluster: str, backend_options: dict[str, Any]) -> dict[str, Any]:
     try:
-        return run_plan(plan, out, cluster)
+        return run_plan(plan, out, cluster, backend_options=backend_options)
     except KeyboardInterrupt:  # SIGTERM from stop_workers (or the parent's death): the run is marked incomplete
         os._exit(143)

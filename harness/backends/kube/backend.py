@@ -90,7 +90,7 @@ class KubeBackend:
                  api_factory: Callable[[str | None], Any] | None = None,
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
-                 load: str | None = None, readiness: Callable[..., None] | None = None, **_: Any) -> None:
+                 load: str | None = None, readiness: Callable[..., None] | None = None) -> None:
         if mode not in ("kind", "cluster"):
             raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
         self.mode, self.keep = mode, keep

@@ -57,15 +57,13 @@ TICK_WALL_S = 0.05  # harness loop period (wall)
 class LocalBackend:
     """``Backend`` for ``--cluster local``.
 
-    Options: ``time_scale`` (default: $SCALEARENA_TIME_SCALE or 1), ``api``
-    (completions | chat), ``prompt`` (words | field).
+    Options (validated and documented in backends/registry.py ``LocalOptions``): ``time_scale``,
+    ``api`` (completions | chat), ``prompt`` (words | field).
     """
 
-    def __init__(self, time_scale: float | None = None, api: str = "completions", prompt: str = "words",
-                 **_: Any) -> None:
-        self.time_scale = float(time_scale or os.environ.get("SCALEARENA_TIME_SCALE", "1"))
-        if self.time_scale <= 0:
-            raise UserError(f"time scale {self.time_scale} must be > 0", where="SCALEARENA_TIME_SCALE")
+    def __init__(self, time_scale: float = 1.0, api: str = "completions", prompt: str = "words") -> None:
+        """Options as validated by backends/registry.py (LocalOptions)."""
+        self.time_scale = float(time_scale)
         self.api, self.prompt = api, prompt
 
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, progress: Any = None) -> None:

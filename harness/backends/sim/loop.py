@@ -48,8 +48,8 @@ from .requests import RequestFlow, _Req
 class SimBackend:
     """``Backend`` for ``--cluster sim``."""
 
-    def __init__(self, **options: Any) -> None:
-        self.options = options
+    def __init__(self) -> None:
+        """No options: the simulator does what the scenario says (backends/registry.py SimOptions)."""
 
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
             progress: Progress | None = None) -> None:
