@@ -102,8 +102,11 @@ class MemoryMetrics:
         self._keys: dict[tuple[str, str], _NativeKeys] = {}
         # scrapes not yet in the TSDB: written when PromQL is first asked (or the backlog is long), so a
         # run whose policies never send PromQL pays nothing for the native series
-        self._unflushed: list[tuple[str, str, Sample]] = []
+        # (variant, pod, Sample) per scrape, or (variant, pod, t) when the pod stopped being scraped at t
+        self._unflushed: list[tuple[str, str, Sample | float]] = []
         self._unflushed_deployments: list[tuple[Labels, int, float]] = []
+        self._scraped_now: set[tuple[str, str]] = set()
+        self._scraped_before: set[tuple[str, str]] = set()
 
     # ---- writing ----------------------------------------------------------------------------------
     def record(self, variant: str, pod: str, sample: Sample) -> None:
@@ -113,8 +116,16 @@ class MemoryMetrics:
         while q and q[0].t < horizon:
             q.popleft()
         self._unflushed.append((variant, pod, sample))
+        self._scraped_now.add((variant, pod))
         if len(self._unflushed) + len(self._unflushed_deployments) >= _MAX_UNFLUSHED:
             self.flush_native()
+
+    def end_scrape(self, t: float) -> None:
+        """Close a scrape round: a pod scraped last round but not this one (deleted, not ready) gets
+        staleness markers on its series at t, as Prometheus writes them when a target goes away."""
+        for variant, pod in sorted(self._scraped_before - self._scraped_now):
+            self._unflushed.append((variant, pod, t))
+        self._scraped_before, self._scraped_now = self._scraped_now, set()
 
     def record_deployment(self, variant: str, t: float, spec: int, active: int, ready: int) -> None:
         """kube-state-metrics for the variant's Deployment (named after the variant), as scraped at t.
@@ -130,7 +141,10 @@ class MemoryMetrics:
     def flush_native(self) -> None:
         """Write the held-back scrapes into the TSDB (done before every PromQL read)."""
         for variant, pod, sample in self._unflushed:
-            self._append_native(variant, pod, sample)
+            if isinstance(sample, Sample):
+                self._append_native(variant, pod, sample)
+            elif (variant, pod) in self._keys:
+                self._mark_gone(self._keys[(variant, pod)], to_ms(sample))
         self._unflushed.clear()
         for key, t, value in self._unflushed_deployments:
             self.tsdb.append_ms(key, t, value)
@@ -157,6 +171,12 @@ class MemoryMetrics:
             for key, c in zip(bucket_keys, cumulative, strict=True):
                 app(key, t, c)
             app(count_key, t, cumulative[-1])
+
+    def _mark_gone(self, keys: _NativeKeys, t: int) -> None:
+        singles = [keys.kv, keys.waiting, keys.running, keys.gpu, keys.success, keys.cache]
+        for key in [*singles, *(k for buckets, count in keys.hists for k in (*buckets, count))]:
+            if key is not None:
+                self.tsdb.mark_stale_key(key, t)
 
     def _native_keys(self, variant: str, pod: str) -> _NativeKeys:
         base = {"namespace": self.namespace, "pod": pod, "model_name": self.models.get(variant, variant),

@@ -133,6 +133,12 @@ class TSDB:
         if key in self._series:
             self.append_ms(key, to_ms(t_s), STALE_NAN)
 
+    def mark_stale_key(self, key: Labels, t: int) -> None:
+        """A staleness marker at t (ms) for an existing series whose last sample is older."""
+        s = self._series.get(key)
+        if s is not None and s.ts and s.ts[-1] < t and not is_stale(s.vals[-1]):
+            self.append_ms(key, t, STALE_NAN)
+
     def trim(self) -> None:
         """Drop samples older than the retention behind the newest sample, and emptied series."""
         self._appends_since_trim = 0

@@ -122,3 +122,15 @@ def test_deployment_series_follow_kube_state_metrics() -> None:
     assert m.query(f"max(kube_deployment_status_replicas_unavailable{sel})", at=0.0)[0]["value"][1] == "3"
     assert m.query(f"kube_deployment_status_replicas_ready{sel} / kube_deployment_spec_replicas{sel}"
                    )[0]["value"][1] == "0.75"
+
+
+def test_a_pod_no_longer_scraped_ends_its_series_at_once() -> None:
+    m = MemoryMetrics()
+    m.record("v", "p0", s(0, 0.5))
+    m.record("v", "p1", s(0, 0.7))
+    m.end_scrape(0)
+    m.record("v", "p0", s(15, 0.5))  # p1 was deleted: Prometheus writes staleness markers at 15 s
+    m.end_scrape(15)
+    pods = m.query(f"{KV_USAGE}", at=16.0)
+    assert [r["metric"]["pod"] for r in pods] == ["p0"]  # not the 5-minute lookback
+    assert sorted(r["metric"]["pod"] for r in m.query(f"{KV_USAGE}", at=14.0)) == ["p0", "p1"]

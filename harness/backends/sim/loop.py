@@ -215,6 +215,7 @@ class Simulation(RequestFlow, PodLifecycle):
                     t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
                     m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
                 ))
+        self.metrics.end_scrape(t)
         nxt = t + self.sc.metrics.scrape_interval_s
         if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
             nxt = self._scrape_phase
