@@ -67,7 +67,8 @@ class _GuardedConnection(asyncio.Protocol):
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self.inner.eof_received()
+        self.inner.eof_received()
+        return None  # as aiohttp's handler: the transport closes itself
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
