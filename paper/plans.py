@@ -17,7 +17,7 @@ from typing import Any
 from scalearena.harness.scenario import apply_overrides, read_yaml, scenario_from_data
 from scalearena.harness.suite import RunPlan, load_suite, plans_for_scenario
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # paper/ sits beside workloads/
 PAPER_SUITE = WORKLOADS / "suites" / "paper.yaml"
 PHYSICAL = WORKLOADS / "scenarios" / "physical-validation.yaml"
 HETERO = WORKLOADS / "scenarios" / "hetero-roofline.yaml"
