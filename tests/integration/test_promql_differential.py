@@ -174,3 +174,28 @@ def test_the_corpus_has_data_in_both(engine: PromQLEngine, prometheus_url: str) 
     assert theirs[0] == "vector" and next(iter(theirs[1].values())) > 50
     nonempty = sum(1 for q in corpus.queries() if (r := _ours(engine, q, t_ms)) != "error" and r[1])
     assert nonempty >= 0.8 * len(corpus.queries())
+
+
+def test_range_queries_match(engine: PromQLEngine, prometheus_url: str) -> None:
+    """query_range: the same series with the same points at every step (Prometheus /api/v1/query_range)."""
+    start, end, step = corpus.BASE_MS + 30_000, corpus.BASE_MS + 1_100_000, 45_000
+    session = requests.Session()
+    failures = []
+    for query in corpus.queries()[::5]:
+        if query.rstrip().endswith("]"):  # range selectors and bare subqueries are instant-only
+            continue
+        try:
+            mine = engine.query_range(query, start / 1000, end / 1000, step / 1000)
+            ours: Any = ("matrix", {s.labels: list(s.points) for s in mine})
+        except QueryExecutionError:
+            ours = "error"
+        r = session.get(f"{prometheus_url}/api/v1/query_range", timeout=10, params={
+            "query": query, "start": f"{start / 1000:.3f}", "end": f"{end / 1000:.3f}", "step": f"{step / 1000:g}"})
+        body = r.json()
+        theirs: Any = "error" if body["status"] != "success" else ("matrix", {
+            tuple(sorted(s["metric"].items())): [(round(float(t) * 1000), float(v)) for t, v in s["values"]]
+            for s in body["data"]["result"]})
+        problem = _diff(ours, theirs)
+        if problem:
+            failures.append(f"{query}: {problem}")
+    assert not failures, "\n".join(failures)
