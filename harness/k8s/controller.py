@@ -22,14 +22,13 @@ all at 0, and wakes them through ``decide_fast``.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scalearena.controllers.base import Autoscaler, ClusterView, Decision, MetricsReader
 
-from ..control.ports import ReplicaStatus
+from ..control.ports import Clock, ReplicaStatus, WallClock
 from ..control.view import VariantInfo, build_view, metrics_router_queue
 from ..scenario import step_model
 from .actuator import MetricPublisher, ScaleActuator
@@ -136,7 +135,7 @@ def replica_status(st: VariantState) -> ReplicaStatus:
 class WVAKubeController:
     def __init__(self, api: KubeAPI, policy: Autoscaler, metrics: MetricsFactory, namespace: str, *,
                  actuator: str = "hpa", publisher: MetricPublisher | None = None,
-                 scaler: ScaleActuator | None = None, clock: Callable[[], float] = time.time,
+                 scaler: ScaleActuator | None = None, clock: Clock | None = None,
                  status_retries: int = 3) -> None:
         if actuator not in ACTUATORS:
             raise ValueError(f"actuator {actuator!r}: expected one of {ACTUATORS}")
@@ -144,7 +143,7 @@ class WVAKubeController:
         self.metrics_factory = metrics
         self.publisher = publisher or MetricPublisher()
         self.scaler = scaler or ScaleActuator(api)
-        self.clock = clock
+        self.clock = clock or WallClock()  # unix time: status timestamps and PromQL read the wall clock
         self.status_retries = status_retries
         self._reader: tuple[tuple[tuple[str, str], ...], MetricsReader] | None = None
         self._held: dict[str, int] = {}  # last desired published per variant (the state held on outages)
@@ -188,7 +187,7 @@ class WVAKubeController:
 
     # ---- the loops -----------------------------------------------------------------------------
     def reconcile(self) -> list[Decision]:
-        now = self.clock()
+        now = self.clock.now()
         states = self.read_states()
         view = self.build_view(now, states)
         decisions = {d.variant: d for d in self.policy.decide(now, view)}
@@ -206,7 +205,7 @@ class WVAKubeController:
         at_zero = {n: s for n, s in self._states.items() if s.deployment is not None and s.spec_replicas == 0}
         if not at_zero:
             return []
-        now = self.clock()
+        now = self.clock.now()
         view = self.build_view(now, self._states, with_pods=False)
         if not any(view.router_queue.get(s.model, 0) > 0 for s in at_zero.values()):
             return []

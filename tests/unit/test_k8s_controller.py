@@ -18,6 +18,7 @@ import yaml
 from scalearena.contracts.errors import MetricsUnavailable, UserError
 from scalearena.controllers.base import ClusterView, Decision, PodMetrics, Reason
 from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.control.ports import VirtualClock
 from scalearena.harness.k8s.config import wva_config_from_configmaps
 from scalearena.harness.k8s.controller import WVAKubeController, engine_from_args, pod_counts
 from scalearena.harness.k8s.fake import FakeKubeAPI
@@ -106,7 +107,7 @@ def pods(*kv: float, ts: float = 1000.0) -> list[PodMetrics]:
 
 
 def controller(fake: FakeKubeAPI, policy: Any, metrics: FakeMetrics, mode: str = "hpa") -> WVAKubeController:
-    return WVAKubeController(fake, policy, lambda variants: metrics, NS, actuator=mode, clock=lambda: 1000.0)
+    return WVAKubeController(fake, policy, lambda variants: metrics, NS, actuator=mode, clock=VirtualClock(1000.0))
 
 
 def conditions(fake: FakeKubeAPI, name: str) -> dict[str, tuple[str, str]]:
