@@ -21,11 +21,8 @@ gateway a record names its pod by ``IP:port`` (Envoy's picked endpoint);
 from __future__ import annotations
 
 import bisect
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +36,16 @@ from scalearena.harness.k8s.kubeapi import NotFound, selector_string
 from scalearena.reports.results import RunWriter
 from scalearena.workloads import load_handoff as load
 
+from ...control.loop import LoopHooks, WallLoop
 from ...control.plane import ControlPlane
 from ...control.ports import LoadSample, ReplicaStatus, WallClock
 from ...control.view import forecast_from_requests, metrics_router_queue, scenario_variants
 from ...scenario import Scenario
+from ..locust_process import LocustProcess
 from .scenario import NAMESPACE
 
 
-class Sampler:
+class Sampler(LoopHooks):
     """The kube run's measured part. It is the run's ``Actuator`` (Deployments and pods read from
     the API server, the scale subresource) and ``LoadProbe`` (the latest vLLM samples in
     Prometheus); the control plane (``self.control``) builds the view, decides, applies, samples."""
@@ -131,11 +130,18 @@ class Sampler:
     # ---- samples and decisions ----------------------------------------------------------------------
     def sample(self, t: float) -> list[TimeseriesRecord]:
         rows = self.control.sample(t)
+        self.sampled(t, rows)
+        return rows
+
+    def sampled(self, t: float, rows: Sequence[TimeseriesRecord]) -> None:
+        """After each sample: what an in-cluster scaler did becomes its decision; results checkpointed."""
         if self.native and self.cfg.kind != "wva":
             for row in rows:
                 if self._status[row.variant].target_exists:
                     self._record_spec_change(t, row.variant, row.spec_replicas)
-        return rows
+        if self.native and self.cfg.kind == "wva":
+            self.record_wva_status(t)
+        self.writer.checkpoint()
 
     def _record_spec_change(self, t: float, name: str, spec: int) -> None:
         prev = self._last_spec.get(name)
@@ -167,18 +173,6 @@ class Sampler:
         models = dict.fromkeys(v.model for v in self.sc.cluster.variants)
         self.control = self._plane(forecast_from_requests(requests, models))
 
-    def start_load(self, gateway: str, logs: Path, requests: list[Any]) -> subprocess.Popen[bytes]:
-        schedule = logs.parent / "schedule.jsonl"
-        load.write_schedule(schedule, requests)
-        self.t0 = self.clock.wall() + 3.0  # Locust needs about a second to import and connect
-        env = {load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(logs.parent / "records-{worker}.jsonl"),
-               load.ENV_T0: repr(self.t0), load.ENV_TIME_SCALE: "1.0",
-               load.ENV_TIMEOUT_S: repr(self.sc.client.timeout_s), load.ENV_END_S: repr(self.end_s)}
-        with open(logs / "locust.log", "ab") as log:
-            return subprocess.Popen([sys.executable, "-m", "scalearena.workloads.locust_user", "--host", gateway,
-                                     "--csv", str(logs / "locust")], env={**os.environ, **env}, stdout=log,
-                                    stderr=subprocess.STDOUT)
-
     def drive(self, gateway: str, logs: Path, progress: Callable[[float, float], None] | None,
               requests: list[Any] | None = None, load_runner: Any = None) -> None:
         from scalearena.workloads.generate import build_requests
@@ -192,45 +186,20 @@ class Sampler:
             finally:
                 self.finish(load_runner.collect(), requests)
             return
-        locust = self.start_load(gateway, logs, requests)
+        locust = LocustProcess(logs.parent, gateway, end_s=self.end_s, timeout_s=self.sc.client.timeout_s,
+                               log=logs / "locust.log", wall=self.clock.wall)
+        self.t0 = locust.start(requests, lead_s=3.0)
         try:
-            self.loop(lambda: locust.poll() is None, progress)
+            self.loop(locust.alive, progress)
         finally:
-            if locust.poll() is None:
-                locust.terminate()
-                try:
-                    locust.wait(10)
-                except subprocess.TimeoutExpired:
-                    locust.kill()
-            self.finish(sorted(logs.parent.glob("records-*.jsonl")), requests)
+            locust.stop(10.0)
+            self.finish(locust.record_files(), requests)
 
     def loop(self, load_alive: Callable[[], bool], progress: Callable[[float, float], None] | None) -> None:
-        policy = self.control.policy
-        period = policy.period_s if policy else None
-        fast = self.control.fast_period_s
+        """The shared wall-clock loop (harness.control.loop); here the first sample is taken at once."""
         every = self.sc.metrics.sample_interval_s
-        next_sample = next_decide = next_fast = 0.0
-        sampled = False
-        while True:
-            t = self.clock.now()
-            done = t >= self.end_s + 15.0 or (t >= self.end_s and not load_alive())
-            if t >= next_sample or done:  # the last sample is taken at the end
-                self.sample(t)
-                sampled, next_sample = True, t + every
-                if self.cfg.kind == "wva" and self.native:
-                    self.record_wva_status(t)
-                self.writer.checkpoint()
-                if progress:
-                    progress(min(t, self.end_s), self.end_s)
-            if done:
-                break
-            if period and t >= next_decide and sampled:
-                self.decide(t, fast=False)
-                next_decide = t + period
-            if fast and t >= next_fast and sampled:
-                self.decide(t, fast=True)
-                next_fast = t + float(fast)
-            self.sleep(min(0.1, every))
+        WallLoop(self.control, self.clock, self.end_s, every, load_alive, overstay_s=15.0, tick_s=min(0.1, every),
+                 sample_at_start=True, hooks=self, progress=progress, sleep=self.sleep).run()
 
     def resolve_pod(self, row: dict[str, Any]) -> dict[str, Any]:
         """A record whose pod is the EPP's ``IP:port`` gets the pod name and variant of that IP."""

@@ -44,9 +44,11 @@ from scalearena.harness.scenario import Scenario
 from scalearena.reports.results import RunWriter
 from scalearena.workloads import load_handoff as load
 
+from ...control.loop import LoopHooks, WallLoop
 from ...control.plane import ControlPlane
 from ...control.ports import LoadSample, WallClock
 from ...control.view import forecast_from_requests, scenario_variants
+from ..locust_process import LocustProcess
 from .pods import PENDING, PodSet
 from .prometheus import PrometheusProcess
 from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
@@ -99,6 +101,7 @@ class LocalRun:
         with os.fdopen(fd, "w") as f:
             f.write(token)
         self._http.headers["Authorization"] = f"Bearer {token}"
+        self.locust: LocustProcess | None = None  # started when the run's load begins
         self.control = local_control_plane(sc, config, writer, self.requests, clock=self.clock, metrics=self.reader,
                                            pods=self.pods, probe=RouterProbe(self._router_state, sc.cluster.variants))
 
@@ -168,57 +171,20 @@ class LocalRun:
             time.sleep(0.05)
         # fail now rather than run blind: first scrape within one interval, plus SD pick-up and boot
         self.prom.wait_for_up_targets(2.0 * self.sc.metrics.scrape_interval_s / self.scale + 5.0)
-        schedule = self.dir / "schedule.jsonl"
-        load.write_schedule(schedule, self.requests)
-        self.clock.t0 = time.time() + 2.0  # Locust needs about a second to import and connect
-        env = {
-            load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(self.dir / "records-{worker}.jsonl"),
-            load.ENV_T0: repr(self.t0), load.ENV_TIME_SCALE: repr(self.scale),
-            load.ENV_TIMEOUT_S: repr(self.sc.client.timeout_s), load.ENV_END_S: repr(self.end_s),
-            load.ENV_API: self.opts.api, load.ENV_PROMPT: self.opts.prompt,
-        }
-        self.sup.start("locust", [sys.executable, "-m", "scalearena.workloads.locust_user", "--host",
-                                  self.router_url, "--csv", str(self.dir / "locust")], env=env)
+        self.locust = LocustProcess(
+            self.dir, self.router_url, end_s=self.end_s, timeout_s=self.sc.client.timeout_s, time_scale=self.scale,
+            options={load.ENV_API: self.opts.api, load.ENV_PROMPT: self.opts.prompt}, csv=self.dir / "locust",
+            spawn=lambda argv, env: self.sup.start("locust", argv, env=env).proc)  # the supervisor also owns it
+        self.clock.t0 = self.locust.start(self.requests, lead_s=2.0)
         while time.time() < self.t0:
             time.sleep(0.01)
 
     def _loop(self) -> None:
-        sc = self.sc
-        next_decide, next_fast, next_sample = 0.0, 0.0, sc.metrics.sample_interval_s
-        fast = self.control.fast_period_s
-        faults = sorted(((f.start_s if f.kind != "pod_crash" else f.at_s), i) for i, f in enumerate(sc.faults))
-        outage_ends = sorted((f.end_s, i) for i, f in enumerate(sc.faults) if f.kind == "metrics_outage")
+        assert self.locust is not None, "_start starts the load"
         self.pods.startup_factor = self._startup_factor
-        while True:
-            t = self.now()
-            locust = self.sup.get("locust")
-            if t >= self.end_s and (locust is None or not locust.alive()):
-                break
-            if t >= self.end_s and time.time() > self.t0 + self.end_s / self.scale + 15.0:
-                self.sup.stop("locust", 5.0)  # Locust overstays its own end by 15 s wall: stop it
-            if not self.sup.get("router").alive():  # type: ignore[union-attr]
-                raise RuntimeError("the router process died; see logs/router.log")
-            while faults and faults[0][0] <= t:
-                self._fault(t, sc.faults[faults.pop(0)[1]], start=True)
-            while outage_ends and outage_ends[0][0] <= t:
-                self._fault(t, sc.faults[outage_ends.pop(0)[1]], start=False)
-            self.pods.poll()
-            if t >= next_decide:
-                self.control.decide()
-                next_decide = t + self.control.policy.period_s
-            if fast and t >= next_fast:
-                self.control.decide(fast=True)
-                next_fast = t + float(fast)
-            self.pods.reconcile()
-            if t >= next_sample:
-                self.control.sample()
-                self.writer.checkpoint()
-                next_sample += sc.metrics.sample_interval_s
-            if self.progress:
-                self.progress(min(t, self.end_s), self.end_s)
-            time.sleep(TICK_WALL_S)
-        self.control.sample()
-        self.writer.checkpoint()
+        WallLoop(self.control, self.clock, self.end_s, self.sc.metrics.sample_interval_s, self.locust.alive,
+                 overstay_s=15.0 * self.scale, tick_s=TICK_WALL_S, hooks=LocalHooks(self), progress=self.progress).run()
+        self.locust.stop(5.0)  # it overstayed its own end (15 s wall): stop it
 
     # -- faults ----------------------------------------------------------------------------------
     def _startup_factor(self) -> float:
@@ -252,8 +218,8 @@ class LocalRun:
     # -- results ---------------------------------------------------------------------------------
     def _collect(self, final: bool) -> None:
         """Every scheduled request exactly once: Locust's record, else an unsent `error` record."""
-        if not final:
-            self.sup.stop("locust", 3.0)  # flushes what it has; records are line-buffered
+        if not final and self.locust is not None:
+            self.locust.stop(3.0)  # flushes what it has; records are line-buffered
         rows = load.read_records(sorted(self.dir.glob("records-*.jsonl")))
         end = self.now() if self.t0 else 0.0
         lags = sorted(r["lag_ms"] for r in rows.values() if r.get("lag_ms") is not None)
@@ -282,6 +248,32 @@ def local_control_plane(sc: Scenario, config: AutoscalerConfig, writer: Any, req
     return ControlPlane(policy or REGISTRY.build(config), config.label, scenario_variants(sc), clock=clock,
                         metrics=metrics, actuator=pods, probe=probe, writer=writer,
                         forecast=forecast_from_requests(requests, models), gpu_capacity=sc.cluster.gpu_capacity)
+
+
+class LocalHooks(LoopHooks):
+    """The local run's part of each tick: the router's health, due faults, engine processes, checkpoints."""
+
+    def __init__(self, run: LocalRun) -> None:
+        sc = run.sc
+        self.run = run
+        self.faults = sorted(((f.start_s if f.kind != "pod_crash" else f.at_s), i) for i, f in enumerate(sc.faults))
+        self.outage_ends = sorted((f.end_s, i) for i, f in enumerate(sc.faults) if f.kind == "metrics_outage")
+
+    def tick(self, t: float) -> None:
+        run = self.run
+        if not run.sup.get("router").alive():  # type: ignore[union-attr]
+            raise RuntimeError("the router process died; see logs/router.log")
+        while self.faults and self.faults[0][0] <= t:
+            run._fault(t, run.sc.faults[self.faults.pop(0)[1]], start=True)
+        while self.outage_ends and self.outage_ends[0][0] <= t:
+            run._fault(t, run.sc.faults[self.outage_ends.pop(0)[1]], start=False)
+        run.pods.poll()
+
+    def after_decide(self, t: float) -> None:
+        self.run.pods.reconcile()
+
+    def sampled(self, t: float, rows: Sequence[Any]) -> None:
+        self.run.writer.checkpoint()
 
 
 class RouterProbe:
