@@ -45,6 +45,8 @@ from scalearena.contracts.series import (
     KV_USAGE,
     NUM_RUNNING,
     NUM_WAITING,
+    PREFIX_CACHE_HITS,
+    PREFIX_CACHE_QUERIES,
     REQUEST_SUCCESS,
     TTFT_HIST,
 )
@@ -67,6 +69,8 @@ class Sample(NamedTuple):
     ttft: tuple[float, ...]  # cumulative bucket counts (last = +Inf)
     itl: tuple[float, ...]
     e2e: tuple[float, ...]
+    prefix_queries: float = 0.0  # vllm:prefix_cache_queries_total (prompt tokens looked up)
+    prefix_hits: float = 0.0  # vllm:prefix_cache_hits_total
 
 
 # Metric name -> how to read it off a Sample (the gauge value; the histogram's cumulative buckets and bounds).
@@ -160,6 +164,9 @@ class MemoryMetrics:
         app(keys.waiting, t, float(sample.waiting))
         app(keys.running, t, float(sample.running))
         app(keys.success, t, sample.success_total)
+        if keys.prefix_queries is not None and keys.prefix_hits is not None:
+            app(keys.prefix_queries, t, sample.prefix_queries)
+            app(keys.prefix_hits, t, sample.prefix_hits)
         if sample.gpu_util is not None:
             app(keys.gpu, t, sample.gpu_util)
         if keys.cache is not None:
@@ -192,7 +199,8 @@ class MemoryMetrics:
         return _NativeKeys(
             kv=make_labels(KV_USAGE, base), waiting=make_labels(NUM_WAITING, base),
             running=make_labels(NUM_RUNNING, base), gpu=make_labels(GPU_UTIL, base),
-            success=make_labels(REQUEST_SUCCESS, {**base, "finished_reason": "length"}), cache=cache, hists=hists)
+            success=make_labels(REQUEST_SUCCESS, {**base, "finished_reason": "length"}), cache=cache, hists=hists,
+            prefix_queries=make_labels(PREFIX_CACHE_QUERIES, base), prefix_hits=make_labels(PREFIX_CACHE_HITS, base))
 
     def add_rules(self, groups: list[RuleGroup]) -> None:
         """Evaluate these recording rules on their interval, as the queried Prometheus would."""
@@ -328,6 +336,8 @@ class _NativeKeys(NamedTuple):
     success: Labels
     cache: Labels | None
     hists: list[tuple[list[Labels], Labels]]
+    prefix_queries: Labels | None = None
+    prefix_hits: Labels | None = None
 
 
 def _gauge(metric: str) -> Callable[[Sample], float | None]:

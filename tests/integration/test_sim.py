@@ -231,3 +231,20 @@ def test_sim_scrapes_native_series_that_promql_reads(tmp_path: Path) -> None:
     assert m.query(f"kube_deployment_status_replicas_unavailable{ksm}", at=30.0)[0]["value"][1] == "0"
     assert m.query('count(vllm:num_requests_running{variant="va",model_name="m"})', at=15.0) == []
     assert m.query('count(vllm:num_requests_running{variant="va",model_name="m"})', at=30.0)[0]["value"][1] == "1"
+
+
+def test_prefix_cache_counters_reach_promql(tmp_path: Path) -> None:
+    # one pod, caching on, prefill 1 ms per token: 3 requests of 1000 tokens with the same first unit (512
+    # tokens = 32 blocks) one after another -> queries 3 x 1000, hits 0 + 512 + 512; the scrape at 60 s
+    # exports them as vllm:prefix_cache_{queries,hits}_total
+    sc = scenario(variant={"engine": {"max_num_seqs": 8, "kv_cache_blocks": 1024, "block_size": 16,
+                                      "enable_prefix_caching": True,
+                                      "latency": {"kind": "constant", "prefill_time_per_token_ms": 1.0,
+                                                  "itl_ms": 1}}})
+    reqs_ = [RequestSpec(i, "m", 25.0 + 5 * i, 1000, 5, hash_ids=(7, 100 + i)) for i in range(3)]
+    w, sim = simulate(tmp_path, sc, reqs_)
+    r = by_id(w)
+    assert [round(r[i].ttft_ms) for i in range(3)] == [1000, 488, 488]
+    q = sim.metrics.query("sum(vllm:prefix_cache_queries_total)", at=60.0)
+    h = sim.metrics.query("sum(vllm:prefix_cache_hits_total)", at=60.0)
+    assert float(q[0]["value"][1]) == 3000.0 and float(h[0]["value"][1]) == 1024.0

@@ -25,6 +25,7 @@ def test_durations_follow_llm_d_inference_sim(text: str, unit: str, seconds: flo
 
 class _M:  # an EngineMetrics-shaped snapshot
     running, waiting, kv_usage, busy_s, request_success_total = 3, 2, 0.8125, 12.5, 7
+    prefix_cache_queries, prefix_cache_hits = 100, 40
 
     def __init__(self) -> None:
         self.ttft = Histogram(TTFT_BUCKETS)
@@ -39,6 +40,8 @@ def test_metrics_page_round_trip_with_pod_label() -> None:
     assert 'vllm:num_requests_running{model_name="m",pod="va-0"} 3.0' in text
     assert 'vllm:request_success_total{finished_reason="length",model_name="m",pod="va-0"} 7.0' in text
     assert 'num_gpu_blocks="256"' in text and 'block_size="16"' in text
+    assert 'vllm:prefix_cache_queries_total{model_name="m",pod="va-0"} 100.0' in text
+    assert 'vllm:prefix_cache_hits_total{model_name="m",pod="va-0"} 40.0' in text
     # two TTFT observations of 0.2 s: le=0.1 holds 0, le=0.25 holds 2, sum 0.4
     assert 'vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="m",pod="va-0"} 0.0' in text
     assert 'vllm:time_to_first_token_seconds_bucket{le="0.25",model_name="m",pod="va-0"} 2.0' in text

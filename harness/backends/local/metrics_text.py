@@ -80,6 +80,13 @@ def engine_families(m: Any, model: str, gpu_busy: float, spec: Any, num_gpu_bloc
                             labels=["model_name", "finished_reason"])
     c.add_metric([model, "length"], m.request_success_total)
     out.append(c)
+    for name, doc, value in (("vllm:prefix_cache_queries", "Prefix cache queries, in terms of prompt tokens.",
+                              m.prefix_cache_queries),
+                             ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of prompt tokens.",
+                              m.prefix_cache_hits)):
+        pc = CounterMetricFamily(name, doc, labels=["model_name"])
+        pc.add_metric([model], value)
+        out.append(pc)
     out.append(_hist(TTFT_HIST, "Histogram of time to first token in seconds.", model, m.ttft))
     out.append(_hist(ITL_HIST, "Histogram of inter-token latency in seconds.", model, m.itl))
     out.append(_hist(E2E_HIST, "Histogram of end to end request latency in seconds.", model, m.e2e))

@@ -214,6 +214,7 @@ class Simulation(RequestFlow, PodLifecycle):
                 self.metrics.record(d.name, pod.name, Sample(
                     t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
                     m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
+                    float(m.prefix_cache_queries), float(m.prefix_cache_hits),
                 ))
         self.metrics.end_scrape(t)
         nxt = t + self.sc.metrics.scrape_interval_s
