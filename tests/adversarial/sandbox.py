@@ -74,8 +74,13 @@ class Sandbox:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write((json.dumps(args) + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json.dumps(args) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # it died before reading (e.g. its imports hit the memory limit)
+            code = self.proc.wait()
+            self.proc = None
+            return Outcome("crash", code, "the sandbox died")
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
         if not ready:
             self.close()
