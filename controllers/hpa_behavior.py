@@ -19,6 +19,12 @@ stabilisation 0 s, policies {Pods 4, Percent 100} per 15 s, select Max;
 scale-down stabilisation 300 s (the controller's
 ``--horizontal-pod-autoscaler-downscale-stabilization``), {Percent 100} per
 15 s, select Max.
+
+An HPA without ``behavior`` (what KEDA generates when
+``advanced.horizontalPodAutoscalerConfig.behavior`` is unset) runs the legacy
+``normalizeDesiredReplicas`` instead (``normalize_legacy``): the highest
+recommendation over the downscale window, then at most
+``max(2 x current, 4)`` replicas per sync (``calculateScaleUpLimit``).
 """
 from __future__ import annotations
 
@@ -61,6 +67,12 @@ class ScalingRules(_Spec):
 class Behavior(_Spec):
     scale_up: ScalingRules = Field(default_factory=ScalingRules, description="Rules when growing.")
     scale_down: ScalingRules = Field(default_factory=ScalingRules, description="Rules when shrinking.")
+
+    def is_unset(self) -> bool:
+        """No window, select policy or policy in either direction: rendered, such a behavior is absent
+        (tolerance alone is pruned from a ScaledObject), and upstream runs the legacy path."""
+        return all(r.stabilization_window_seconds is None and r.select_policy is None and not r.policies
+                   for r in (self.scale_up, self.scale_down))
 
 
 DEFAULT_UP_POLICIES = (ScalingPolicy(type="Pods", value=4, period_seconds=15),
@@ -203,6 +215,41 @@ def normalize(
                 {"wanted": stabilised, "limit": floor, "policy_limit": limit, "min_replicas": lo},
             ))
     return result, reasons
+
+
+LEGACY_SCALE_UP_FACTOR = 2.0  # horizontal.go scaleUpLimitFactor
+LEGACY_SCALE_UP_MINIMUM = 4  # horizontal.go scaleUpLimitMinimum
+
+
+def normalize_legacy(now: float, st: BehaviorState, window_s: float, current: int, desired: int,
+                     lo: int, hi: int) -> tuple[int, list[Reason]]:
+    """``normalizeDesiredReplicas`` (an HPA without ``behavior``): ``stabilizeRecommendation`` takes the
+    highest recommendation not older than ``window_s`` (``!Before(cutoff)``: inclusive), then
+    ``convertDesiredReplicasWithRules`` clamps to [min, min(max, max(2 x current, 4))]."""
+    reasons: list[Reason] = []
+    if not st.seeded:
+        st.recommendations.append((now, current))
+        st.seeded = True
+    stabilised = max([desired, *(rec for t, rec in st.recommendations if t >= now - window_s)])
+    st.recommendations = [r for r in st.recommendations if r[0] >= now - window_s] + [(now, desired)]
+    if stabilised != desired:
+        reasons.append(Reason(
+            "stabilisation", f"scale-down stabilised: highest recommendation in the last {window_s:g} s is "
+            f"{stabilised} (wanted {desired})", {"recommendation": desired, "stabilised": stabilised,
+                                                  "window_s": window_s}))
+    limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
+    ceiling, rule = (limit, "rate_limit") if hi > limit else (hi, "clamp")
+    if stabilised < lo:
+        reasons.append(Reason("clamp", f"{stabilised} replicas limited to min replicas {lo}",
+                              {"wanted": stabilised, "min_replicas": lo}))
+        return lo, reasons
+    if stabilised > ceiling:
+        reasons.append(Reason(rule, f"scale-up to {stabilised} limited to {ceiling} by "
+                              + ("the legacy scale-up limit max(2 x current, 4)" if rule == "rate_limit"
+                                 else "max replicas"),
+                              {"wanted": stabilised, "limit": ceiling, "policy_limit": limit, "max_replicas": hi}))
+        return ceiling, reasons
+    return stabilised, reasons
 
 
 def longest_period(up: ResolvedRules, down: ResolvedRules) -> int:

@@ -5,7 +5,8 @@ Shared by ``hpa`` (one engine per variant, Pods metrics by default) and
 The flow is ``reconcileAutoscaler`` in kubernetes horizontal.go: bring the
 spec count inside [min, max] first; otherwise compute one proposal per
 metric, take the largest, refuse to act on invalid metrics as upstream
-does, then stabilise and rate-limit (``hpa_behavior``).
+does, then stabilise and rate-limit (``hpa_behavior``); with ``behavior``
+None (an HPA object without the field) the legacy path does that.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
 
 from .base import ClusterView, Decision, Reason, VariantView
-from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, resolve
+from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, normalize_legacy, resolve
 from .hpa_replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
 from .signals import Signal, signal_value
 
@@ -66,10 +67,13 @@ class HPAEngine:
         self,
         metrics: list[PodsMetric | ExternalMetric] | tuple[PodsMetric | ExternalMetric, ...],
         tolerance: float,
-        behavior: Behavior,
+        behavior: Behavior | None,
         downscale_stabilization_s: int = 300,
     ) -> None:
         self.metrics = tuple(metrics)
+        self.legacy = behavior is None  # no ``behavior`` field: upstream's normalizeDesiredReplicas
+        self.downscale_stabilization_s = downscale_stabilization_s
+        behavior = behavior or Behavior()
         self.up = resolve(behavior.scale_up, True, downscale_stabilization_s)
         self.down = resolve(behavior.scale_down, False, downscale_stabilization_s)
         self.tol_up = tolerance if behavior.scale_up.tolerance is None else behavior.scale_up.tolerance
@@ -134,7 +138,10 @@ class HPAEngine:
             return done(current, reasons)
         reasons.append(Reason("max_over_metrics", f"{who}: largest proposal {proposal} from {winner}",
                               {"proposal": proposal, "metric": winner}))
-        desired, why = normalize(now, self.state, self.up, self.down, current, proposal, lo, hi)
+        if self.legacy:
+            desired, why = normalize_legacy(now, self.state, self.downscale_stabilization_s, current, proposal, lo, hi)
+        else:
+            desired, why = normalize(now, self.state, self.up, self.down, current, proposal, lo, hi)
         reasons += why
         reasons.append(Reason("desired", f"{who}: {current} -> {desired} replicas", {"desired": desired, **bounds}))
         return done(desired, reasons)

@@ -14,12 +14,22 @@ the view:
   *unready*: ignored, but on a scale-up they count as 0;
 - terminating pods are ignored.
 If filling in the missing/unready pods flips the direction, or brings the
-ratio within tolerance, the current count is kept.
+ratio within tolerance, the current count is kept. At a ratio of exactly 1.0
+missing pods are left out (upstream fills them only when the ratio is above or
+below 1.0). Replica counts are int32 in the API, so every proposal saturates
+at ``MAX_INT32`` as upstream's conversion does.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+MAX_INT32 = 2**31 - 1
+
+
+def replica_count(x: float) -> int:
+    """``ceil(x)`` as an int32 replica count: saturates at ``MAX_INT32`` (inf included)."""
+    return MAX_INT32 if x >= MAX_INT32 else math.ceil(x)
 
 
 def milli(x: float) -> int:
@@ -58,9 +68,9 @@ def pods_metric_replicas(
     if not scale_up_with_unready and missing == 0:
         if within(ratio, tol_up, tol_down):
             return Proposal(current, usage, ratio, "tolerance")
-        return Proposal(math.ceil(ratio * len(vals)), usage, ratio, "scaled")
+        return Proposal(replica_count(ratio * len(vals)), usage, ratio, "scaled")
     filled = list(vals)
-    if missing:
+    if missing and ratio != 1.0:  # at exactly 1.0 upstream fills in neither value
         filled += [tgt if ratio < 1.0 else 0] * missing
     if scale_up_with_unready:
         filled += [0] * unready
@@ -69,7 +79,7 @@ def pods_metric_replicas(
         return Proposal(current, usage, new_ratio, "tolerance_after_missing")
     if (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return Proposal(current, usage, new_ratio, "direction_flip")
-    new = math.ceil(new_ratio * len(filled))
+    new = replica_count(new_ratio * len(filled))
     if (new_ratio < 1.0 and new > current) or (new_ratio > 1.0 and new < current):
         return Proposal(current, usage, new_ratio, "direction_flip")
     return Proposal(new, usage, new_ratio, "scaled_with_missing")
@@ -83,8 +93,8 @@ def external_value_replicas(
     if spec != 0:
         if within(ratio, tol_up, tol_down):
             return Proposal(spec, value, ratio, "tolerance")
-        return Proposal(math.ceil(ratio * ready), value, ratio, "scaled")
-    return Proposal(math.ceil(ratio), value, ratio, "from_zero")
+        return Proposal(replica_count(ratio * ready), value, ratio, "scaled")
+    return Proposal(replica_count(ratio), value, ratio, "from_zero")
 
 
 def external_average_replicas(
@@ -96,9 +106,9 @@ def external_average_replicas(
     if status_replicas == 0:
         if total == 0:  # upstream: 0/0 is NaN, never outside tolerance -> stays at 0
             return Proposal(0, 0.0, float("nan"), "tolerance")
-        return Proposal(math.ceil(total / tgt), value, math.inf, "scaled")
+        return Proposal(replica_count(total / tgt), value, math.inf, "scaled")
     ratio = total / (tgt * status_replicas)
     usage = math.ceil(total / status_replicas) / 1000
     if within(ratio, tol_up, tol_down):
         return Proposal(status_replicas, usage, ratio, "tolerance")
-    return Proposal(math.ceil(total / tgt), usage, ratio, "scaled")
+    return Proposal(replica_count(total / tgt), usage, ratio, "scaled")

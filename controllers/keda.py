@@ -5,8 +5,10 @@ owns 0 <-> 1 — activate when the query exceeds ``activationThreshold``,
 deactivate to 0 once no poll has been active for ``cooldownPeriod`` (300 s)
 and ``minReplicaCount`` is 0 — while the generated HPA (External metric,
 ``AverageValue`` = threshold by default, minReplicas max(1, minReplicaCount))
-owns 1 <-> N with the HPA's tolerance and behavior defaults. That HPA is
-``hpa_engine.HPAEngine``, the same code as the ``hpa`` autoscaler.
+owns 1 <-> N. That HPA is ``hpa_engine.HPAEngine``, the same code as the
+``hpa`` autoscaler. Left unset, ``behavior`` is absent from the generated HPA,
+so it runs the legacy path (at most max(2 x current, 4) replicas per sync,
+300 s downscale stabilisation), not the autoscaling/v2 behavior defaults.
 
 The query is one of ``signals.Signal``; the default, ``queue``, is the
 paper's queue signal: the variant's summed ``vllm:num_requests_waiting`` plus
@@ -95,7 +97,8 @@ class KEDA(AutoscalerBase):
     def _state(self, name: str) -> _State:
         if name not in self._states:
             c = self.config
-            self._states[name] = _State(HPAEngine([self._metric], c.tolerance, c.behavior))
+            behavior = None if c.behavior.is_unset() else c.behavior  # unset: no behavior on the HPA
+            self._states[name] = _State(HPAEngine([self._metric], c.tolerance, behavior))
         return self._states[name]
 
     def decide(self, now: float, view: ClusterView) -> list[Decision]:

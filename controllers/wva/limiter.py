@@ -18,6 +18,8 @@ plus terminating replicas (a terminating pod keeps its GPUs until it is
 gone, so a scale-down frees nothing in the cycle that decides it). The
 budget is either one number for all GPU types (``gpu_budget``) or, when that
 is unset, the per-type inventory from CapacityDiscovery (``gpu_capacity``).
+A variant declaring ``gpus_per_replica`` <= 0 is counted as 1 GPU a replica,
+as upstream's limiter does (a replica never comes free).
 """
 from __future__ import annotations
 
@@ -38,8 +40,13 @@ class LimiterResult:
     audit: dict[str, Any] = field(default_factory=dict)
 
 
+def gpus_per_replica(v: VariantView) -> int:
+    """GPUs one replica holds; <= 0 counts as 1 (upstream's limiter)."""
+    return v.gpus_per_replica if v.gpus_per_replica > 0 else 1
+
+
 def gpus_in_use(v: VariantView) -> int:
-    return (max(v.spec_replicas, v.ready + v.pending) + v.terminating) * v.gpus_per_replica
+    return (max(v.spec_replicas, v.ready + v.pending) + v.terminating) * gpus_per_replica(v)
 
 
 def budget_pools(gpu_budget: int | None, gpu_capacity: Mapping[str, int] | None) -> dict[str, int] | None:
@@ -79,16 +86,16 @@ def limit(
             if left <= 0:
                 break
             v = by_name[name]
-            fit = max(0, free[pool(v)]) // v.gpus_per_replica if v.gpus_per_replica else left
+            fit = max(0, free[pool(v)]) // gpus_per_replica(v)
             g = min(left, v.max_replicas - plan.base[name], fit)
             if g > 0:
-                free[pool(v)] -= g * v.gpus_per_replica
+                free[pool(v)] -= g * gpus_per_replica(v)
                 targets[name] = plan.base[name] + g
                 left -= g
             short = wanted.get(name, 0) - max(g, 0)
             if short > 0:
                 limited[name] = (
-                    f"limiter: {short} of {wanted[name]} replicas ({v.gpus_per_replica} GPU each) did not fit; "
+                    f"limiter: {short} of {wanted[name]} replicas ({gpus_per_replica(v)} GPU each) did not fit; "
                     f"{max(0, free[pool(v)])} GPUs free in pool {pool(v)!r}"
                 )
             grants.append({"model": plan.model, "variant": name, "wanted": wanted.get(name, 0),

@@ -36,9 +36,9 @@ def test_activation_waits_for_the_polling_interval():
 def test_generated_hpa_scales_one_to_n():
     k = KEDA(KEDAConfig())
     # 2 pods waiting 5 + 7 plus 6 at the gateway = 18; AverageValue 3 -> ratio 18 / (3 * 2) = 3
-    # -> ceil(18 / 3) = 6; HPA scale-up limit max(2 + 4, 2 * 2) = 6 -> 6
+    # -> ceil(18 / 3) = 6; the generated HPA has no behavior: legacy limit max(2 x 2, 4) = 4 -> 4
     d = k.decide(0, view(0, variant(spec=2, pods=pods(5, 7)), router_queue={"m": 6}))[0]
-    assert d.desired_replicas == 6
+    assert d.desired_replicas == 4
     assert {r.rule for r in d.reasons} >= {"trigger", "metric", "max_over_metrics", "desired"}
 
 
