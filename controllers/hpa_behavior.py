@@ -191,6 +191,12 @@ def normalize(
             f"{which} stabilised: {agg} recommendation in the last {window} s is {stabilised} (wanted {desired})",
             {"recommendation": desired, "stabilised": stabilised, "window_s": window},
         ))
+    return _limit_rate(now, st, up, down, current, stabilised, lo, hi, reasons)
+
+
+def _limit_rate(now: float, st: BehaviorState, up: ResolvedRules, down: ResolvedRules, current: int,
+                stabilised: int, lo: int, hi: int, reasons: list[Reason]) -> tuple[int, list[Reason]]:
+    """The second half of ``normalize``: the scaling policies' rate limit, then the replica bounds."""
     result = stabilised
     if stabilised > current:
         limit = max(scale_up_limit(current, st, up, now), current)

@@ -9,21 +9,13 @@ field path and what was expected.
 from __future__ import annotations
 
 import copy
-import functools
-import json
-import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import (
-    BaseModel,
-    Discriminator,
     Field,
-    Tag,
     TypeAdapter,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -34,131 +26,28 @@ from scalearena.contracts.limits import (
     MAX_BATCH,
     MAX_COST,
     MAX_GPUS_PER_REPLICA,
-    MAX_KV_BLOCKS,
     MAX_REPLICAS,
     MAX_REQUESTS,
     MAX_SEED,
     MAX_STEPS,
-    MAX_TOKENS,
-    StrictSpec,
 )
 from scalearena.contracts.suggest import did_you_mean
-from scalearena.controllers.base import StepModel
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
 
-from .engine.catalog import GPUSpec, ModelShape
-from .engine.latency import build_latency
-from .hardware import GPUTypeSpec, ModelShapeSpec, read_hf_config
+from .engine.catalog import GPUSpec
+from .engine_spec import ConstantLatency as ConstantLatency  # re-exported: importers of the scenario schema
+from .engine_spec import EngineSpec as EngineSpec
+from .engine_spec import LatencyModel as LatencyModel
+from .engine_spec import RooflineLatency as RooflineLatency
+from .engine_spec import _Spec  # the one base of the scenario's models
+from .engine_spec import step_model as step_model
+from .hardware import GPUTypeSpec
 from .safe_yaml import parse_yaml, read_yaml
-from .schema_help import fields_at
+from .schema_help import format_validation_error as format_validation_error
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
-
-
-class _Spec(StrictSpec):
-    """Extra keys forbidden, frozen, NaN/inf and numbers past their unit's limit refused."""
-
-
-# ---- serving engine ---------------------------------------------------------------------------
-
-
-class ConstantLatency(_Spec):
-    """llm-d-inference-sim semantics."""
-
-    kind: Literal["constant"] = Field(description="Fixed per-token latencies (llm-d-inference-sim).")
-    ttft_ms: float = Field(default=0.0, ge=0, description="time-to-first-token base, ms.")
-    itl_ms: float = Field(default=0.0, ge=0, description="inter-token-latency, ms.")
-    prefill_overhead_ms: float = Field(default=0.0, ge=0, description="prefill-overhead added to TTFT, ms.")
-    prefill_time_per_token_ms: float = Field(
-        default=0.0, ge=0, description="prefill-time-per-token: TTFT grows by this per prompt token, ms."
-    )
-    time_factor_under_load: float = Field(
-        default=1.0,
-        ge=1.0,
-        description="Latency multiplier at a full batch: factor 1 + (f-1)(nRunning-1)/(maxNumSeqs-1).",
-    )
-
-
-ShapeRef: TypeAlias = Annotated[
-    Annotated[str, Tag("catalog")] | Annotated[ModelShapeSpec, Tag("inline")],
-    Discriminator(lambda v: "catalog" if isinstance(v, str) else "inline"),
-]  # a catalog name or an inline shape; the tag keeps errors on the branch the user meant
-
-
-class RooflineLatency(_Spec):
-    kind: Literal["roofline"] = Field(description="Step time from GPU x model shape x tensor parallelism.")
-    model_shape: ShapeRef = Field(
-        description="A catalog name (qwen3-0.6b, qwen3-8b, llama3-8b, llama3-70b, qwen3-30b-a3b), an inline "
-        "shape, or {config: path/to/config.json} (a Hugging Face config read from disk).")
-    tp: int = Field(default=1, ge=1, le=MAX_GPUS_PER_REPLICA, description="Tensor-parallel degree (GPUs per replica share the model).")
-    compute_efficiency: float | None = Field(
-        default=None, gt=0, le=1, description="Fraction of peak FLOP/s reached; null = calibrated default."
-    )
-    memory_efficiency: float | None = Field(
-        default=None, gt=0, le=1, description="Fraction of HBM bandwidth reached; null = calibrated default."
-    )
-    step_overhead_ms: float | None = Field(
-        default=None, ge=0, description="Fixed per-step overhead, ms; null = calibrated default."
-    )
-
-    @field_validator("model_shape", mode="before")
-    @classmethod
-    def _read_config(cls, v: Any, info: ValidationInfo) -> Any:
-        base = (info.context or {}).get("base_dir")
-        return read_hf_config(v, Path(base) if base is not None else None)
-
-    @field_validator("model_shape")
-    @classmethod
-    def _known_shape(cls, v: str | ModelShapeSpec) -> str | ModelShapeSpec:
-        from .engine.catalog import MODELS
-
-        if isinstance(v, str) and v.lower() not in MODELS:
-            raise ValueError(f"unknown model shape {v!r}; expected one of {', '.join(MODELS)}, an inline shape "
-                             "or {config: path/to/config.json}")
-        return v
-
-    @model_validator(mode="after")
-    def _tp_divides_heads(self) -> RooflineLatency:
-        heads = self.shape().heads
-        if heads % self.tp:
-            raise ValueError(f"tp {self.tp} must divide the model's {heads} attention heads (vLLM's check)")
-        return self
-
-    def shape(self) -> ModelShape:
-        """The engine's ModelShape of this variant."""
-        from .engine.catalog import model_shape
-
-        return model_shape(self.model_shape) if isinstance(self.model_shape, str) else self.model_shape.to_shape()
-
-
-LatencyModel = Annotated[ConstantLatency | RooflineLatency, Field(discriminator="kind")]
-
-
-class EngineSpec(_Spec):
-    max_num_seqs: int = Field(default=256, ge=1, le=MAX_BATCH, description="vLLM --max-num-seqs: sequences in a batch.")
-    kv_cache_blocks: int | None = Field(
-        default=None, ge=1, le=MAX_KV_BLOCKS, description="num_gpu_blocks; null = derived from free GPU memory (roofline)."
-    )
-    block_size: int = Field(default=16, ge=1, le=4096, description="Tokens per KV block.")
-    max_waiting_queue: int | None = Field(
-        default=None, ge=0, le=MAX_BATCH,
-        description="Waiting-queue limit, beyond it HTTP 429 (llm-d-inference-sim's --max-waiting-queue-length, "
-        "1000 in the paper's set-up); null = unbounded, as vLLM queues (overload shows as latency).")
-    max_model_len: int | None = Field(
-        default=None, ge=1, le=MAX_TOKENS,
-        description="Longest prompt + max_tokens accepted (else 400 too_long); null = the KV cache's capacity.")
-    max_num_batched_tokens: int = Field(
-        default=8192, ge=1, le=MAX_TOKENS,
-        description="vLLM --max-num-batched-tokens: tokens per step (decodes first, then prompt chunks).")
-    gpu_memory_utilization: float = Field(
-        default=0.9, gt=0, le=1, description="Share of GPU memory vLLM may use (KV derivation)."
-    )
-    enable_prefix_caching: bool = Field(
-        default=False, description="vLLM automatic prefix caching: prompt blocks cached by hash chain skip "
-        "prefill (simulator; needs trace hash_ids or shared-prefix groups).")
-    latency: LatencyModel = Field(description="Latency model.")
 
 
 class VariantSpec(_Spec):
@@ -410,52 +299,6 @@ class Scenario(_Spec):
 
 
 # ---- loading -----------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=256)
-def _step_model(engine_json: str, gpu: str | GPUSpec) -> StepModel | None:
-    try:
-        model, _ = build_latency(EngineSpec.model_validate(json.loads(engine_json)), gpu)
-    except Exception:  # unknown GPU or shape, partial settings: the policy falls back to its defaults
-        return None
-    return cast("StepModel", model) if hasattr(model, "step_s") else None
-
-
-def step_model(engine: Mapping[str, Any], gpu: str | GPUSpec) -> StepModel | None:
-    """The roofline step-time model of a variant's engine settings, for ``VariantView.step_model``
-    (None unless they describe a roofline engine). Policies read the serving model through the view
-    and never import the harness; memoised because every view of a run asks for the same few."""
-    return _step_model(json.dumps(dict(engine), sort_keys=True, default=str), gpu)
-
-
-def format_validation_error(err: ValidationError, where: str, data: Any = None,
-                            model: type[BaseModel] | None = None) -> UserError:
-    """One message: file, field path, what was expected (first error, count of the rest); for an
-    unknown field of ``model``, the closest valid name ("did you mean")."""
-    errors = err.errors(include_url=False)
-    first = errors[0]
-    loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
-    if len(loc) >= 2 and loc[0] == "workload" and loc[1] == "0" and isinstance(data, dict) \
-            and isinstance(data.get("workload"), dict):
-        del loc[1]  # the file holds one workload mapping, not a list
-    msg = first["msg"]
-    if first["type"] == "value_error":
-        msg = msg.removeprefix("Value error, ")
-        field = re.match(r"([a-z_]+): ", msg)  # a model-level check naming its field (contracts.limits)
-        if field:
-            loc.append(field.group(1))
-            msg = msg[field.end():]
-    path = ".".join(loc) or "(top level)"
-    if first["type"] == "extra_forbidden":
-        msg = "unknown field"
-        if model is not None and first["loc"]:
-            msg += did_you_mean(str(first["loc"][-1]), fields_at(model, [str(p) for p in first["loc"]]))
-    elif first["type"] == "missing":
-        msg = "required field is missing"
-    more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    inp = first.get("input")
-    got = "" if first["type"] in ("missing",) or isinstance(inp, dict) else f"; got {inp!r}"
-    return UserError(f"{path}: {msg}{got}{more}", where=where)
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

@@ -16,8 +16,11 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
+
+from scalearena.contracts.errors import UserError
+from scalearena.contracts.suggest import did_you_mean
 
 UNIT_SUFFIXES = (("_seconds", "s"), ("_s", "s"), ("_ms", "ms"), ("_rps", "req/s"), ("_percentage", "%"),
                  ("_pct", "%"), ("_tokens", "tokens"), ("_kwh", "kWh"), ("_w", "W"))
@@ -116,3 +119,33 @@ def _tag(model: type[BaseModel]) -> str | None:
     kind = model.model_fields.get("kind")
     args = typing.get_args(kind.annotation) if kind is not None else ()
     return str(args[0]) if len(args) == 1 else None
+
+
+def format_validation_error(err: ValidationError, where: str, data: Any = None,
+                            model: type[BaseModel] | None = None) -> UserError:
+    """One message: file, field path, what was expected (first error, count of the rest); for an
+    unknown field of ``model``, the closest valid name ("did you mean")."""
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
+    if len(loc) >= 2 and loc[0] == "workload" and loc[1] == "0" and isinstance(data, dict) \
+            and isinstance(data.get("workload"), dict):
+        del loc[1]  # the file holds one workload mapping, not a list
+    msg = first["msg"]
+    if first["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")
+        field = re.match(r"([a-z_]+): ", msg)  # a model-level check naming its field (contracts.limits)
+        if field:
+            loc.append(field.group(1))
+            msg = msg[field.end():]
+    path = ".".join(loc) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+        if model is not None and first["loc"]:
+            msg += did_you_mean(str(first["loc"][-1]), fields_at(model, [str(p) for p in first["loc"]]))
+    elif first["type"] == "missing":
+        msg = "required field is missing"
+    more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    inp = first.get("input")
+    got = "" if first["type"] in ("missing",) or isinstance(inp, dict) else f"; got {inp!r}"
+    return UserError(f"{path}: {msg}{got}{more}", where=where)

@@ -121,7 +121,7 @@ def _timeseries_stats(ts: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def summarize(
+def summarize(  # size: the summary.json schema as one literal; its keys read in DESIGN.md's order
     req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
     """summary.json for one run (keys fixed by DESIGN.md, plus documented extras)."""

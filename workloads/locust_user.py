@@ -36,6 +36,7 @@ import resource
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,32 +134,20 @@ class OpenLoopUser(FastHttpUser):
         cfg = self.cfg
         path, body = self.body(spec)
         rec: dict[str, Any] = {
-            "request_id": spec.request_id,
-            "model": spec.model,
-            "scheduled_s": spec.arrival_s,
-            "input_tokens": spec.input_tokens,
-            "requested_output_tokens": spec.output_tokens,
-            "output_tokens": 0,
-            "first_token_s": None,
-            "variant": None,
-            "pod": None,
-            "ttft_ms": None,
-            "itl_ms": None,
-            "http_status": 0,
+            "request_id": spec.request_id, "model": spec.model, "scheduled_s": spec.arrival_s,
+            "input_tokens": spec.input_tokens, "requested_output_tokens": spec.output_tokens, "output_tokens": 0,
+            "first_token_s": None, "variant": None, "pod": None, "ttft_ms": None, "itl_ms": None, "http_status": 0,
         }
         sent = time.time()
         rec["arrival_s"] = cfg.scen(sent)
         rec["lag_ms"] = (sent - due_wall) * 1000.0
-        status, first, last, chunks = "error", None, None, 0
-        usage_tokens = None
+        st = Stream()  # updated as chunks arrive, so a timeout mid-stream keeps what came
         timeout = gevent.Timeout(cfg.timeout_s / cfg.time_scale)
         timeout.start()
         resp = None
         try:
-            resp = self.client.request(
-                "POST", path, json=body, stream=True, name=path,
-                headers={load.REQUEST_ID_HEADER: str(spec.request_id)},
-            )
+            resp = self.client.request("POST", path, json=body, stream=True, name=path,
+                                       headers={load.REQUEST_ID_HEADER: str(spec.request_id)})
             code = int(getattr(resp, "status_code", 0) or 0)
             rec["http_status"] = code
             headers: Mapping[str, Any] = resp.headers or {}
@@ -166,47 +155,25 @@ class OpenLoopUser(FastHttpUser):
             rec["variant"] = headers.get(load.VARIANT_HEADER)
             raw = resp._response  # the body stream; None on an ErrorResponse
             if code == 200 and raw is not None:
-                status = "error"  # until [DONE] arrives
-                while True:
-                    line = raw.readline(b"\n")
-                    if not line:
-                        break  # stream ended without [DONE]: cut off
-                    if not line.startswith(b"data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == b"[DONE]":
-                        status = "ok"
-                        break
-                    msg = json.loads(data)
-                    if "error" in msg:
-                        status = "killed" if msg["error"].get("type") == "killed" else "error"
-                        break
-                    if msg.get("usage"):
-                        usage_tokens = msg["usage"].get("completion_tokens")
-                        rec["server_prompt_tokens"] = msg["usage"].get("prompt_tokens")
-                    if msg.get("choices"):
-                        now = time.time()
-                        first = first if first is not None else now
-                        last = now
-                        chunks += 1
-                if status != "ok":
+                read_stream(raw, rec, st)
+                if st.status != "ok":
                     rec["http_status"] = 0  # failed mid-stream
             elif code in (429, 503):
-                status = "rejected"
+                st.status = "rejected"
             elif code == 400:
-                status = "too_long"  # vLLM's context-length check; the client never sends a malformed body
+                st.status = "too_long"  # vLLM's context-length check; the client never sends a malformed body
             else:
-                status = "error"
+                st.status = "error"
         except gevent.Timeout as t:
             if t is not timeout:
                 raise
-            status = "timeout"
+            st.status = "timeout"
             rec["http_status"] = 0
         except RunEnded:
-            status = "timeout"
+            st.status = "timeout"
             rec["http_status"] = 0
         except Exception:  # connection refused / reset: the request failed
-            status = "error"
+            st.status = "error"
         finally:
             timeout.cancel()
             if resp is not None and resp._response is not None:
@@ -214,26 +181,65 @@ class OpenLoopUser(FastHttpUser):
                     resp._response.release()
                 except Exception:
                     pass
-        end = time.time()
-        rec["status"] = status
-        rec["end_s"] = cfg.scen(end)
-        rec["e2e_ms"] = (rec["end_s"] - rec["arrival_s"]) * 1000.0
-        if first is not None:
-            rec["first_token_s"] = cfg.scen(first)
-            rec["ttft_ms"] = (rec["first_token_s"] - rec["arrival_s"]) * 1000.0
-            if chunks > 1 and last is not None:
-                rec["itl_ms"] = (last - first) * cfg.time_scale * 1000.0 / (chunks - 1)
-        rec["output_tokens"] = int(usage_tokens) if usage_tokens is not None and status == "ok" else chunks
+        finish_record(rec, cfg, st, time.time())
+        status, chunks = st.status, st.chunks
         self.out.write(json.dumps(rec, separators=(",", ":")) + "\n")
         self.environment.events.request.fire(
-            request_type="SSE",
-            name="stream " + status,
-            response_time=rec["e2e_ms"] / cfg.time_scale,
-            response_length=chunks,
-            exception=None if status == "ok" else RuntimeError(status),
-            context={},
-        )
+            request_type="SSE", name="stream " + status, response_time=rec["e2e_ms"] / cfg.time_scale,
+            response_length=chunks, exception=None if status == "ok" else RuntimeError(status), context={})
 
+
+@dataclass
+class Stream:
+    """One response as it streams: status (error until [DONE]), first and last content chunk wall times,
+    content chunks, the server's completion_tokens (None until its usage chunk)."""
+
+    status: str = "error"
+    first: float | None = None
+    last: float | None = None
+    chunks: int = 0
+    usage_tokens: Any = None
+
+
+def read_stream(raw: Any, rec: dict[str, Any], st: Stream) -> None:
+    """Read an OpenAI SSE body to its end into ``st``; the server's prompt_tokens go into ``rec``."""
+    st.status = "error"  # until [DONE] arrives
+    while True:
+        line = raw.readline(b"\n")
+        if not line:
+            break  # stream ended without [DONE]: cut off
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            st.status = "ok"
+            break
+        msg = json.loads(data)
+        if "error" in msg:
+            st.status = "killed" if msg["error"].get("type") == "killed" else "error"
+            break
+        if msg.get("usage"):
+            st.usage_tokens = msg["usage"].get("completion_tokens")
+            rec["server_prompt_tokens"] = msg["usage"].get("prompt_tokens")
+        if msg.get("choices"):
+            now = time.time()
+            st.first = st.first if st.first is not None else now
+            st.last = now
+            st.chunks += 1
+
+
+def finish_record(rec: dict[str, Any], cfg: Any, st: Stream, end: float) -> None:
+    """Times in scenario seconds, latencies in scenario ms, tokens as the server counted them (else chunks)."""
+    rec["status"] = st.status
+    rec["end_s"] = cfg.scen(end)
+    rec["e2e_ms"] = (rec["end_s"] - rec["arrival_s"]) * 1000.0
+    if st.first is not None:
+        rec["first_token_s"] = cfg.scen(st.first)
+        rec["ttft_ms"] = (rec["first_token_s"] - rec["arrival_s"]) * 1000.0
+        if st.chunks > 1 and st.last is not None:
+            rec["itl_ms"] = (st.last - st.first) * cfg.time_scale * 1000.0 / (st.chunks - 1)
+    ok = st.usage_tokens is not None and st.status == "ok"
+    rec["output_tokens"] = int(st.usage_tokens) if ok else st.chunks
 
 def _raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

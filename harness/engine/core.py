@@ -1,3 +1,4 @@
+# size: one state machine: the Engine class is ~370 lines of methods over shared private state
 """One pod's serving engine as a clock-free state machine (vLLM-like).
 
 Continuous batching over a paged KV cache of ``num_gpu_blocks`` x

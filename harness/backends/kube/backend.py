@@ -186,12 +186,7 @@ class KubeBackend:
                 applied = objs + load_objs
                 kubectl.apply(load_objs)
                 runner = InClusterLoad(kubectl, workers, writer.dir, ready_timeout_s=self.ready_timeout_s)
-            gw_port, prom_port = free_port(), free_port()
-            if runner is None:  # in-cluster load talks to svc/gateway directly
-                named.append(("svc/gateway", kubectl.port_forward(NAMESPACE, "svc/gateway", gw_port, 8080,
-                                                                  logs / "pf-gateway.log"), logs / "pf-gateway.log"))
-            named.append(("svc/prometheus", kubectl.port_forward(NAMESPACE, "svc/prometheus", prom_port, 9090,
-                                                                 logs / "pf-prometheus.log"), logs / "pf-prometheus.log"))
+            gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
             forwards += [proc for _, proc, _ in named]
             self._ready(kubectl, f"http://127.0.0.1:{prom_port}", None if runner else f"http://127.0.0.1:{gw_port}",
                         autoscaler.kind, scenario.cluster.variants[0].model)
@@ -209,6 +204,17 @@ class KubeBackend:
                 signal.signal(signal.SIGTERM, old_term)
 
     # ---- helpers -----------------------------------------------------------------------------------
+    @staticmethod
+    def _forward(kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]], gateway: bool) -> tuple[int, int]:
+        """Port-forwards to Prometheus and (unless in-cluster load talks to svc/gateway directly) the
+        gateway, appended to ``named`` as (target, process, log); returns (gateway port, Prometheus port)."""
+        gw_port, prom_port = free_port(), free_port()
+        targets = ([("svc/gateway", gw_port, 8080, "pf-gateway.log")] if gateway else []) + [
+            ("svc/prometheus", prom_port, 9090, "pf-prometheus.log")]
+        for target, port, remote, log in targets:
+            named.append((target, kubectl.port_forward(NAMESPACE, target, port, remote, logs / log), logs / log))
+        return gw_port, prom_port
+
     def _cluster(self, kind_cluster: KindCluster | None, kubectl: Kubectl, writer: RunWriter, scenario: Scenario,
                  objs: list[Obj]) -> None:
         """kind: make (or reuse, when `scalearena kind up` made it) the cluster; cluster: check the context."""
