@@ -66,6 +66,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("energy_kwh", ("energy_kwh",), "Energy (TDP)", "kWh", "lower", "{:.3f}", 10.0),
     Metric("energy_estimated_kwh", ("energy", "estimated_kwh"), "Energy (est.)", "kWh", "lower", "{:.3f}"),
     Metric("scaling_actions", ("scaling_actions",), "Scaling actions", "", "none", "{:.0f}"),
+    # Scaling KPIs (reports/scaling.py): reported by compare, not gated (a baseline may lack them).
+    Metric("oscillations", ("scaling", "oscillations"), "Oscillations", "reversals", "lower", "{:.0f}"),
+    Metric("ready_lag_p95", ("scaling", "decision_to_ready_lag_s", "p95"), "Scale-up to ready p95", "s", "lower",
+           "{:.0f}"),
+    Metric("cost_per_1m_output_tokens", ("efficiency", "cost_per_1m_output_tokens"), "Cost per 1M output tokens",
+           "variantCost·h", "lower", "{:.3g}"),
 )
 BY_ID: dict[str, Metric] = {m.id: m for m in METRICS}
 

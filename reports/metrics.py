@@ -21,6 +21,7 @@ import pandas as pd
 
 from scalearena.contracts.records import FAILURE_CAUSES, REQUEST_COLUMNS, TIMESERIES_COLUMNS
 
+from .scaling import efficiency_kpis, scaling_kpis
 from .usage import IDLE_POWER_FRACTION, integrate, sum_or_none
 
 PERCENTILES = (50, 90, 99)
@@ -209,7 +210,9 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
         "workload": {**_workload(req, duration), **_generation(meta)},
         "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
         "events": list(meta.get("events") or []),
+        "scaling": scaling_kpis(req, ts, decisions),
     }
+    summary["efficiency"] = efficiency_kpis(req, summary["cost"], summary["cost_usd"], summary["energy_kwh"])
     if req["scheduled_s"].notna().any():
         lag_ms = (pd.to_numeric(req["arrival_s"]) - pd.to_numeric(req["scheduled_s"])) * 1000.0
         summary["send_lag_ms"] = {**pct_stats(lag_ms), "max": float(lag_ms.max())}
