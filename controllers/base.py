@@ -92,6 +92,8 @@ class VariantView:
     # ^ the variant's engine settings as its Deployment args reveal them: max_num_seqs, kv_cache_blocks,
     #   block_size, max_waiting_queue, latency {kind, ...}; empty when unknown
     step_model: StepModel | None = None  # the variant's roofline step-time model (None: not a roofline engine)
+    starting: int = 0  # of ``pending``: bound and running, not Ready yet (phase Running); the rest are
+    #   in phase Pending. 0 where the backend cannot tell (all counted Pending)
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,10 @@ class HPAEngine:
         current = v.spec_replicas
         if isinstance(m, PodsMetric):
             values = [_pod_value(p, m.metric) for p in v.pods]
-            missing = max(0, v.ready - len(v.pods))
-            return pods_metric_replicas(current, values, m.average_value, missing, v.pending,
+            # upstream groupPods: only phase-Pending pods are unready; a Running-not-Ready pod without
+            # a sample is missing, like a ready one without a sample
+            missing = max(0, v.ready + v.starting - len(v.pods))
+            return pods_metric_replicas(current, values, m.average_value, missing, v.pending - v.starting,
                                         self.tol_up, self.tol_down)
         value = external(m) if external is not None else signal_value(view, v, m.signal)
         if m.value is not None:

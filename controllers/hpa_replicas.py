@@ -8,10 +8,12 @@ an integer division, so the tolerance edge falls where upstream's does.
 Pods metrics (``calcPlainMetricReplicas``), with the pod groups mapped from
 the view:
 - ready pods with a sample (``view.pods``) are the metrics;
-- ready pods without a sample are *missing*: on a scale-down they count as
+- pods without a sample, ready or Running-but-not-Ready (a server still
+  loading, ``view.starting``), are *missing*: on a scale-down they count as
   using exactly the target, on a scale-up as 0;
-- pending pods (scheduled or cold-starting, the Pending phase) are
-  *unready*: ignored, but on a scale-up they count as 0;
+- Pending-phase pods (not bound yet: ``view.pending - view.starting``) are
+  *unready*: ignored, but on a scale-up they count as 0 (upstream
+  ``groupPods`` treats only ``PodPending`` so for Pods metrics);
 - terminating pods are ignored.
 If filling in the missing/unready pods flips the direction, or brings the
 ratio within tolerance, the current count is kept. At a ratio of exactly 1.0

@@ -97,6 +97,7 @@ class ReplicaStatus(NamedTuple):
     pending: int  # created, not ready yet (scheduling + cold start)
     terminating: int
     target_exists: bool = True  # False: the scale target is missing (Kubernetes only)
+    starting: int = 0  # of ``pending``: containers running, not Ready yet (phase Running); the rest are Pending
 
 
 class Actuator(Protocol):

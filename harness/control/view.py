@@ -117,7 +117,7 @@ def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[st
             min_replicas=info.min_replicas, max_replicas=info.max_replicas, spec_replicas=st.spec,
             ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
             metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
-            engine=info.engine, step_model=info.step_model,
+            engine=info.engine, step_model=info.step_model, starting=st.starting,
         ))
     return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
                        gpu_capacity=gpu_capacity, forecast=forecast)

@@ -74,3 +74,39 @@ def test_wva_limiter_counts_nonpositive_gpus_per_replica_as_one():
     res = limit([plan], [v], {"*": 4})
     assert res.targets == {"v": 4}
     assert "3 of 5 replicas" in res.limited["v"]
+
+
+def test_running_not_ready_pod_counts_as_target_on_a_scale_down():
+    # 2 ready (0, 0), 2 starting (Running, not Ready, no sample), target 3: ratio 0 < 1.
+    # Upstream: the 2 starting pods are missing -> count the target on a scale-down: (0, 0, 3, 3)
+    # avg 1.5 -> ratio 0.5 -> ceil(0.5 x 4) = 2. Treated as Pending (the old model) they were ignored:
+    # ceil(0 x 2) = 0 -> clamped to min 1.
+    from scalearena.controllers.hpa import HPA, HPAConfig
+    h = HPA(HPAConfig(metrics=[{"type": "Pods", "metric": "vllm:num_requests_waiting", "average_value": 3}],
+                      behavior={"scale_down": {"stabilization_window_seconds": 0}}))
+    v = dataclasses.replace(variant(spec=4, pods=pods(0, 0), pending=2), starting=2)
+    assert h.decide(0, view(0, v))[0].desired_replicas == 2
+    only_pending = variant(spec=4, pods=pods(0, 0), pending=2)  # phase Pending: ignored -> 1
+    h2 = HPA(HPAConfig(metrics=[{"type": "Pods", "metric": "vllm:num_requests_waiting", "average_value": 3}],
+                       behavior={"scale_down": {"stabilization_window_seconds": 0}}))
+    assert h2.decide(0, view(0, only_pending))[0].desired_replicas == 1
+
+
+def test_sim_reports_starting_pods_as_running_not_ready():
+    from scalearena.harness.backends.sim.pods import PodLifecycle
+    from scalearena.harness.engine.cluster import PENDING, READY, STARTING
+
+    class _Pod:
+        def __init__(self, name, state):
+            self.name, self.state = name, state
+
+    class _Dep:
+        replicas = 4
+        pods = [_Pod("a", READY), _Pod("b", STARTING), _Pod("c", PENDING), _Pod("d", STARTING)]
+
+    class _Sim(PodLifecycle):
+        def dep(self, variant):
+            return _Dep()
+
+    st = _Sim.replicas(_Sim.__new__(_Sim), "v")
+    assert (st.ready, st.pending, st.starting) == (("a",), 3, 2)

@@ -140,16 +140,19 @@ class PodLifecycle:
         """One pass over the variant's pods (this runs on every view, 10 times a second for WVA's fast loop)."""
         d = self.dep(variant)
         ready: list[str] = []
-        pending = terminating = 0
+        pending = starting = terminating = 0
         for p in d.pods:
             state = p.state
             if state == READY:
                 ready.append(p.name)
-            elif state == PENDING or state == STARTING:
+            elif state == PENDING:
                 pending += 1
+            elif state == STARTING:  # bound, the server loading: phase Running, not Ready
+                pending += 1
+                starting += 1
             elif state == TERMINATING:
                 terminating += 1
-        return ReplicaStatus(d.replicas, tuple(ready), pending, terminating)
+        return ReplicaStatus(d.replicas, tuple(ready), pending, terminating, starting=starting)
 
     def scale(self, variant: str, replicas: int) -> None:
         d = self.dep(variant)
