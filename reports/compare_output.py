@@ -140,7 +140,7 @@ def delta_heatmap(c: Comparison) -> str | None:
     ax.grid(False)
     for (i, j), v in np.ndenumerate(grid):
         if np.isfinite(v):
-            ax.text(j, i, f"{v:+.0f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, "0" if round(v) == 0 else f"{v:+.0f}", ha="center", va="center", fontsize=7,
                     color="white" if abs(v) > 0.7 * lim else "black")
     cbar = fig.colorbar(im, ax=ax, label=f"% worse than baseline (negative: better; clipped at ±{lim:.0f})",
                         extend="both")
