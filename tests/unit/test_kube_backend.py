@@ -6,6 +6,7 @@ virtual. Sockets are disabled for the module.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import subprocess
@@ -90,7 +91,7 @@ def interrupted_drive(self: Sampler, gateway: str, logs: Path, progress: Any, **
 
 
 def backend(mode: str, shell: RecordingShell, **kw: Any) -> KubeBackend:
-    return KubeBackend(mode, shell=shell, which=lambda t: f"/usr/bin/{t}", api_factory=lambda ctx: FakeKubeAPI(),
+    return KubeBackend(mode, local_port=itertools.count(30000).__next__, shell=shell, which=lambda t: f"/usr/bin/{t}", api_factory=lambda ctx: FakeKubeAPI(),
                        metrics_factory=lambda url, v: None, readiness=lambda *a: None, **kw)
 
 

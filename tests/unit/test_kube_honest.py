@@ -1,6 +1,7 @@
 """Issue 19: honest kube runs and one cluster per suite, against recording shells and a virtual clock."""
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -199,7 +200,7 @@ def test_a_run_on_a_suite_cluster_builds_nothing_and_deletes_only_its_namespace(
                          "get nodes": (0, nodes_json(capacity=8))})
     shell.popen = lambda argv, log: Proc(None)  # type: ignore[attr-defined]
     sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml")
-    b = KubeBackend("kind", shell=shell, which=lambda t: "/bin/" + t, api_factory=lambda c: FakeKubeAPI(),
+    b = KubeBackend("kind", local_port=itertools.count(30000).__next__, shell=shell, which=lambda t: "/bin/" + t, api_factory=lambda c: FakeKubeAPI(),
                     metrics_factory=lambda u, v: None, readiness=lambda *a: None)
     w = RunWriter(tmp_path / "run", {"scenario": "exp2", "autoscaler": "hpa", "cluster": "kind", "seed": 0,
                                      "duration_s": 60, "slo": {"ttft_ms": 2000, "itl_ms": 100}, "variants": []})

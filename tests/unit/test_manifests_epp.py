@@ -11,6 +11,7 @@ before applying. What the EPP image does with all this was not run here.
 """
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ PHYS = SCEN / "physical-validation.yaml"  # one variant of qwen3-0.6b, weights 2
 
 
 def backend(gateway: str | None = "epp", mode: str = "kind") -> KubeBackend:
-    return KubeBackend(mode, shell=RecordingShell(), which=lambda t: f"/usr/bin/{t}",
+    return KubeBackend(mode, local_port=itertools.count(30000).__next__, shell=RecordingShell(), which=lambda t: f"/usr/bin/{t}",
                        api_factory=lambda ctx: FakeKubeAPI(), metrics_factory=lambda url, v: None, readiness=lambda *a: None,
                        gateway=gateway, image_prefix="ghcr.io/me")
 

@@ -90,7 +90,8 @@ class KubeBackend:
                  api_factory: Callable[[str | None], Any] | None = None,
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
-                 load: str | None = None, readiness: Callable[..., None] | None = None) -> None:
+                 load: str | None = None, readiness: Callable[..., None] | None = None,
+                 local_port: Callable[[], int] = free_port) -> None:
         if mode not in ("kind", "cluster"):
             raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
         self.mode, self.keep = mode, keep
@@ -105,6 +106,7 @@ class KubeBackend:
         self.gateway = choose_gateway(gateway)
         self.load_option = load
         self.readiness = readiness  # tests replace the readiness wait (kube/honesty.py)
+        self.local_port = local_port  # local end of a port-forward; unit tests pass a counter (no sockets)
 
     # ---- what gets applied -----------------------------------------------------------------------
     def image(self, name: str) -> str:
@@ -204,11 +206,11 @@ class KubeBackend:
                 signal.signal(signal.SIGTERM, old_term)
 
     # ---- helpers -----------------------------------------------------------------------------------
-    @staticmethod
-    def _forward(kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]], gateway: bool) -> tuple[int, int]:
+    def _forward(self, kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]],
+                 gateway: bool) -> tuple[int, int]:
         """Port-forwards to Prometheus and (unless in-cluster load talks to svc/gateway directly) the
         gateway, appended to ``named`` as (target, process, log); returns (gateway port, Prometheus port)."""
-        gw_port, prom_port = free_port(), free_port()
+        gw_port, prom_port = self.local_port(), self.local_port()
         targets = ([("svc/gateway", gw_port, 8080, "pf-gateway.log")] if gateway else []) + [
             ("svc/prometheus", prom_port, 9090, "pf-prometheus.log")]
         for target, port, remote, log in targets:
