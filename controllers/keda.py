@@ -5,7 +5,7 @@ owns 0 <-> 1 — activate when the query exceeds ``activationThreshold``,
 deactivate to 0 once no poll has been active for ``cooldownPeriod`` (300 s)
 and ``minReplicaCount`` is 0 — while the generated HPA (External metric,
 ``AverageValue`` = threshold by default, minReplicas max(1, minReplicaCount))
-owns 1 <-> N. That HPA is ``hpa_engine.HPAEngine``, the same code as the
+owns 1 <-> N. That HPA is ``hpa.engine.HPAEngine``, the same code as the
 ``hpa`` autoscaler. Left unset, ``behavior`` is absent from the generated HPA,
 so it runs the legacy path (at most max(2 x current, 4) replicas per sync,
 300 s downscale stabilisation), not the autoscaling/v2 behavior defaults.
@@ -35,8 +35,8 @@ from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
-from .hpa_behavior import Behavior
-from .hpa_engine import ExternalMetric, HPAEngine
+from .hpa.behavior import Behavior
+from .hpa.engine import ExternalMetric, HPAEngine
 from .signals import SIGNAL_QUERIES, Signal, signal_value
 
 

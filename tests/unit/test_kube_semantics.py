@@ -131,7 +131,7 @@ def test_exp2_hpa_floors_min_zero_at_one_like_the_simulated_hpa() -> None:
     sc = load_scenario(EXP2)
     assert {v.name: v.min_replicas for v in sc.cluster.variants} == {"va-a100": 1, "va-h100": 0}
     mins = {o["metadata"]["name"]: o["spec"]["minReplicas"] for o in hpa_objects(sc, sc.autoscaler("hpa"))}
-    assert mins == {"va-a100": 1, "va-h100": 1}  # controllers/hpa.py: min 0 -> 1 without scale_to_zero
+    assert mins == {"va-a100": 1, "va-h100": 1}  # controllers/hpa/policy.py: min 0 -> 1 without scale_to_zero
     stz = sc.autoscaler("hpa").model_copy(update={"scale_to_zero": True})
     with pytest.raises(UserError, match="Object or External"):
         hpa_objects(sc, stz)

@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from scalearena.controllers.hpa_replicas import MAX_INT32, external_average_replicas, pods_metric_replicas
+from scalearena.controllers.hpa.replicas import MAX_INT32, external_average_replicas, pods_metric_replicas
 from scalearena.controllers.keda import KEDA, KEDAConfig
 from scalearena.controllers.wva.limiter import gpus_in_use, limit
 from scalearena.controllers.wva.optimizer import ModelPlan

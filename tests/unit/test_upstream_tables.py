@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.controllers.hpa_replicas import (
+from scalearena.controllers.hpa.replicas import (
     external_average_replicas,
     external_value_replicas,
     pods_metric_replicas,

@@ -92,7 +92,7 @@ def quantity(x: float) -> str:
 
 
 def hpa_behavior(behavior: Any, tolerance: float | None = None) -> dict[str, Any]:
-    """controllers.hpa_behavior.Behavior -> autoscaling/v2 ``behavior`` (unset fields left to API defaults).
+    """controllers.hpa.behavior.Behavior -> autoscaling/v2 ``behavior`` (unset fields left to API defaults).
 
     ``tolerance`` (the config-wide one) fills each direction that does not set its own, only when it is
     not the cluster default 0.1 (so a default config needs no feature gate).

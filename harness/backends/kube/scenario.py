@@ -250,7 +250,7 @@ def hpa_min_replicas(v: VariantSpec, scale_to_zero: bool, metrics: list[Obj], wh
 
     Kubernetes (pkg/apis/autoscaling/validation/validation.go, validateMetrics) forbids minReplicas 0
     unless the HPAScaleToZero gate is on AND at least one Object or External metric is configured. The
-    simulated HPA (controllers/hpa.py) floors a variant's min_replicas 0 at 1 unless scale_to_zero is set,
+    simulated HPA (controllers/hpa/policy.py) floors a variant's min_replicas 0 at 1 unless scale_to_zero is set,
     so the rendered object does the same; scale_to_zero with only Pods metrics is refused.
     """
     if v.min_replicas > 0:

@@ -5,7 +5,7 @@ Shared by ``hpa`` (one engine per variant, Pods metrics by default) and
 The flow is ``reconcileAutoscaler`` in kubernetes horizontal.go: bring the
 spec count inside [min, max] first; otherwise compute one proposal per
 metric, take the largest, refuse to act on invalid metrics as upstream
-does, then stabilise and rate-limit (``hpa_behavior``); with ``behavior``
+does, then stabilise and rate-limit (``hpa.behavior``); with ``behavior``
 None (an HPA object without the field) the legacy path does that.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pydantic import Field, model_validator
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
 
-from .base import ClusterView, Decision, Reason, VariantView
-from .hpa_behavior import Behavior, BehaviorState, longest_period, normalize, normalize_legacy, resolve
-from .hpa_replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
-from .signals import Signal, signal_value
+from ..base import ClusterView, Decision, Reason, VariantView
+from ..signals import Signal, signal_value
+from .behavior import Behavior, BehaviorState, longest_period, normalize, normalize_legacy, resolve
+from .replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
 
 
 class _Spec(StrictSpec):

@@ -1,8 +1,8 @@
 """``hpa``: the Kubernetes HorizontalPodAutoscaler (autoscaling/v2) as upstream runs it.
 
 One HPA per variant, synced every 15 s. Each metric proposes a replica count
-(``hpa_replicas``), the largest wins, then ``behavior`` stabilises and
-rate-limits it (``hpa_behavior``). The defaults are the paper's baseline:
+(``hpa.replicas``), the largest wins, then ``behavior`` stabilises and
+rate-limits it (``hpa.behavior``). The defaults are the paper's baseline:
 Pods metrics with target average queue depth 3 and target average KV usage
 0.5. In ``kind``/``cluster`` runs the real HPA in manifests/ is used; this
 model serves ``sim`` and ``local`` so both are compared on equal terms.
@@ -22,9 +22,9 @@ from pydantic import Field
 
 from scalearena.contracts.series import KV_USAGE, NUM_WAITING
 
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision
-from .hpa_behavior import Behavior
-from .hpa_engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric
+from ..base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision
+from .behavior import Behavior
+from .engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric
 
 __all__ = ["HPA", "HPAConfig", "PodsMetric", "ExternalMetric", "MetricSpec"]
 

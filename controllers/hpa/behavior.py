@@ -36,7 +36,7 @@ from pydantic import Field
 
 from scalearena.contracts.limits import StrictSpec
 
-from .base import Reason
+from ..base import Reason
 
 
 class _Spec(StrictSpec):
