@@ -24,6 +24,8 @@ from tests.adversarial.strategies import (
     trace_scenario,
 )
 
+pytestmark = pytest.mark.slow  # sandboxed CLI processes, hang and memory limits
+
 FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=80,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 VALIDATE_TIMEOUT_S = 20.0  # validate streams every request of a scenario (at most MAX_REQUESTS)

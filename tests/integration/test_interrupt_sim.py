@@ -21,6 +21,8 @@ import yaml
 
 from tests.conftest import SMALL_SCENARIO
 
+pytestmark = pytest.mark.slow  # signals to a real CLI process and its workers
+
 HANG_GUARD_S = 90
 
 

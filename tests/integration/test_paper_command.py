@@ -4,6 +4,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # 92 simulated runs
+
 
 def test_paper_command_writes_the_page_from_runs(tmp_path):
     doc = tmp_path / "paper.md"

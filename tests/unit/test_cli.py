@@ -1,17 +1,36 @@
 """The CLI: bad input -> one line on stderr, exit 2, no traceback."""
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from scalearena.cli import main
 from tests.conftest import write_yaml
 
 
-def scalearena(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scalearena", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+@dataclass
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def scalearena(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Outcome:
+    """The CLI in-process (click's CliRunner): same exit code and streams as `python -m scalearena`."""
+    old = Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        r = CliRunner().invoke(main, list(args), env=env)
+    finally:
+        os.chdir(old)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return Outcome(r.exit_code, r.stdout, r.stderr)
 
 
 @pytest.mark.parametrize(
@@ -80,13 +99,10 @@ def test_unknown_cluster_is_a_usage_error(scenario_file):
 
 
 def test_kind_without_kind_on_path_exits_2_with_one_error(scenario_file, tmp_path):
-    import os
-
     env_path = str(tmp_path / "empty-bin")  # a PATH without kind, kubectl or docker
     os.makedirs(env_path)
-    r = subprocess.run([sys.executable, "-m", "scalearena", "run", str(scenario_file), "--cluster", "kind",
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PATH": env_path})
+    r = scalearena("run", str(scenario_file), "--cluster", "kind", "--out", str(tmp_path / "o"),
+                   env={"PATH": env_path})
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert r.stderr.count("error:") == 1 and "error: PATH: CLUSTER=kind needs" in r.stderr
@@ -107,14 +123,10 @@ def test_run_without_out_writes_a_fresh_timestamped_folder(scenario_file, tmp_pa
 
 
 def test_local_without_prometheus_fails_before_any_progress(scenario_file, tmp_path):
-    import os
-
     env_path = str(tmp_path / "empty-bin")
     os.makedirs(env_path)
-    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_BIN"}
-    r = subprocess.run([sys.executable, "-m", "scalearena", "run", str(scenario_file), "--cluster", "local",
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120,
-                       env={**env, "PATH": env_path})
+    r = scalearena("run", str(scenario_file), "--cluster", "local", "--out", str(tmp_path / "o"),
+                   env={"PROMETHEUS_BIN": None, "PATH": env_path})  # type: ignore[dict-item]
     assert r.returncode == 2
     assert r.stderr.startswith("error: prometheus is not installed"), r.stderr  # nothing printed before it
     assert not (tmp_path / "o").exists()
