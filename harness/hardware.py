@@ -114,8 +114,8 @@ def shape_from_hf_config(cfg: dict[str, Any], name: str) -> dict[str, Any]:
     missing = [k for k in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "vocab_size")
                if k not in out]
     if missing:
-        keys = ", ".join(HF_KEYS[k][0] for k in missing)
-        raise ValueError(f"the config lacks {keys} (expected a Hugging Face decoder config.json)")
+        names = ", ".join(HF_KEYS[k][0] for k in missing)
+        raise ValueError(f"the config lacks {names} (expected a Hugging Face decoder config.json)")
     return out
 
 

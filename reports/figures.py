@@ -54,12 +54,13 @@ def clipped_texts(fig: plt.Figure, tolerance_px: float = 1.0) -> list[str]:
     """Legend entries, titles, axis labels and annotations that extend past the figure's edges once drawn:
     such text is cut off in the PNG. Compares each text's rendered extent with the canvas. (Tick labels
     are left out: matplotlib keeps undrawn ones beyond the axis limits.)"""
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas; the stub types the base class
     texts: list[matplotlib.text.Text] = [t for lg in fig.legends for t in lg.get_texts()] + list(fig.texts)
     for ax in fig.axes:
         legend = ax.get_legend()
         texts += list(legend.get_texts()) if legend else []
-        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        side_titles = [ax._left_title, ax._right_title]  # type: ignore[attr-defined]  # matplotlib keeps them private
+        texts += [ax.title, *side_titles, ax.xaxis.label, ax.yaxis.label, *ax.texts]
     box = fig.bbox
     out = []
     for text in texts:

@@ -224,6 +224,7 @@ class Simulation(RequestFlow, PodLifecycle):
 
     def on_decide(self, t: float, _: Any) -> None:
         self.control.decide()
+        assert self.control.policy is not None  # the simulator always runs a policy (DECIDE is scheduled only then)
         self.push(t + self.control.policy.period_s, DECIDE)
 
     def on_decide_fast(self, t: float, _: Any) -> None:
