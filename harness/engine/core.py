@@ -99,6 +99,9 @@ class EngineMetrics:
     e2e: Histogram
     prefix_cache_queries: int = 0  # prompt tokens looked up in the prefix cache (vllm:prefix_cache_queries)
     prefix_cache_hits: int = 0  # of them, served from cached blocks (vllm:prefix_cache_hits)
+    prompt_tokens_total: int = 0  # prompts whose first token came out (vllm:prompt_tokens_total)
+    generation_tokens_total: int = 0  # output tokens generated (vllm:generation_tokens_total)
+    held_tokens: int = 0  # prompt + generated tokens of the requests held (the EPP's in-flight tokens)
 
 
 class _Seq:
@@ -158,6 +161,8 @@ class Engine:
         self._out: list[EngineEvent] = []
         self.busy_s = 0.0
         self.success_total = 0
+        self.prompt_tokens_total = 0  # counted once per request, at its first token (vLLM v1 IterationStats)
+        self._gen_gone = 0  # output tokens of requests no longer held (finished, aborted, killed)
         self.ttft_hist = Histogram(TTFT_BUCKETS)
         self.itl_hist = Histogram(ITL_BUCKETS)
         self.e2e_hist = Histogram(E2E_BUCKETS)
@@ -221,12 +226,16 @@ class Engine:
 
     def metrics(self, now: float) -> EngineMetrics:
         self._run_until(now)
+        held_gen = sum(self._gen(s) for s in self.seqs.values())
         return EngineMetrics(
             running=len(self.running), waiting=len(self.waiting), kv_usage=self.used_blocks() / self.num_blocks,
             num_gpu_blocks=self.num_blocks, block_size=self.bs, busy_s=self.busy_s,
             request_success_total=self.success_total, ttft=self.ttft_hist, itl=self.itl_hist, e2e=self.e2e_hist,
             prefix_cache_queries=self.cache.queries if self.cache else 0,
             prefix_cache_hits=self.cache.hits if self.cache else 0,
+            prompt_tokens_total=self.prompt_tokens_total,
+            generation_tokens_total=self._gen_gone + held_gen,
+            held_tokens=held_gen + sum(s.prompt for s in self.seqs.values()),
         )
 
     @property
@@ -417,11 +426,13 @@ class Engine:
         s.epoch += 1
         if s.first_token is None:
             s.first_token = te
+            self.prompt_tokens_total += s.prompt
             self.ttft_hist.observe(te - s.arrival)
             self._out.append(EngineEvent("first_token", s.rid, te, s.gen))
         s.state = DECODE
         if s.gen >= s.output or (not self.shared and self.model.itl <= 0.0):
             s.gen = s.output  # zero inter-token latency: the rest of the output comes at once
+            self._gen_gone += s.output
             self.success_total += 1
             self.e2e_hist.observe(te - s.arrival)
             self._out.append(EngineEvent("finished", s.rid, te, s.output))
@@ -446,6 +457,7 @@ class Engine:
     def _preempt(self, s: _Seq, te: float) -> None:
         gen = self._gen(s)
         self._remove(s)
+        self._gen_gone -= gen  # still held: counted again from the waiting queue
         s.gen = gen
         s.state = WAITING
         self.seqs[s.rid] = s
@@ -459,6 +471,7 @@ class Engine:
 
     def _remove(self, s: _Seq) -> None:
         """Take a request out of every structure and free its blocks."""
+        self._gen_gone += self._gen(s)
         self._release(s)
         s.epoch += 1
         if s.state == DECODE:

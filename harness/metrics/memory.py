@@ -16,9 +16,11 @@ Semantics kept from Prometheus, because controllers' behaviour depends on them:
 
 Raw PromQL (``query`` / ``query_range``) is answered by the PromQL engine
 (harness/promql) over the native series every scrape also appends, with the
-names and labels of contracts/series.py (vLLM gauges, the success counter and
-the latency histograms per pod, labelled ``namespace``, ``pod``,
-``model_name``, ``variant``), and over what recording rules (``add_rules``)
+names and labels of contracts/series.py (vLLM gauges, the success, token and
+prefix-cache counters and the latency histograms per pod, labelled
+``namespace``, ``pod``, ``model_name``, ``variant``; the llm-d EPP's pool
+gauges per model and its in-flight tokens per endpoint; kube-state-metrics
+per Deployment), and over what recording rules (``add_rules``)
 derive from them; the engine follows Prometheus exactly (closed windows,
 extrapolated ``increase``), which the fixed methods above predate.
 
@@ -36,6 +38,11 @@ from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import (
     CACHE_CONFIG,
     E2E_HIST,
+    EPP_INFLIGHT_TOKENS,
+    EPP_POOL_SATURATION,
+    EPP_QUEUE_SIZE,
+    EPP_REQUEST_RUNNING,
+    GENERATION_TOKENS,
     GPU_UTIL,
     ITL_HIST,
     KSM_REPLICAS,
@@ -47,6 +54,7 @@ from scalearena.contracts.series import (
     NUM_WAITING,
     PREFIX_CACHE_HITS,
     PREFIX_CACHE_QUERIES,
+    PROMPT_TOKENS,
     REQUEST_SUCCESS,
     TTFT_HIST,
 )
@@ -71,6 +79,10 @@ class Sample(NamedTuple):
     e2e: tuple[float, ...]
     prefix_queries: float = 0.0  # vllm:prefix_cache_queries_total (prompt tokens looked up)
     prefix_hits: float = 0.0  # vllm:prefix_cache_hits_total
+    # vllm:prompt_tokens_total, vllm:generation_tokens_total, and the EPP's in-flight tokens to this pod
+    prompt_tokens: float = 0.0
+    generation_tokens: float = 0.0
+    inflight_tokens: float = 0.0
 
 
 # Metric name -> how to read it off a Sample (the gauge value; the histogram's cumulative buckets and bounds).
@@ -142,6 +154,14 @@ class MemoryMetrics:
                             (KSM_REPLICAS_UNAVAILABLE, max(0, spec - ready))):
             self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
 
+    def record_pool(self, model: str, t: float, queued: int, saturation: float, in_flight: int) -> None:
+        """The llm-d EPP's pool gauges for one model's InferencePool (named after the model), scraped at t:
+        requests held in flow control, the saturation detector's value, requests dispatched and not done."""
+        lab = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "inference_pool": model}
+        for name, value in ((EPP_QUEUE_SIZE, queued), (EPP_POOL_SATURATION, saturation),
+                            (EPP_REQUEST_RUNNING, in_flight)):
+            self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
+
     def flush_native(self) -> None:
         """Write the held-back scrapes into the TSDB (done before every PromQL read)."""
         for variant, pod, sample in self._unflushed:
@@ -167,6 +187,9 @@ class MemoryMetrics:
         if keys.prefix_queries is not None and keys.prefix_hits is not None:
             app(keys.prefix_queries, t, sample.prefix_queries)
             app(keys.prefix_hits, t, sample.prefix_hits)
+        for key, value in zip(keys.tokens, (sample.prompt_tokens, sample.generation_tokens, sample.inflight_tokens),
+                              strict=True):
+            app(key, t, value)
         if sample.gpu_util is not None:
             app(keys.gpu, t, sample.gpu_util)
         if keys.cache is not None:
@@ -180,14 +203,19 @@ class MemoryMetrics:
             app(count_key, t, cumulative[-1])
 
     def _mark_gone(self, keys: _NativeKeys, t: int) -> None:
-        singles = [keys.kv, keys.waiting, keys.running, keys.gpu, keys.success, keys.cache]
+        singles = [keys.kv, keys.waiting, keys.running, keys.gpu, keys.success, keys.cache, keys.prefix_queries,
+                   keys.prefix_hits, *keys.tokens]
         for key in [*singles, *(k for buckets, count in keys.hists for k in (*buckets, count))]:
             if key is not None:
                 self.tsdb.mark_stale_key(key, t)
 
     def _native_keys(self, variant: str, pod: str) -> _NativeKeys:
-        base = {"namespace": self.namespace, "pod": pod, "model_name": self.models.get(variant, variant),
-                "variant": variant}
+        model = self.models.get(variant, variant)
+        base = {"namespace": self.namespace, "pod": pod, "model_name": model, "variant": variant}
+        epp = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "inference_pool": model,
+               "endpoint_name": pod, "producer_name": "inflight-load-producer"}
+        tokens = (make_labels(PROMPT_TOKENS, base), make_labels(GENERATION_TOKENS, base),
+                  make_labels(EPP_INFLIGHT_TOKENS, epp))
         blocks, block_size = self.cache_config.get(variant, (None, None))
         cache = None if blocks is None else make_labels(
             CACHE_CONFIG, {**base, "num_gpu_blocks": str(blocks), "block_size": str(block_size)})
@@ -200,7 +228,8 @@ class MemoryMetrics:
             kv=make_labels(KV_USAGE, base), waiting=make_labels(NUM_WAITING, base),
             running=make_labels(NUM_RUNNING, base), gpu=make_labels(GPU_UTIL, base),
             success=make_labels(REQUEST_SUCCESS, {**base, "finished_reason": "length"}), cache=cache, hists=hists,
-            prefix_queries=make_labels(PREFIX_CACHE_QUERIES, base), prefix_hits=make_labels(PREFIX_CACHE_HITS, base))
+            prefix_queries=make_labels(PREFIX_CACHE_QUERIES, base), prefix_hits=make_labels(PREFIX_CACHE_HITS, base),
+            tokens=tokens)
 
     def add_rules(self, groups: list[RuleGroup]) -> None:
         """Evaluate these recording rules on their interval, as the queried Prometheus would."""
@@ -336,6 +365,7 @@ class _NativeKeys(NamedTuple):
     success: Labels
     cache: Labels | None
     hists: list[tuple[list[Labels], Labels]]
+    tokens: tuple[Labels, ...] = ()  # prompt, generation, EPP in-flight tokens
     prefix_queries: Labels | None = None
     prefix_hits: Labels | None = None
 

@@ -201,8 +201,11 @@ class Simulation(RequestFlow, PodLifecycle):
 
     # ---- scrapes, decisions, samples ----------------------------------------------------------------
     def on_scrape(self, t: float, _: Any) -> None:
+        pools: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}  # -> saturation, in flight, pods
+        adm = self.sc.router.admission
         for d in self.deps:
             self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
+            pool = pools.setdefault(d.spec.model, [0.0, 0.0, 0.0])
             for pod in d.pods:
                 if pod.state != READY:
                     continue
@@ -211,11 +214,21 @@ class Simulation(RequestFlow, PodLifecycle):
                 dt = t - (pod.last_scrape if pod.last_scrape is not None else t)
                 util = None if dt <= 0 else min(1.0, (m.busy_s - pod.last_busy) / dt)
                 pod.last_busy, pod.last_scrape = m.busy_s, t
+                # EPP utilization detector: an endpoint's score is max(waiting / queue threshold,
+                # KV usage / KV threshold); the pool's is the max over its endpoints
+                pool[0] = max(pool[0], m.waiting / max(1, adm.queue_threshold), m.kv_usage / adm.kv_threshold)
+                pool[1] += m.waiting + m.running
+                pool[2] += 1
                 self.metrics.record(d.name, pod.name, Sample(
                     t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
                     m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
                     float(m.prefix_cache_queries), float(m.prefix_cache_hits),
+                    float(m.prompt_tokens_total), float(m.generation_tokens_total), float(m.held_tokens),
                 ))
+        for model, (saturation, in_flight, endpoints) in pools.items():
+            # no ready endpoint: the detector fails closed at 1.0
+            self.metrics.record_pool(model, t, len(self.gateway.get(model, ())), saturation if endpoints else 1.0,
+                                     int(in_flight))
         self.metrics.end_scrape(t)
         nxt = t + self.sc.metrics.scrape_interval_s
         if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
