@@ -53,6 +53,9 @@ class KubeOptions(_Options):
     load: Literal["auto", "port-forward", "in-cluster"] | None = Field(
         default=None, description="Where Locust runs: auto (default: in-cluster above one host's rate), "
                                   "port-forward from this host, or in-cluster Jobs.")
+    load_workers: int | None = Field(
+        default=None, ge=1, le=1000,
+        description="In-cluster Locust workers (default: one per 400 req/s of the schedule's peak).")
     ready_timeout_s: int = Field(default=600, gt=0, le=7200,
                                  description="Seconds to wait for the stack to become ready.")
     keep: bool = Field(default=False, description="Leave the cluster objects in place after the run.")
@@ -85,11 +88,12 @@ def _kube(mode: str) -> Callable[[KubeOptions], Any]:
         from .kube.backend import KubeBackend
 
         return KubeBackend(mode=mode, keep=o.keep, image_prefix=o.image_prefix, ready_timeout_s=o.ready_timeout_s,
-                           gateway=o.gateway, load=o.load)
+                           gateway=o.gateway, load=o.load, load_workers=o.load_workers)
     return build
 
 
-KUBE_ENV = {"image_prefix": "SCALEARENA_IMAGE_PREFIX", "gateway": "SCALEARENA_GATEWAY", "load": "SCALEARENA_LOAD"}
+KUBE_ENV = {"image_prefix": "SCALEARENA_IMAGE_PREFIX", "gateway": "SCALEARENA_GATEWAY", "load": "SCALEARENA_LOAD",
+            "load_workers": "SCALEARENA_LOAD_WORKERS"}
 BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry("sim", SimOptions, {}, _sim),
     "local": BackendEntry("local", LocalOptions, {"time_scale": "SCALEARENA_TIME_SCALE"}, _local),

@@ -29,6 +29,7 @@ from scalearena.harness.backends.kube.load import (
     peak_rps,
 )
 from scalearena.harness.backends.kube.sampling import Sampler
+from scalearena.harness.backends.registry import resolve_options
 from scalearena.harness.scenario import load_scenario
 from scalearena.workloads import load_handoff as load
 from scalearena.workloads.base import RequestSpec
@@ -84,18 +85,29 @@ def test_peak_rate_is_the_busiest_one_second_bin() -> None:
 def test_auto_goes_in_cluster_only_above_one_workers_rate() -> None:
     assert RATE_PER_WORKER == 400.0  # 80 % of the ~500 req/s one Locust process sustains (docs/local.md)
     at_limit = specs([i / 400 for i in range(400)])  # 400 in [0, 1)
-    assert choose_load(None, at_limit, env={}) == ("port-forward", 0)
+    assert choose_load(None, at_limit) == ("port-forward", 0)
     above = specs([i / 401 for i in range(401)])  # 401 in [0, 1): ceil(401 / 400) = 2 workers
-    assert choose_load(None, above, env={}) == ("in-cluster", 2)
+    assert choose_load(None, above) == ("in-cluster", 2)
     slow = specs([0.0, 1.0, 2.0])
-    assert choose_load(None, slow, env={"SCALEARENA_LOAD": "in-cluster"}) == ("in-cluster", 1)
-    assert choose_load("port-forward", above, env={"SCALEARENA_LOAD": "in-cluster"}) == ("port-forward", 0)
-    assert choose_load(None, slow, env={"SCALEARENA_LOAD": "in-cluster", "SCALEARENA_LOAD_WORKERS": "3"}) == \
-        ("in-cluster", 3)
-    with pytest.raises(UserError, match="SCALEARENA_LOAD_WORKERS"):
-        choose_load("in-cluster", slow, env={"SCALEARENA_LOAD_WORKERS": "0"})
+    assert choose_load("in-cluster", slow) == ("in-cluster", 1)
+    assert choose_load("port-forward", above) == ("port-forward", 0)
+    assert choose_load("in-cluster", slow, 3) == ("in-cluster", 3)
+    with pytest.raises(UserError, match="load_workers"):
+        choose_load("in-cluster", slow, 0)
     with pytest.raises(UserError, match="unknown load mode"):
-        choose_load(None, slow, env={"SCALEARENA_LOAD": "k6"})
+        choose_load("k6", slow)
+
+
+def test_load_environment_overrides_resolve_in_the_registry() -> None:
+    # $SCALEARENA_LOAD / _LOAD_WORKERS are read once, by the backend registry; the option wins over them
+    env = {"SCALEARENA_LOAD": "in-cluster", "SCALEARENA_LOAD_WORKERS": "3"}
+    o = resolve_options("kind", env=env)
+    assert (o.load, o.load_workers) == ("in-cluster", 3)
+    assert resolve_options("kind", {"load": "port-forward"}, env=env).load == "port-forward"
+    with pytest.raises(UserError, match="SCALEARENA_LOAD_WORKERS"):
+        resolve_options("kind", env={"SCALEARENA_LOAD_WORKERS": "0"})
+    with pytest.raises(UserError, match="k6"):
+        resolve_options("kind", env={"SCALEARENA_LOAD": "k6"})
 
 
 def test_locust_jobs_render_and_validate() -> None:
@@ -165,13 +177,11 @@ def test_worker_side_reads_the_go_file_into_the_users_environment(tmp_path: Path
 
 def test_backend_in_cluster_run_applies_jobs_skips_the_gateway_forward_and_accounts_every_request(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SCALEARENA_LOAD", "in-cluster")
-    monkeypatch.setenv("SCALEARENA_LOAD_WORKERS", "2")
     monkeypatch.setattr(Sampler, "loop", lambda self, alive, progress: None)  # no wall-clock run
     shell = LocustShell(workers=2)
     sc = load_scenario(EXP2, overrides=["duration_s=20", "drain_s=0"])
     w = writer(tmp_path)
-    backend("kind", shell).run(sc, sc.autoscaler("hpa"), w)
+    backend("kind", shell, load="in-cluster", load_workers=2).run(sc, sc.autoscaler("hpa"), w)
     cmds = shell.joined()
     applies = [i for i, c in enumerate(cmds) if "apply --server-side --force-conflicts" in c]
     first_pod_list = next(i for i, c in enumerate(cmds) if "get pods" in c and "locust-worker" in c)

@@ -24,6 +24,7 @@ from scalearena.harness.backends.kube import gateway as kube_gateway
 from scalearena.harness.backends.kube.backend import KubeBackend
 from scalearena.harness.backends.kube.gateway import GIE_CRDS, choose_gateway, epp_plugins_config
 from scalearena.harness.backends.kube.sampling import Sampler
+from scalearena.harness.backends.registry import resolve_options
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.scenario import load_scenario
 from scalearena.workloads import load_handoff as load
@@ -68,12 +69,15 @@ def test_default_is_serve_router_and_env_selects_epp(monkeypatch: pytest.MonkeyP
     assert choose_gateway(None) == "serve-router"
     objs = plan(EXP2, gateway=None)
     assert named(objs, "Deployment", "gateway") and not [o for o in objs if o["kind"] == "InferencePool"]
+    # $SCALEARENA_GATEWAY is read once, by the backend registry
     monkeypatch.setenv("SCALEARENA_GATEWAY", "epp")
-    assert choose_gateway(None) == "epp"
-    assert choose_gateway("serve-router") == "serve-router"  # the option wins over the environment
+    assert resolve_options("kind").gateway == "epp"
+    assert resolve_options("kind", {"gateway": "serve-router"}).gateway == "serve-router"  # the option wins
     monkeypatch.setenv("SCALEARENA_GATEWAY", "envoy")
     with pytest.raises(UserError, match="envoy"):
-        choose_gateway(None)
+        resolve_options("kind")
+    with pytest.raises(UserError, match="envoy"):
+        choose_gateway("envoy")
 
 
 def test_simulation_weights_1_1_1_reach_the_epp_config() -> None:

@@ -30,7 +30,6 @@ Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless
 """
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -90,7 +89,7 @@ class KubeBackend:
                  api_factory: Callable[[str | None], Any] | None = None,
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
-                 load: str | None = None, readiness: Callable[..., None] | None = None,
+                 load: str | None = None, load_workers: int | None = None, readiness: Callable[..., None] | None = None,
                  local_port: Callable[[], int] = free_port) -> None:
         if mode not in ("kind", "cluster"):
             raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
@@ -101,10 +100,10 @@ class KubeBackend:
         self.which = which
         self.api_factory = api_factory
         self.metrics_factory = metrics_factory
-        self.image_prefix = image_prefix or os.environ.get("SCALEARENA_IMAGE_PREFIX")
+        self.image_prefix = image_prefix  # resolved with $SCALEARENA_IMAGE_PREFIX by harness/backends/registry.py
         self.ready_timeout_s = ready_timeout_s
         self.gateway = choose_gateway(gateway)
-        self.load_option = load
+        self.load_option, self.load_workers = load, load_workers
         self.readiness = readiness  # tests replace the readiness wait (kube/honesty.py)
         self.local_port = local_port  # local end of a port-forward; unit tests pass a counter (no sockets)
 
@@ -152,7 +151,7 @@ class KubeBackend:
         preflight(self.mode, self.which)
         objs = self.plan(scenario, autoscaler)  # bad scenario/autoscaler input fails before any cluster work
         requests = build_requests(scenario)
-        load_mode, workers = choose_load(self.load_option, requests)
+        load_mode, workers = choose_load(self.load_option, requests, self.load_workers)
         writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
         load_objs = harden(locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
                            if load_mode == "in-cluster" else [])

@@ -23,6 +23,7 @@ import click
 
 from scalearena.harness.scenario import load_scenario
 
+from ..registry import KubeOptions, resolve_options
 from .render import dump_yaml
 
 CLUSTER_CHOICE = click.Choice(["kind", "cluster"])
@@ -52,7 +53,10 @@ def render(scenario: str, cluster: str, names: tuple[str, ...], overrides: tuple
     from .backend import KubeBackend
 
     sc = load_scenario(scenario, list(overrides))
-    backend = KubeBackend(cluster, image_prefix=image_prefix, gateway=gateway)
+    flags = {k: v for k, v in (("image_prefix", image_prefix), ("gateway", gateway)) if v is not None}
+    options = resolve_options(cluster, flags)  # the flags, else the documented $SCALEARENA_* overrides
+    assert isinstance(options, KubeOptions)
+    backend = KubeBackend(cluster, image_prefix=options.image_prefix, gateway=options.gateway)
     configs = [sc.autoscaler(n) for n in names] if names else sc.autoscaler_configs()
     for cfg in configs:
         objs = backend.plan(sc, cfg)

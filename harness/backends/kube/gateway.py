@@ -19,7 +19,6 @@ Both are documented in docs/kubernetes.md rather than emulated.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import yaml
@@ -30,7 +29,6 @@ from scalearena.harness.scenario import Scenario
 from .render import Obj, render
 
 GATEWAYS = ("serve-router", "epp")
-ENV_GATEWAY = "SCALEARENA_GATEWAY"
 GIE_VERSION = "v1.0.1"  # Gateway API Inference Extension: the InferencePool v1 CRD the EPP image expects
 GIE_CRDS = ("https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/"
             f"{GIE_VERSION}/manifests.yaml")
@@ -45,11 +43,11 @@ SERVE_ROUTER_OBJECTS = {("ServiceAccount", "gateway"), ("Role", "gateway-endpoin
 
 
 def choose_gateway(option: str | None) -> str:
-    """The backend option wins over $SCALEARENA_GATEWAY; the default is serve-router."""
-    name = option or os.environ.get(ENV_GATEWAY) or "serve-router"
+    """The resolved backend option (harness/backends/registry.py applies $SCALEARENA_GATEWAY); the default is
+    serve-router."""
+    name = option or "serve-router"
     if name not in GATEWAYS:
-        raise UserError(f"unknown gateway {name!r}", where=ENV_GATEWAY if not option else "backend option gateway",
-                        expected=" or ".join(GATEWAYS))
+        raise UserError(f"unknown gateway {name!r}", where="backend option gateway", expected=" or ".join(GATEWAYS))
     return name
 
 

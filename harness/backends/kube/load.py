@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -41,8 +40,6 @@ from .render import Obj, render
 from .scenario import NAMESPACE
 
 LOADS = ("port-forward", "in-cluster", "auto")
-ENV_LOAD = "SCALEARENA_LOAD"
-ENV_LOAD_WORKERS = "SCALEARENA_LOAD_WORKERS"
 RATE_PER_WORKER = 400.0  # req/s per Locust process: 80 % of the ~500 req/s measured in docs/local.md
 GATEWAY_URL = f"http://gateway.{NAMESPACE}.svc:8080"
 WORKER_LABEL = "scalearena.io/load=locust-worker"
@@ -56,24 +53,21 @@ def peak_rps(arrivals: Sequence[float]) -> int:
     return max(counts.values(), default=0)
 
 
-def choose_load(option: str | None, requests: Sequence[Any],
-                env: dict[str, str] | None = None) -> tuple[str, int]:
-    """(``port-forward`` or ``in-cluster``, worker count) for these requests."""
-    e = os.environ if env is None else env
-    mode = option or e.get(ENV_LOAD) or "auto"
+def choose_load(option: str | None, requests: Sequence[Any], workers: int | None = None) -> tuple[str, int]:
+    """(``port-forward`` or ``in-cluster``, worker count) for these requests. ``option`` and ``workers`` are the
+    resolved backend options (harness/backends/registry.py applies $SCALEARENA_LOAD / _LOAD_WORKERS)."""
+    mode = option or "auto"
     if mode not in LOADS:
-        raise UserError(f"unknown load mode {mode!r}", where=ENV_LOAD if not option else "backend option load",
-                        expected=" or ".join(LOADS))
+        raise UserError(f"unknown load mode {mode!r}", where="backend option load", expected=" or ".join(LOADS))
     peak = peak_rps([r.arrival_s for r in requests])
     if mode == "auto":
         mode = "in-cluster" if peak > RATE_PER_WORKER else "port-forward"
     if mode == "port-forward":
         return mode, 0
-    fixed = e.get(ENV_LOAD_WORKERS)
-    if fixed is not None:
-        if not fixed.isdigit() or int(fixed) < 1:
-            raise UserError(f"{ENV_LOAD_WORKERS}={fixed!r}", where=ENV_LOAD_WORKERS, expected="a whole number >= 1")
-        return mode, int(fixed)
+    if workers is not None:
+        if workers < 1:
+            raise UserError(f"load_workers={workers!r}", where="backend option load_workers", expected="a whole number >= 1")
+        return mode, workers
     return mode, max(1, math.ceil(peak / RATE_PER_WORKER))
 
 
