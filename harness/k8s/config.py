@@ -13,11 +13,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.safe_yaml import parse_yaml
 
 SATURATION_KEYS = {  # upstream key -> WVAConfig / ModelOverride field
     "kvCacheThreshold": "tau_kv",
@@ -44,10 +43,7 @@ def parse_duration_s(text: str | int | float) -> float:
 def _entries(data: Mapping[str, str], where: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, text in data.items():
-        try:
-            value = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e:
-            raise UserError(f"entry {key!r} is not YAML: {e}", where=where) from None
+        value = parse_yaml(str(text), f"{where} entry {key!r}") or {}
         if not isinstance(value, dict):
             raise UserError(f"entry {key!r} must be a mapping", where=where)
         out[key] = value

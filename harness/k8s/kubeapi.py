@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.safe_yaml import read_yaml
 
 Obj = dict[str, Any]
 VA_GROUP, VA_VERSION, VA_PLURAL = "llmd.ai", "v1alpha1", "variantautoscalings"
@@ -92,8 +93,18 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
     if path is None:
         config.load_incluster_config()
         return client.ApiClient()
+    # Read through safe_yaml (size, alias-expansion and depth limits) rather than the client's own
+    # yaml.safe_load; relative certificate paths resolve against the kubeconfig's folder, as the client does.
+    from kubernetes.config.kube_config import KubeConfigLoader
+
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise UserError("not a kubeconfig (expected a mapping with clusters, users and contexts)", where=path)
     try:
-        return config.new_client_from_config(config_file=path, context=context)
+        configuration = client.Configuration()
+        KubeConfigLoader(config_dict=data, active_context=context,
+                         config_base_path=os.path.dirname(os.path.abspath(path))).load_and_set(configuration)
+        return client.ApiClient(configuration=configuration)
     except config.ConfigException as e:
         raise UserError(f"unusable kubeconfig: {e}", where=path,
                         expected="a kubeconfig with a current context" if not context else f"context {context!r}"

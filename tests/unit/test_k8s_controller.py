@@ -308,3 +308,40 @@ def test_the_controller_decides_on_its_period_only_and_runs_the_fast_loop_betwee
     assert [c for k, c in calls if k == "main"] == [0.0, 32.0, 64.0, 91.0]
     fast = [c for k, c in calls if k == "fast"]
     assert fast[:7] == [2.0, 7.0, 12.0, 17.0, 22.0, 27.0, 34.0]  # no main cycle at 7..27, whatever happened
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+
+
+def test_kubeconfig_is_read_through_safe_yaml(tmp_path: Path) -> None:
+    # issue 17: the kubeconfig went through the client's plain yaml.safe_load; an alias bomb
+    # (9 levels of 9 aliases: 9**9 = 387,420,489 values) is now refused before anything walks it
+    from scalearena.harness.k8s.kubeapi import load_api_client
+
+    bomb = tmp_path / "bomb"
+    bomb.write_text(BOMB)
+    with pytest.raises(UserError, match="too many values after expanding aliases"):
+        load_api_client(str(bomb))
+    listing = tmp_path / "list"
+    listing.write_text("- a\n- b\n")
+    with pytest.raises(UserError, match="not a kubeconfig"):
+        load_api_client(str(listing))
+    # a real kubeconfig still loads; a relative CA path resolves against the kubeconfig's folder
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    good = tmp_path / "config"
+    good.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443', certificate-authority: ca.crt}}]\n"
+        "users: [{name: u, user: {token: abc}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
+    conf = load_api_client(str(good)).configuration
+    assert conf.host == "https://127.0.0.1:6443"
+    assert conf.ssl_ca_cert == str(tmp_path / "ca.crt")
+    assert conf.api_key == {"BearerToken": "Bearer abc"}  # the client's own key for a token user
+
+
+def test_configmap_entries_are_read_through_safe_yaml() -> None:
+    with pytest.raises(UserError, match="too many values") as e:
+        wva_config_from_configmaps({"default": BOMB}, None)
+    assert "wva-saturation-scaling-config entry 'default'" in e.value.render()

@@ -112,3 +112,18 @@ def test_the_load_generators_prompts_count_exactly() -> None:
     for rid, n, group, prefix in [(0, 1, -1, 0), (7, 128, -1, 0), (123456, 400, 12, 300), (99, 5000, 1234, 4096)]:
         spec = RequestSpec(rid, "m", 0.0, n, 8, prefix_group=group, prefix_tokens=prefix)
         assert approx_tokens(prompt_text(spec)) == n
+
+
+def test_engine_config_file_is_read_through_safe_yaml(tmp_path: Path) -> None:
+    # issue 17: serve-engine --config used plain yaml.safe_load; an alias bomb (9**9 values) is one
+    # usage error naming the file, exit 2, before the server starts
+    from click.testing import CliRunner
+
+    from scalearena.harness.backends.local.cli import serve_engine
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)))
+    r = CliRunner().invoke(serve_engine, ["--config", str(bomb)])
+    assert r.exit_code == 2 and "too many values after expanding aliases" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)

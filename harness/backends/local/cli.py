@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
+
+from scalearena.contracts.errors import UserError
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -62,10 +63,12 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
     """--config FILE: flag values from YAML become defaults that the command line overrides."""
     if not value:
         return value
+    from scalearena.harness.safe_yaml import read_yaml
+
     try:
-        doc = yaml.safe_load(Path(value).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise click.BadParameter(f"{value}: {type(e).__name__}: {e}", ctx, param) from None
+        doc = read_yaml(value)  # size, alias and depth limits, like every user YAML
+    except UserError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
