@@ -20,6 +20,8 @@ def test_single_sample_has_no_interval_and_nan_is_skipped():
     assert math.isnan(estimate([]).mean)
 
 
-def test_t_table_is_conservative_between_entries():
-    assert t95(11) == 2.228  # uses df 10, the wider interval
-    assert t95(100) == 1.96
+def test_t_quantiles_are_exact():
+    # Student-t 0.975 quantiles (standard tables): df 4 -> 2.776, df 11 -> 2.201, df 100 -> 1.984
+    assert math.isclose(t95(4), 2.776, abs_tol=5e-4)
+    assert math.isclose(t95(11), 2.201, abs_tol=5e-4)
+    assert math.isclose(t95(100), 1.984, abs_tol=5e-4)
