@@ -124,7 +124,7 @@ class EngineSpec(_Spec):
     )
     enable_prefix_caching: bool = Field(
         default=False, description="vLLM automatic prefix caching: prompt blocks cached by hash chain skip "
-        "prefill (simulator; needs trace hash_ids or shared-prefix groups).")
+        "prefill (simulator: trace hash_ids or shared-prefix groups; serve-engine: the prompt's token blocks).")
     latency: LatencyModel = Field(description="Latency model.")
 
 

@@ -6,10 +6,19 @@ to [0, 1] and combined with the scenario's weights:
 - queue-scorer: ``(max_q - q) / (max_q - min_q)`` over the candidate pods
   (1 for all when every queue is equal) — fewer waiting is better;
 - kv-cache-utilization-scorer: ``1 - kv_usage``;
-- prefix-cache-scorer: the share of the request's prompt blocks that the
-  router's own index says a pod holds. The index remembers which pod each
-  prefix was routed to (``RequestSpec.prefix_group`` or Mooncake
-  ``hash_ids``), approximately LRU per pod like the EPP's in-memory indexer.
+- prefix-cache-scorer: the share of the request's prompt tokens that the
+  router believes a pod holds, as llm-d's approximate prefix-cache scorer
+  does (gateway-api-inference-extension ``prefix`` plugin: matched blocks /
+  prompt blocks, from an index of the blocks it sent to each server, LRU per
+  server). The prompt comes as (hash, tokens) units
+  (``workloads.base.prefix_units``: Mooncake ``hash_ids``, a synthetic
+  shared-prefix group; serve-router hashes the prompt text into 16-token
+  blocks instead), chained like vLLM's block hashes
+  (``engine.prefix_cache.chain_keys``), so a match is always a prefix. Each
+  pod's index holds at most ``capacity_blocks`` KV blocks, least recently
+  routed dropped first: the simulator sets it to the pod's KV cache size, so
+  the index forgets roughly when the pod itself must evict; serve-router uses
+  the upstream default ``lruCapacityPerServer`` 31,250.
 
 The pod with the highest weighted sum wins; ties are broken by a seeded
 random choice (llm-d's max-score picker picks a random one among ties), so
@@ -32,9 +41,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scalearena.workloads.base import RequestSpec
+from scalearena.workloads.base import RequestSpec, prefix_units
 
-PREFIX_LRU_PER_POD = 4096  # prefix keys remembered per pod
+from .engine.prefix_cache import chain_keys
+
+PREFIX_LRU_BLOCKS = 31250  # llm-d approximate prefix scorer's default lruCapacityPerServer (blocks per server)
+Units = tuple[tuple[int, int], ...]
 
 
 @dataclass(eq=False)
@@ -44,8 +56,10 @@ class RoutedPod:
     name: str
     engine: Any
     block_size: int = 16
+    capacity_blocks: int = PREFIX_LRU_BLOCKS  # the prefix index's LRU capacity for this pod, KV blocks
     snapshot: tuple[int, int, float] = (0, 0, 0.0)  # waiting, running, kv_usage
-    prefixes: OrderedDict = field(default_factory=OrderedDict)
+    prefixes: OrderedDict = field(default_factory=OrderedDict)  # chained key -> blocks, least recent first
+    indexed_blocks: int = 0
     owner: Any = None  # the backend's pod object
 
 
@@ -83,36 +97,41 @@ class Router:
                 if not holders:
                     del self._index[key]
         pod.prefixes.clear()
+        pod.indexed_blocks = 0
         self._slot.pop(model, None)
 
     def ready_pods(self, model: str) -> list[RoutedPod]:
         return self._pods.get(model, [])
 
     # ---- picking ----------------------------------------------------------------------------------
-    def route(self, now: float, req: RequestSpec) -> Route:
+    def route(self, now: float, req: RequestSpec, units: Units | None = None) -> Route:
+        """Pick a pod for ``req``; ``units`` overrides ``prefix_units(req)`` (serve-router's text blocks)."""
         pods = self._pods.get(req.model)
         if not pods:
             return Route("queue")
         base, _, ties, all_saturated = self._refresh(now, req.model, pods)
         if self.adm.kind == "saturation" and all_saturated:
             return Route("reject")
-        keys = self._keys(req)
+        if units is None:
+            units = prefix_units(req)
+        keys, sizes = chain_keys(units, 1) if units else ((), ())  # sizes: tokens per unit
         if keys and self.w.prefix_cache > 0.0:
             cand: dict[int, float] = {}
             holders = self._index.get(keys[0])
             if holders:
                 pos = {p.name: i for i, p in enumerate(pods)}
+                total = max(1, req.input_tokens, sum(sizes))
                 for name, p in holders.items():
                     i = pos.get(name)
                     if i is not None:
-                        cand[i] = base[i] + self.w.prefix_cache * self._prefix_share(p, keys, req)
+                        cand[i] = base[i] + self.w.prefix_cache * self._matched(p, keys, sizes) / total
             best = max([base[ties[0]], *cand.values()])
             choice = sorted({i for i in ties if base[i] >= best} | {i for i, s in cand.items() if s >= best})
             pod = pods[choice[0] if len(choice) == 1 else self.rng.choice(choice)]
         else:
             pod = pods[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
         if keys:
-            self._remember(pod, keys)
+            self._remember(pod, keys, sizes)
         return Route("pod", pod)
 
     def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[float], float, list[int], bool]:
@@ -139,34 +158,28 @@ class Router:
 
     # ---- prefix affinity --------------------------------------------------------------------------
     @staticmethod
-    def _keys(req: RequestSpec) -> tuple[Any, ...]:
-        if req.hash_ids:
-            return tuple(("h", h) for h in req.hash_ids)
-        if req.prefix_group >= 0 and req.prefix_tokens > 0:
-            return (("g", req.model, req.prefix_group),)
-        return ()
-
-    @staticmethod
-    def _prefix_share(pod: RoutedPod, keys: tuple[Any, ...], req: RequestSpec) -> float:
-        if keys[0][0] == "g":
-            return min(1.0, req.prefix_tokens / max(1, req.input_tokens))
+    def _matched(pod: RoutedPod, keys: tuple[int, ...], sizes: tuple[int, ...]) -> int:
+        """Prompt tokens of the longest chain of units the pod's index holds."""
         matched = 0
-        for k in keys:
+        for k, n in zip(keys, sizes, strict=True):
             if k not in pod.prefixes:
                 break
-            matched += 1
-        return matched / len(keys)
+            matched += n
+        return matched
 
-    def _remember(self, pod: RoutedPod, keys: tuple[Any, ...]) -> None:
+    def _remember(self, pod: RoutedPod, keys: tuple[int, ...], sizes: tuple[int, ...]) -> None:
         lru = pod.prefixes
-        for k in keys:
+        for k, n in zip(reversed(keys), reversed(sizes), strict=True):  # the chain's head ends most recent
             if k in lru:
                 lru.move_to_end(k)
             else:
-                lru[k] = None
+                blocks = max(1, n // pod.block_size)
+                lru[k] = blocks
+                pod.indexed_blocks += blocks
                 self._index.setdefault(k, {})[pod.name] = pod
-        while len(lru) > PREFIX_LRU_PER_POD:
-            old, _ = lru.popitem(last=False)
+        while pod.indexed_blocks > pod.capacity_blocks and len(lru) > 1:
+            old, blocks = lru.popitem(last=False)
+            pod.indexed_blocks -= blocks
             holders = self._index.get(old)
             if holders is not None:
                 holders.pop(pod.name, None)

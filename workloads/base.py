@@ -32,5 +32,6 @@ def prefix_units(spec: RequestSpec) -> tuple[tuple[int, int], ...]:
         return tuple((h, min(HASH_BLOCK_TOKENS, n - i * HASH_BLOCK_TOKENS))
                      for i, h in enumerate(spec.hash_ids) if i * HASH_BLOCK_TOKENS < n)
     if spec.prefix_group >= 0 and spec.prefix_tokens > 0:
-        return ((-1 - spec.prefix_group, min(spec.prefix_tokens, spec.input_tokens)),)
+        # a negative id apart from trace hash ids; not -1, whose Python hash equals -2's (groups 0 and 1 would merge)
+        return ((-2 - spec.prefix_group, min(spec.prefix_tokens, spec.input_tokens)),)
     return ()

@@ -120,10 +120,10 @@ def _traced(
     for r in rows:
         n_in = next(ins) if ins is not None else r.input_tokens
         n_out = next(outs) if outs is not None else r.output_tokens
-        group, ptoks = r.prefix_group, min(r.prefix_tokens, n_in)
+        group, ptoks = -1, 0
         if groups is not None:
             g = next(groups)
-            if group < 0 and g >= 0:  # a prefix the trace names wins over a synthetic one
+            if not r.hash_ids and g >= 0:  # a prefix the trace names (hash_ids) wins over a synthetic one
                 group, ptoks = g, min(sp.prefix_tokens, n_in)  # type: ignore[union-attr]
         yield Draft(r.arrival_s, model, n_in, n_out, group, ptoks, r.hash_ids)
 

@@ -373,3 +373,19 @@ def test_openai_client(via: str, router: Server, engine: Server) -> None:
         client.completions.create(model="nope", prompt="x", max_tokens=1)
     with pytest.raises(openai.BadRequestError, match="max_tokens"):
         client.completions.create(model="b", prompt="x", max_tokens=-1)
+
+
+def test_engine_prefix_caching_hits_on_the_prompt_text(tmp_path: Path) -> None:
+    """serve-engine hashes the prompt's 16-token blocks: a second prompt sharing the first 40 words hits
+    the 2 full blocks it has in common (32 tokens), counted in vLLM's prefix-cache counters."""
+    s = _start(tmp_path, "engine", ["engine", "--model", "m", "--port", "0", "--enable-prefix-caching",
+                                    "--time-to-first-token", "1ms", "--inter-token-latency", "1ms"])
+    try:
+        words = [f"x{i}" for i in range(40)]
+        for tail in ("a", "b"):  # 40 shared words + 10 own = 50 tokens each
+            r = post(s.url, {"model": "m", "prompt": " ".join(words + [tail] * 10), "max_tokens": 2})
+            assert r.status_code == 200, r.text
+        assert metric(s, "vllm:prefix_cache_queries_total") == 100  # 2 x 50 prompt tokens looked up
+        assert metric(s, "vllm:prefix_cache_hits_total") == 32  # 40 // 16 = 2 full blocks of the second
+    finally:
+        s.close()

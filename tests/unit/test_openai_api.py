@@ -127,3 +127,20 @@ def test_engine_config_file_is_read_through_safe_yaml(tmp_path: Path) -> None:
     r = CliRunner().invoke(serve_engine, ["--config", str(bomb)])
     assert r.exit_code == 2 and "too many values after expanding aliases" in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_prompt_units_are_the_full_token_blocks() -> None:
+    """The prefix identity serve-engine and serve-router read from any client's prompt text."""
+    pc = PromptCounter()
+    words = [f"x{i}" for i in range(40)]
+    a = pc.prompt_units(parse({"model": "m", "prompt": " ".join(words)}), 16)
+    # 40 tokens: 2 full 16-token blocks (the 8 left over are not cacheable, as in vLLM)
+    assert [n for _, n in a] == [16, 16]
+    b = pc.prompt_units(parse({"model": "m", "prompt": " ".join(words[:20] + ["other"] * 20)}), 16)
+    assert b[0] == a[0] and b[1] != a[1]  # the first block is common, the second differs at token 20
+    ids = pc.prompt_units(parse({"model": "m", "prompt": list(range(33))}), 16)
+    assert len(ids) == 2  # token ids: 33 // 16
+    chat = pc.prompt_units(parse({"model": "m", "messages": [{"role": "user", "content": " ".join(words)}]},
+                                 chat=True), 16)
+    assert chat == a
+    assert pc.prompt_units(parse({"model": "m", "prompt": "short"}), 16) == ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scalearena.harness.engine.core import Engine
+from scalearena.harness.engine.prefix_cache import chain_keys
 from scalearena.workloads.base import RequestSpec, prefix_units
 from tests.unit.test_engine import const, run_all
 
@@ -61,5 +62,8 @@ def test_request_prefix_units_from_trace_hashes_and_groups() -> None:
     spec = RequestSpec(0, "m", 0.0, 1100, 10, hash_ids=(4, 5, 6))
     assert prefix_units(spec) == ((4, 512), (5, 512), (6, 76))
     # a shared-prefix group: one unit of the prefix length, keyed apart from trace hashes
-    assert prefix_units(RequestSpec(1, "m", 0.0, 900, 10, prefix_group=3, prefix_tokens=600)) == ((-4, 600),)
+    assert prefix_units(RequestSpec(1, "m", 0.0, 900, 10, prefix_group=3, prefix_tokens=600)) == ((-5, 600),)
+    # groups 0 and 1 stay apart in the chained keys (ids -2, -3; -1 would hash like -2 in Python)
+    g0, g1 = (prefix_units(RequestSpec(3, "m", 0.0, 900, 10, prefix_group=g, prefix_tokens=600)) for g in (0, 1))
+    assert chain_keys(g0, 16)[0] != chain_keys(g1, 16)[0]
     assert prefix_units(RequestSpec(2, "m", 0.0, 900, 10)) == ()

@@ -47,3 +47,18 @@ def test_a_group_shares_exactly_its_prefix_blocks() -> None:
 def test_prefix_longer_than_prompt_keeps_the_request_word() -> None:
     text = prompt_text(spec(9, 4, group=1, prefix=10))
     assert text.split() == ["g1p0", "g1p1", "g1p2", "r9"]
+
+
+def test_mooncake_hash_chains_share_exactly_their_common_blocks() -> None:
+    # hash ids [4, 9] vs [4, 11], 700 tokens each: the first 512 words are the same (marker h4 + 511 filler),
+    # word 513 differs (h9 / h11): with 16-token blocks 512 / 16 = 32 chained blocks in common, no more
+    a = RequestSpec(1, "m", 0.0, 700, 1, hash_ids=(4, 9))
+    b = RequestSpec(2, "m", 0.0, 700, 1, hash_ids=(4, 11))
+    ta, tb = prompt_text(a), prompt_text(b)
+    assert len(ta.split()) == len(tb.split()) == 700
+    assert len(set(blocks(ta, 16)) & set(blocks(tb, 16))) == 32
+    # the same chain, another request: the same text (the trace says the prompts are equal)
+    assert prompt_text(RequestSpec(3, "m", 0.0, 700, 1, hash_ids=(4, 9))) == ta
+    # a prompt longer than its hash ids (512 x 1): the 88 tokens past them are the request's own
+    c = RequestSpec(5, "m", 0.0, 600, 1, hash_ids=(4,))
+    assert len(prompt_text(c).split()) == 600 and prompt_text(c).split()[512] == "r5"

@@ -1,6 +1,7 @@
 """Router scoring and admission with fake engines (fixed load snapshots)."""
 from __future__ import annotations
 
+from scalearena.harness.engine.prefix_cache import chain_keys
 from scalearena.harness.router import RoutedPod, Router
 from scalearena.harness.scenario import RouterSpec
 from scalearena.workloads.base import RequestSpec
@@ -99,3 +100,40 @@ def test_removed_pod_is_never_picked_and_loses_prefixes() -> None:
     r.remove_pod("m", a)
     assert r.route(0.0, req(1, group=1, prefix=500)).pod is b
     assert not a.prefixes
+
+
+def test_mooncake_chains_score_the_matched_share_of_the_prompt() -> None:
+    # pod a was sent hash ids [1, 2, 3] (3 x 512 tokens). A request [1, 2, 9] of 1536 tokens matches the
+    # chain 1, 2 there: 1024 / 1536 = 2/3 -> a scores queue 1 + kv 1 + 2/3; b (idle, nothing) scores 2.0
+    # only if its queue is as good: give a one waiting more so its base is 0 + 1 = 1; 1 + 2/3 < 2 -> b.
+    # With prefix weight 3: 1 + 3 x 2/3 = 3 > 2 -> a.
+    def build(w: float) -> tuple[Router, RoutedPod, RoutedPod]:
+        r = router(scorers={"queue": 1, "kv_cache": 1, "prefix_cache": w}, admission={"kind": "none"})
+        a, b = add(r, "a", 0, 0.0), add(r, "b", 0, 0.0)
+        r._remember(a, *chain_keys(((1, 512), (2, 512), (3, 512)), 1))
+        a.engine.waiting = 1
+        return r, a, b
+
+    m = RequestSpec(1, "m", 0.0, 1536, 10, hash_ids=(1, 2, 9))
+    r, a, b = build(1.0)
+    assert r.route(0.0, m).pod is b
+    r, a, b = build(3.0)
+    assert r.route(0.0, m).pod is a
+    # only a chain counts: [7, 2, 3] shares blocks 2 and 3 by id but not the prefix -> nothing matched
+    r, a, b = build(1.0)
+    assert Router._matched(a, *chain_keys(((7, 512), (2, 512), (3, 512)), 1)) == 0
+    assert Router._matched(a, *chain_keys(((1, 512), (2, 512), (9, 512)), 1)) == 1024
+
+
+def test_prefix_index_forgets_least_recently_routed_beyond_its_capacity() -> None:
+    # capacity 64 blocks of 16 tokens; each group prefix is 512 tokens = 32 blocks: two fit, the third
+    # evicts the least recently routed (group 0, not touched since group 1 was sent)
+    r = router(scorers={"queue": 1, "kv_cache": 1, "prefix_cache": 1})
+    a = RoutedPod("a", FakeEngine(0, 0.0), block_size=16, capacity_blocks=64)
+    r.add_pod("m", a)
+    for g in range(3):
+        r.route(0.0, req(g, group=g, prefix=512))
+    assert a.indexed_blocks == 64
+    held = {k for k in a.prefixes}
+    assert chain_keys(((-2 - 0, 512),), 1)[0][0] not in held
+    assert {chain_keys(((-2 - g, 512),), 1)[0][0] for g in (1, 2)} <= held

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalearena.workloads.base import RequestSpec, prefix_units
 from scalearena.workloads.spec import TraceArrivals
 from scalearena.workloads.traces.base import TraceStats
 from scalearena.workloads.traces.replay import native_rate, replay
@@ -106,15 +107,17 @@ def test_clipping_to_max_model_len_is_counted(tmp_path: Path) -> None:
     assert stats.clipped == 2
 
 
-def test_mooncake_prefix_group_from_first_hash(tmp_path: Path) -> None:
+def test_mooncake_prefix_identity_is_the_hash_chain(tmp_path: Path) -> None:
     p = tmp_path / "m.jsonl"
     p.write_text('{"timestamp": 0, "input_length": 700, "output_length": 20, "hash_ids": [7, 8]}\n'
                  '{"timestamp": 10, "input_length": 300, "output_length": 10, "hash_ids": [7]}\n'
                  '{"timestamp": 20, "input_length": 50, "output_length": 5}\n')
     rows, _ = run(TraceArrivals(kind="trace", path=str(p), format="mooncake"), 10)
-    # group = first hash id; prefix = one 512-token block, capped at the prompt
-    assert [(r.prefix_group, r.prefix_tokens, r.hash_ids) for r in rows] == [
-        (7, 512, (7, 8)), (7, 300, (7,)), (-1, 0, ())]
+    # the whole chain travels (no single group keyed on the first hash, which in the real
+    # conversation trace is 0 for every request); units: 512 + 188 tokens, then 300 of block 7
+    assert [r.hash_ids for r in rows] == [(7, 8), (7,), ()]
+    specs = [RequestSpec(i, "m", r.arrival_s, r.input_tokens, 1, hash_ids=r.hash_ids) for i, r in enumerate(rows)]
+    assert [prefix_units(s) for s in specs] == [((7, 512), (8, 188)), ((7, 300),), ()]
 
 
 def test_burstgpt_zero_output_sent_with_one_token() -> None:

@@ -140,5 +140,5 @@ def test_trace_path_relative_to_the_scenario_file(tmp_path, scenario_dict: dict[
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump(scenario_dict))
     reqs = build_requests(load_scenario(f))
-    # 250 ms -> 0.25 s; both share the first hash id 3
-    assert [(r.arrival_s, r.prefix_group, r.hash_ids) for r in reqs] == [(0.0, 3, (3,)), (0.25, 3, (3, 4))]
+    # 250 ms -> 0.25 s; both share the first hash id 3, carried as the chain (no prefix group)
+    assert [(r.arrival_s, r.prefix_group, r.hash_ids) for r in reqs] == [(0.0, -1, (3,)), (0.25, -1, (3, 4))]

@@ -29,7 +29,6 @@ import numpy as np
 
 from scalearena.contracts.errors import UserError
 
-from ..base import HASH_BLOCK_TOKENS as BLOCK_TOKENS
 from ..spec import TraceArrivals
 from .azure import read_azure
 from .base import TraceReader, TraceRow, TraceStats
@@ -44,9 +43,7 @@ class ReplayRow(NamedTuple):
     arrival_s: float
     input_tokens: int
     output_tokens: int
-    prefix_group: int
-    prefix_tokens: int
-    hash_ids: tuple[int, ...]
+    hash_ids: tuple[int, ...]  # Mooncake: the prompt's prefix identity (workloads.base.prefix_units)
 
 
 def _rows(spec: TraceArrivals) -> Iterator[TraceRow]:
@@ -134,8 +131,6 @@ def replay(
         n_in, n_out, clipped = _clip(row.input_tokens, row.output_tokens, spec.max_model_len)
         zero = n_out == 0
         n_in, n_out = max(n_in, 1), max(n_out, 1)
-        group = row.hash_ids[0] if row.hash_ids else -1
-        ptoks = min(BLOCK_TOKENS, n_in) if row.hash_ids else 0
         for c in range(copies):
             t = arrival if c == 0 else arrival + next(u) * gap
             if t >= duration_s:
@@ -143,7 +138,7 @@ def replay(
             stats.duplicated += c > 0
             stats.clipped += clipped
             stats.zero_output += zero
-            heapq.heappush(pending, (t, seq, ReplayRow(t, n_in, n_out, group, ptoks, row.hash_ids)))
+            heapq.heappush(pending, (t, seq, ReplayRow(t, n_in, n_out, row.hash_ids)))
             seq += 1
     while pending:
         stats.emitted += 1

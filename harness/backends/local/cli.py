@@ -129,6 +129,8 @@ def _server_options(f: Any) -> Any:
 @click.option("--time-factor-under-load", type=float, default=None, help="Latency factor at a full batch (>= 1).")
 @click.option("--kv-cache-size", type=int, default=None, help="KV-cache blocks (default 1024).")
 @click.option("--block-size", type=int, default=None, help="Tokens per KV block (default 16).")
+@click.option("--enable-prefix-caching/--no-enable-prefix-caching", default=None,
+              help="vLLM's automatic prefix caching over the prompt's token blocks (default off).")
 @click.option("--enable-kvcache/--no-enable-kvcache", default=True, show_default=True,
               help="Accepted for compatibility; KV capacity is always modelled.")
 @click.option("--startup-duration", type=Duration("s"), default=0.0, help="Cold start: /health/ready is 503 "
@@ -162,7 +164,7 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
     }
     for flag, key in (("max_num_seqs", "max_num_seqs"), ("max_waiting_queue_length", "max_waiting_queue"),
                       ("max_model_len", "max_model_len"), ("kv_cache_size", "kv_cache_blocks"),
-                      ("block_size", "block_size")):
+                      ("block_size", "block_size"), ("enable_prefix_caching", "enable_prefix_caching")):
         if o[flag] is not None:
             base[key] = o[flag]
     lat = dict(base.get("latency") or {"kind": "constant"})

@@ -111,7 +111,7 @@ class EngineServer:
         latency, blocks = build_latency(cfg.engine_spec, cfg.gpu)
         spec = cfg.engine_spec
         self.engine = Engine(latency, blocks, spec.block_size, spec.max_num_seqs, spec.max_waiting_queue,
-                             spec.max_model_len, spec.max_num_batched_tokens)
+                             spec.max_model_len, spec.max_num_batched_tokens, spec.enable_prefix_caching)
         self.num_gpu_blocks = blocks
         self.prompts = PromptCounter(cfg.tokenizer)
         self.names = {cfg.model, *cfg.served_model_names}
@@ -258,7 +258,8 @@ class EngineServer:
         rid = self._next_rid
         self._next_rid += 1
         t = self.now()
-        res = self.engine.submit(t, rid, prompt, n_out)
+        units = self.prompts.prompt_units(req, self.engine.bs) if self.engine.cache is not None else ()
+        res = self.engine.submit(t, rid, prompt, n_out, prefix=units)
         if res is SubmitResult.REJECTED_FULL:
             raise ApiError(429, "rate_limit_exceeded", "waiting queue is full")
         if res is SubmitResult.REJECTED_INVALID:

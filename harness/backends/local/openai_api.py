@@ -178,6 +178,25 @@ class PromptCounter:
             return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
         return approx_tokens(text)
 
+    def _tokens(self, text: str) -> list[Any]:
+        if self.tokenizer is not None:
+            return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return _APPROX_TOKEN.findall(text)
+
+    def prompt_units(self, req: ParsedRequest, block_size: int) -> tuple[tuple[int, int], ...]:
+        """The prompt's prefix identity: its full ``block_size``-token blocks as (hash, tokens) units, in
+        order (a partial last block is not cacheable), for the prefix cache (engine.prefix_cache chains
+        them) and the router's prefix scorer. vLLM hashes token blocks the same way; the text is all a
+        client sends, so any OpenAI client's prompts are matched, the load generator's included."""
+        if req.chat:
+            toks = [t for m in req.prompt for t in self._tokens(_content_text(m.get("content")))]
+        elif isinstance(req.prompt, list):
+            toks = req.prompt  # token ids
+        else:
+            toks = self._tokens(req.prompt)
+        bs = block_size
+        return tuple((hash(tuple(toks[i * bs:(i + 1) * bs])), bs) for i in range(len(toks) // bs))
+
     def count(self, req: ParsedRequest) -> int:
         explicit = req.body.get(PROMPT_TOKENS_FIELD)
         if explicit is not None:

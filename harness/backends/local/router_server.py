@@ -65,8 +65,7 @@ from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_log
 from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 
-PREFIX_GROUP_FIELD = "scalearena_prefix_group"
-PREFIX_TOKENS_FIELD = "scalearena_prefix_tokens"
+PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)
 OTHER_MODEL = "__other__"  # the model_name label of requests for models the router does not serve
 
 
@@ -274,15 +273,8 @@ class RouterServer:
             rid = int(request.headers.get(REQUEST_ID_HEADER, "-1"))
         except ValueError:
             rid = -1
-        try:
-            group, prefix = int(req.body.get(PREFIX_GROUP_FIELD, -1)), int(req.body.get(PREFIX_TOKENS_FIELD, 0))
-        except (TypeError, ValueError):
-            raise ApiError(400, "invalid_request_error",
-                           f"{PREFIX_GROUP_FIELD} / {PREFIX_TOKENS_FIELD}: expected integers") from None
-        return RequestSpec(
-            request_id=rid, model=req.model, arrival_s=self.now(), input_tokens=self.prompts.count(req),
-            output_tokens=req.max_tokens or DEFAULT_MAX_TOKENS, prefix_group=group, prefix_tokens=prefix,
-        )
+        return RequestSpec(request_id=rid, model=req.model, arrival_s=self.now(), input_tokens=self.prompts.count(req),
+                           output_tokens=req.max_tokens or DEFAULT_MAX_TOKENS)
 
     async def handle_completion(self, request: web.Request) -> web.StreamResponse:
         raw = await read_body(request)
@@ -292,19 +284,20 @@ class RouterServer:
             self.m_requests.labels(OTHER_MODEL, "model_not_found").inc()
             raise ApiError(404, "model_not_found", f"The model `{model}` does not exist.", "model")
         spec = self._spec(request, req)
-        route = await self._wait_for_route(spec)
+        units = self.prompts.prompt_units(req, PREFIX_BLOCK_TOKENS) if self.cfg.spec.scorers.prefix_cache > 0 else ()
+        route = await self._wait_for_route(spec, units)
         ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
         self.m_requests.labels(model, "routed").inc()
         return await self._proxy(request, raw, ep, req.stream)
 
-    async def _wait_for_route(self, spec: RequestSpec) -> Any:
+    async def _wait_for_route(self, spec: RequestSpec, units: tuple[tuple[int, int], ...] = ()) -> Any:
         """A pod route, after waiting in the model's gateway queue if no engine is ready; ApiError if none."""
         model = spec.model
         deadline = time.monotonic() + self.cfg.queue_timeout_s / self.cfg.time_scale
         queued = False
         try:
             while True:
-                route = self.router.route(self.now(), spec)
+                route = self.router.route(self.now(), spec, units)
                 if route.kind == "pod":
                     return route
                 if route.kind == "reject":

@@ -64,7 +64,7 @@ class PodLifecycle:
         name = f"{d.name}-{d.counter}"
         d.counter += 1
         engine = d.new_engine()
-        routed = RoutedPod(name, engine, d.spec.engine.block_size)
+        routed = RoutedPod(name, engine, d.spec.engine.block_size, capacity_blocks=d.num_gpu_blocks)
         pod = Pod(name, d.name, d.spec.model, self.t, engine, routed, next(self._pod_seq))
         routed.owner = pod
         d.pods.append(pod)
