@@ -119,8 +119,12 @@ def test_engine_rejects_bad_max_tokens(engine: Server, bad: Any) -> None:
 def test_engine_model_errors_and_unsupported_shapes(engine: Server) -> None:
     assert "model parameter" in assert_openai_error(post(engine.url, {"prompt": "x"}), 400, "model")["message"]
     assert "`nope`" in assert_openai_error(post(engine.url, {"model": "nope", "prompt": "x"}), 404)["message"]
-    assert_openai_error(post(engine.url, {"model": "m", "prompt": "x", "n": 2}), 400, "n")
-    assert_openai_error(post(engine.url, {"model": "m", "prompt": ["x", "y"]}), 400, "prompt")
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": "x", "n": 0}), 400, "n")
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": []}), 400, "prompt")
+    # each field valid, the combination not servable: 422 (3 prompts x n 43 = 129 sequences > 128)
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": ["x"] * 3, "n": 43}), 422, "n")
+    assert_openai_error(post(engine.url, {"model": "m", "prompt": ["x", "y"], "scalearena_prompt_tokens": 3}),
+                        422, "scalearena_prompt_tokens")
     assert_openai_error(requests.post(engine.url + "/v1/completions", data=b"{nope", timeout=5), 400)
     assert_openai_error(requests.get(engine.url + "/v1/nothing", timeout=5), 404)
     assert_openai_error(requests.post(engine.url + "/v1/completions", data=b"x" * (9 << 20), timeout=30), 413)
@@ -373,6 +377,47 @@ def test_openai_client(via: str, router: Server, engine: Server) -> None:
         client.completions.create(model="nope", prompt="x", max_tokens=1)
     with pytest.raises(openai.BadRequestError, match="max_tokens"):
         client.completions.create(model="b", prompt="x", max_tokens=-1)
+    batch = client.completions.create(model="b", prompt=["one two", "three"], n=2, max_tokens=2)
+    assert [ch.text for ch in batch.choices] == ["one two", "one two", "three three", "three three"]
+    with pytest.raises(openai.UnprocessableEntityError):  # 3 x 43 = 129 sequences > 128
+        client.completions.create(model="b", prompt=["x"] * 3, n=43, max_tokens=1)
+
+
+def _sse(r: requests.Response) -> list[dict[str, Any]]:
+    assert r.status_code == 200, r.text
+    return [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")]
+
+
+@pytest.mark.parametrize("via", ["engine", "router"])
+def test_batches_and_n_choices_as_vllm(via: str, router: Server, engine: Server) -> None:
+    # issue 17 item 11: n was refused and a list of prompts merged; now as vLLM's OpenAI server:
+    # choice index = prompt_index x n + sample, usage = each prompt once + every choice's tokens
+    _register_b(router, engine)
+    url = (engine if via == "engine" else router).url
+    body = {"model": "b", "prompt": ["one two", "three"], "n": 2, "max_tokens": 2}
+    r = post(url, body, timeout=30)
+    assert r.status_code == 200, r.text
+    texts = {c["index"]: c["text"] for c in r.json()["choices"]}
+    # echo mode, 2 tokens: "one two" -> "one two"; "three" -> "three" + " three" (a repeat starts a new word)
+    assert texts == {0: "one two", 1: "one two", 2: "three three", 3: "three three"}
+    assert r.json()["usage"] == {"prompt_tokens": 3, "completion_tokens": 8, "total_tokens": 11}  # 2 + 1; 4 x 2
+    chunks = _sse(post(url, {**body, "stream": True, "stream_options": {"include_usage": True}}, timeout=30))
+    assert len({c["id"] for c in chunks}) == 1
+    streamed: dict[int, str] = {}
+    for c in chunks[:-1]:
+        (choice,) = c["choices"]
+        streamed[choice["index"]] = streamed.get(choice["index"], "") + choice["text"]
+    assert streamed == texts
+    assert sorted(c["choices"][0]["index"] for c in chunks[:-1] if c["choices"][0]["finish_reason"]) == [0, 1, 2, 3]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 11
+    chat = {"model": "b", "messages": [{"role": "user", "content": "hi you"}], "n": 3, "max_tokens": 2}
+    r = post(url, chat, path="/v1/chat/completions", timeout=30)
+    assert [(c["index"], c["message"]["content"]) for c in r.json()["choices"]] == [(i, "hi you") for i in range(3)]
+    assert r.json()["usage"] == {"prompt_tokens": 2, "completion_tokens": 6, "total_tokens": 8}
+    chunks = _sse(post(url, {**chat, "stream": True}, path="/v1/chat/completions", timeout=30))
+    firsts = [c["choices"][0]["index"] for c in chunks if c["choices"][0]["delta"].get("role") == "assistant"]
+    assert sorted(firsts) == [0, 1, 2]  # each choice's first chunk carries the role
+    assert wait_for(lambda: metric(engine, "vllm:num_requests_running") == 0)
 
 
 def test_engine_prefix_caching_hits_on_the_prompt_text(tmp_path: Path) -> None:

@@ -31,8 +31,11 @@ def parse(body: Any, chat: bool = False) -> Any:
     ({"model": "m", "prompt": "x", "max_tokens": "twelve"}, "max_tokens"),
     ({"model": "m", "prompt": "x", "max_tokens": True}, "max_tokens"),
     ({"model": "m", "prompt": "x", "max_completion_tokens": 1.5}, "max_completion_tokens"),
-    ({"model": "m", "prompt": "x", "n": 3}, "n"),
-    ({"model": "m", "prompt": ["a", "b"]}, "prompt"),
+    ({"model": "m", "prompt": "x", "n": 0}, "n"),
+    ({"model": "m", "prompt": "x", "n": 129}, "n"),  # OpenAI's documented range is 1..128
+    ({"model": "m", "prompt": "x", "n": 1.5}, "n"),
+    ({"model": "m", "prompt": []}, "prompt"),
+    ({"model": "m", "prompt": [[1], []]}, "prompt"),
     ({"model": "m", "prompt": "x", "stream": "yes"}, "stream"),
     ({"model": "m"}, "prompt"),
 ])
@@ -56,6 +59,32 @@ def test_valid_requests() -> None:
     r = parse({"model": "m", "prompt": [1, 2, 3], "max_tokens": 4, "max_completion_tokens": 7})
     assert (r.prompt, r.max_tokens) == ([1, 2, 3], 7)  # the newer name wins
     assert parse({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, chat=True).max_tokens is None
+
+
+def test_batches_and_n_choices() -> None:
+    # vLLM's OpenAI server: a list of prompts is a batch; n choices per prompt; P x n sequences
+    r = parse({"model": "m", "prompt": ["a b", "c"], "n": 3})
+    assert (r.prompts, r.n, r.choices) == (("a b", "c"), 3, 6)
+    r = parse({"model": "m", "prompt": [[1, 2], [3]]})
+    assert (r.prompts, r.choices) == (([1, 2], [3]), 2)
+    assert parse({"model": "m", "prompt": [1, 2]}).prompts == ([1, 2],)  # token ids: one prompt
+    chat = parse({"model": "m", "messages": [{"role": "user", "content": "a b"}], "n": 2}, chat=True)
+    assert (len(chat.prompts), chat.choices) == (1, 2)
+    # each prompt counted once: "a b" = 2, "c" = 1
+    assert PromptCounter().counts(parse({"model": "m", "prompt": ["a b", "c"], "n": 3})) == [2, 1]
+    assert PromptCounter().count(parse({"model": "m", "prompt": ["a b", "c"], "n": 3})) == 3
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    ({"model": "m", "prompt": ["x"] * 3, "n": 43}, "n"),  # 3 x 43 = 129 sequences > 128
+    ({"model": "m", "prompt": ["x"] * 129}, "n"),  # 129 x 1
+    ({"model": "m", "prompt": ["x", "y"], "scalearena_prompt_tokens": 5}, "scalearena_prompt_tokens"),
+])
+def test_valid_fields_that_conflict_are_422(body: dict, param: str) -> None:
+    with pytest.raises(ApiError) as e:
+        parse(body)
+    assert (e.value.status, e.value.param) == (422, param)
+    assert parse({"model": "m", "prompt": ["x"] * 2, "n": 64}).choices == 128  # the bound itself is served
 
 
 def test_output_tokens_default_and_cap() -> None:

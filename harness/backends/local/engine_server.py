@@ -20,7 +20,8 @@ they fall in the same tick (clients measure ITL as the mean gap between the
 first and the last chunk, which is unaffected).
 
 Endpoints: POST /v1/completions, /v1/chat/completions (stream true/false,
-``stream_options.include_usage``), GET /v1/models, /metrics (vLLM names),
+``stream_options.include_usage``; ``n`` choices and batches of prompts, each
+choice its own engine sequence, shaped as vLLM does: openai_responses.py), GET /v1/models, /metrics (vLLM names),
 /health (200 while the process serves), /health/ready (503 until the cold
 start ends, and again once draining). Requests are validated and counted by
 openai_api.py (errors as OpenAI error JSON; prompt tokens from --tokenizer or
@@ -53,6 +54,7 @@ from aiohttp import web
 from scalearena.harness.engine.core import Engine, SubmitResult
 from scalearena.harness.engine.latency import build_latency
 
+from . import openai_responses as out
 from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
 from .metrics_text import engine_metrics_text
 from .openai_api import ApiError, ParsedRequest, PromptCounter, output_tokens, parse_request, response_pieces
@@ -93,10 +95,13 @@ class EngineServerConfig:
 
 @dataclass
 class _Stream:
+    """One choice: one engine sequence. The choices of a request share ``changed``."""
+
     rid: int
     prompt_tokens: int
     output_tokens: int
     arrival: float
+    index: int = 0  # the choice index: prompt_index x n + sample_index
     sent: int = 0
     tokens: int = 0
     finished: bool = False
@@ -245,108 +250,104 @@ class EngineServer:
         return web.Response(body=text, content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 
-    def _admit(self, req: ParsedRequest) -> _Stream:
-        """Check, count and submit a validated request; ApiError when it cannot be served."""
+    def _admit(self, req: ParsedRequest) -> tuple[list[_Stream], int]:
+        """Check, count and submit a validated request, one engine sequence per choice.
+
+        Returns the choices and the request's prompt tokens (each prompt once); ApiError when it
+        cannot be served, with nothing left in the engine.
+        """
         if req.model not in self.names:
             raise ApiError(404, "model_not_found", f"The model `{req.model}` does not exist.", "model")
         if self.cfg.failure_injection_rate > 0 and self._rng.random() * 100 < self.cfg.failure_injection_rate:
             kind = self._rng.choice(self.cfg.failure_types or tuple(FAILURES))
             status, etype = FAILURES[kind]
             raise ApiError(status, etype, f"injected failure ({kind})")
-        prompt = self.prompts.count(req)
-        n_out = output_tokens(req.max_tokens, prompt, self.engine.max_model_len)
-        rid = self._next_rid
-        self._next_rid += 1
-        t = self.now()
-        units = self.prompts.prompt_units(req, self.engine.bs) if self.engine.cache is not None else ()
-        res = self.engine.submit(t, rid, prompt, n_out, prefix=units)
-        if res is SubmitResult.REJECTED_FULL:
-            raise ApiError(429, "rate_limit_exceeded", "waiting queue is full")
-        if res is SubmitResult.REJECTED_INVALID:
-            raise ApiError(400, "BadRequestError",  # vLLM's wording: the load client counts it as too_long
-                           f"This model's maximum context length is {self.engine.max_model_len} tokens. However, "
-                           f"you requested {prompt + n_out} tokens ({prompt} in the messages, "
-                           f"{n_out} in the completion).")
-        st = _Stream(rid, prompt, n_out, t, pieces=response_pieces(self.cfg.mode, req, n_out, self._rng))
-        self.streams[rid] = st
+        counts = self.prompts.counts(req)
+        limit = self.engine.max_model_len
+        for prompt in counts:  # every prompt checked before any is submitted, as vLLM validates the batch
+            n_out = output_tokens(req.max_tokens, prompt, limit)
+            if prompt + n_out > limit:
+                raise ApiError(400, "BadRequestError",  # vLLM's wording: the load client counts it as too_long
+                               f"This model's maximum context length is {limit} tokens. However, "
+                               f"you requested {prompt + n_out} tokens ({prompt} in the messages, "
+                               f"{n_out} in the completion).")
+        cached = self.engine.cache is not None
+        units = [self.prompts.prompt_units(req, self.engine.bs, p) if cached else () for p in range(len(counts))]
+        t, changed = self.now(), asyncio.Event()
+        streams: list[_Stream] = []
+        for p, prompt in enumerate(counts):
+            n_out = output_tokens(req.max_tokens, prompt, limit)
+            for j in range(req.n):
+                rid = self._next_rid
+                self._next_rid += 1
+                if self.engine.submit(t, rid, prompt, n_out, prefix=units[p]) is not SubmitResult.ACCEPTED:
+                    for st in streams:
+                        self.engine.abort(t, st.rid)
+                    raise ApiError(429, "rate_limit_exceeded", "waiting queue is full")
+                pieces = response_pieces(self.cfg.mode, req, n_out, self._rng, p)
+                streams.append(_Stream(rid, prompt, n_out, t, index=p * req.n + j, pieces=pieces, changed=changed))
+        for st in streams:
+            self.streams[st.rid] = st
         self._wake.set()
-        return st
+        return streams, sum(counts)
 
     async def handle_completion(self, request: web.Request) -> web.StreamResponse:
         if not self.ready():
             raise ApiError(503, "service_unavailable", "draining" if self.draining else "model is loading")
         req = parse_request(await read_body(request), chat=request.path.endswith("/chat/completions"))
-        st = self._admit(req)
+        streams, prompt_tokens = self._admit(req)
+        rid = out.response_id(req.chat, streams[0].rid)
         try:
             if req.stream:
-                return await self._stream(request, st, req.model, req.chat, req.include_usage)
-            return await self._unary(st, req.model, req.chat)
+                return await self._stream(request, streams, rid, req, prompt_tokens)
+            return await self._unary(streams, rid, req, prompt_tokens)
         finally:  # also on cancellation: the client went away
-            self.streams.pop(st.rid, None)
-            if not (st.finished or st.error):
-                self.engine.abort(self.now(), st.rid)
-                self._wake.set()
+            for st in streams:
+                self.streams.pop(st.rid, None)
+                if not (st.finished or st.error):
+                    self.engine.abort(self.now(), st.rid)
+            self._wake.set()
 
-    def _chunk(self, st: _Stream, model: str, chat: bool, i: int, last: bool) -> bytes:
-        created = int(time.time())
-        if chat:
-            delta: dict[str, Any] = {"content": st.pieces[i]}
-            if i == 0:
-                delta["role"] = "assistant"
-            choice = {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
-            obj = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion.chunk", "created": created,
-                   "model": model, "choices": [choice]}
-        else:
-            choice = {"index": 0, "text": st.pieces[i], "logprobs": None, "finish_reason": "length" if last else None}
-            obj = {"id": f"cmpl-{st.rid}", "object": "text_completion", "created": created, "model": model,
-                   "choices": [choice]}
-        return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-
-    def _usage(self, st: _Stream, n: int) -> dict[str, int]:
-        return {"prompt_tokens": st.prompt_tokens, "completion_tokens": n, "total_tokens": st.prompt_tokens + n}
-
-    async def _stream(self, request: web.Request, st: _Stream, model: str, chat: bool,
-                      include_usage: bool) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, streams: list[_Stream], rid: str, req: ParsedRequest,
+                      prompt_tokens: int) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
+        changed = streams[0].changed
         while True:
-            await st.changed.wait()
-            st.changed.clear()
-            if st.tokens > st.sent:
-                upto = min(st.tokens, st.output_tokens)
-                parts = [self._chunk(st, model, chat, i, st.finished and i == upto - 1) for i in range(st.sent, upto)]
-                st.sent = upto
+            await changed.wait()
+            changed.clear()
+            parts = []
+            for st in streams:
+                if st.tokens > st.sent:
+                    upto = min(st.tokens, st.output_tokens)
+                    parts += [out.chunk(rid, req.model, req.chat, st, i, st.finished and i == upto - 1)
+                              for i in range(st.sent, upto)]
+                    st.sent = upto
+            if parts:
                 await resp.write(b"".join(parts))
-            if st.error:
-                err = {"error": {"type": st.error, "message": f"request {st.error}: pod terminated", "code": 503}}
+            failed = next((st.error for st in streams if st.error), None)
+            if failed:
+                err = {"error": {"type": failed, "message": f"request {failed}: pod terminated", "code": 503}}
                 await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
                 break
-            if st.finished:
+            if all(st.finished for st in streams):
                 tail = b""
-                if include_usage:
-                    obj: dict[str, Any] = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{st.rid}", "object": "chat.completion.chunk" if chat else "text_completion",
-                           "created": int(time.time()), "model": model, "choices": [], "usage": self._usage(st, st.sent)}
-                    tail += b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+                if req.include_usage:
+                    tail = out.usage_chunk(rid, req.model, req.chat, prompt_tokens, sum(st.sent for st in streams))
                 await resp.write(tail + b"data: [DONE]\n\n")
                 break
         await resp.write_eof()
         return resp
 
-    async def _unary(self, st: _Stream, model: str, chat: bool) -> web.Response:
-        while not (st.finished or st.error):
-            await st.changed.wait()
-            st.changed.clear()
-        if st.error:
-            raise ApiError(503, st.error, f"request {st.error}: pod terminated")
-        text = "".join(st.pieces)
-        if chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
-            obj: dict[str, Any] = {"id": f"chatcmpl-{st.rid}", "object": "chat.completion", "choices": [choice]}
-        else:
-            obj = {"id": f"cmpl-{st.rid}", "object": "text_completion",
-                   "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}]}
-        obj.update({"created": int(time.time()), "model": model, "usage": self._usage(st, st.output_tokens)})
-        return web.json_response(obj)
+    async def _unary(self, streams: list[_Stream], rid: str, req: ParsedRequest, prompt_tokens: int) -> web.Response:
+        changed = streams[0].changed
+        while not (all(st.finished for st in streams) or any(st.error for st in streams)):
+            await changed.wait()
+            changed.clear()
+        failed = next((st.error for st in streams if st.error), None)
+        if failed:
+            raise ApiError(503, failed, f"request {failed}: pod terminated")
+        return web.json_response(out.unary(rid, req.model, req.chat, list(streams), prompt_tokens))
 
 
 async def serve(cfg: EngineServerConfig) -> None:

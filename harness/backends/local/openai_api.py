@@ -9,12 +9,25 @@ Validation follows vLLM's OpenAI server where it differs from a plain schema
 check: the body is a JSON object, ``model`` a non-empty string (400 when
 missing), ``max_tokens`` / ``max_completion_tokens`` an integer >= 1 (a float
 with no fraction is accepted, as pydantic's lax mode in vLLM does; -1, 0,
-``"abc"`` or ``true`` are 400), ``n`` is 1 (this engine samples one sequence
-per request; n > 1 is a 400, not silently ignored), ``prompt`` a string, a list
-of token ids or a list holding one string / one token-id list (several prompts
-in one request are a 400: each would need its own choice and KV budget).
+``"abc"`` or ``true`` are 400), ``n`` an integer from 1 to 128 (OpenAI's
+documented range), ``prompt`` a string, a list of token ids, or a non-empty
+list of strings / token-id lists (a batch). As vLLM's OpenAI server does, a
+batch of P prompts with ``n`` choices is P x n sequences, choice ``index`` =
+prompt_index x n + sample_index, and ``usage`` sums the prompt tokens of each
+prompt once and the completion tokens of every choice (``ParsedRequest.prompts``).
 The request models are pydantic with ``extra="allow"``: unknown OpenAI fields
 (temperature, top_p, ...) are accepted and ignored, as vLLM does.
+
+Status codes: 400 when a field is wrong on its own (not JSON, not an object,
+a missing model, a wrong type or a value out of range: vLLM's
+RequestValidationError handler answers every schema failure 400, overriding
+FastAPI's 422, and clients written against vLLM expect it; a prompt longer than
+the context is also vLLM's 400). 422 (RFC 9110: the content is understood and
+well-formed but cannot be processed as asked) when every field is valid on its
+own and their combination cannot be served: ``n`` x prompts beyond
+``MAX_CHOICES`` sequences, or ``scalearena_prompt_tokens`` (one count) on a
+batch of several prompts. 404 for an unknown model, 413 for a body over the
+size cap (http_guard.py), 429 for a full queue.
 
 Error JSON: ``{"error": {"message", "type", "param", "code"}}`` with ``code``
 the HTTP status, the shape the openai client reads.
@@ -41,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from scalearena.workloads.load_handoff import PROMPT_TOKENS_FIELD
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's (and vLLM's completions) default output length
+MAX_CHOICES = 128  # sequences one request may fan out into (n x prompts); OpenAI's own bound on n
 _APPROX_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -78,28 +92,20 @@ class _Request(BaseModel):
     stream_options: dict[str, Any] | None = Field(default=None, description="include_usage: a final usage chunk.")
     max_tokens: int | None = Field(default=None, ge=1, description="Output tokens (ignore_eos: exactly this many).")
     max_completion_tokens: int | None = Field(default=None, ge=1, description="Newer name of max_tokens; wins.")
-    n: int = Field(default=1, description="Choices per prompt; only 1 is supported.")
+    n: int = Field(default=1, ge=1, le=MAX_CHOICES, description="Choices per prompt.")
 
     _ints = field_validator("max_tokens", "max_completion_tokens", "n", mode="before")(_whole_number)
 
-    @field_validator("n")
-    @classmethod
-    def _one_choice(cls, v: int) -> int:
-        if v != 1:
-            raise ValueError(f"n={v} is not supported: this engine returns one choice per request (n=1)")
-        return v
-
 
 class CompletionBody(_Request):
-    prompt: str | list[str] | list[int] | list[list[int]] = Field(description="One prompt (text or token ids).")
+    prompt: str | list[str] | list[int] | list[list[int]] = Field(
+        description="A prompt (text or token ids) or a batch of them.")
 
     @field_validator("prompt")
     @classmethod
-    def _one_prompt(cls, v: Any) -> Any:
-        if isinstance(v, list) and v and isinstance(v[0], str | list):
-            if len(v) != 1:
-                raise ValueError(f"{len(v)} prompts in one request are not supported; send one prompt per request")
-            return v[0]
+    def _not_empty(cls, v: Any) -> Any:
+        if isinstance(v, list) and (not v or any(isinstance(p, list) and not p for p in v)):
+            raise ValueError("a prompt must hold at least one token or string")
         return v
 
 
@@ -117,11 +123,28 @@ class ParsedRequest:
     stream: bool
     include_usage: bool
     max_tokens: int | None  # None: not given (the server applies its default)
-    prompt: Any  # str | list[int] (completions) or the messages (chat)
+    prompts: tuple[Any, ...]  # each a str | list[int] (completions), or the one conversation's messages (chat)
+    n: int = 1  # choices per prompt
+
+    @property
+    def prompt(self) -> Any:
+        """The first (for most requests the only) prompt."""
+        return self.prompts[0]
+
+    @property
+    def choices(self) -> int:
+        return self.n * len(self.prompts)
+
+
+def _prompts(prompt: Any) -> tuple[Any, ...]:
+    """A batch (list of strings or of token-id lists) or one prompt, as a tuple of prompts."""
+    if isinstance(prompt, list) and isinstance(prompt[0], str | list):
+        return tuple(prompt)
+    return (prompt,)
 
 
 def parse_request(raw: bytes, chat: bool) -> ParsedRequest:
-    """Validate a request body; ApiError(400) naming the field otherwise."""
+    """Validate a request body; ApiError 400 naming the field, or 422 for fields that conflict."""
     import json
 
     try:
@@ -140,10 +163,16 @@ def parse_request(raw: bytes, chat: bool) -> ParsedRequest:
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise ApiError(400, "invalid_request_error", f"{param}: {msg}", param) from None
     opts = req.stream_options or {}
+    prompts = (req.messages,) if isinstance(req, ChatBody) else _prompts(req.prompt)
+    if req.n * len(prompts) > MAX_CHOICES:
+        raise ApiError(422, "invalid_request_error", f"n={req.n} x {len(prompts)} prompts is "
+                       f"{req.n * len(prompts)} sequences; at most {MAX_CHOICES} per request", "n")
+    if len(prompts) > 1 and body.get(PROMPT_TOKENS_FIELD) is not None:
+        raise ApiError(422, "invalid_request_error", f"{PROMPT_TOKENS_FIELD} gives one prompt length; "
+                       f"this request has {len(prompts)} prompts", PROMPT_TOKENS_FIELD)
     return ParsedRequest(body=body, model=req.model, chat=chat, stream=req.stream,
                          include_usage=bool(opts.get("include_usage")),
-                         max_tokens=req.max_completion_tokens or req.max_tokens,
-                         prompt=req.messages if isinstance(req, ChatBody) else req.prompt)
+                         max_tokens=req.max_completion_tokens or req.max_tokens, prompts=prompts, n=req.n)
 
 
 def output_tokens(requested: int | None, prompt_tokens: int, max_model_len: int) -> int:
@@ -183,33 +212,37 @@ class PromptCounter:
             return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
         return _APPROX_TOKEN.findall(text)
 
-    def prompt_units(self, req: ParsedRequest, block_size: int) -> tuple[tuple[int, int], ...]:
+    def prompt_units(self, req: ParsedRequest, block_size: int, index: int = 0) -> tuple[tuple[int, int], ...]:
         """The prompt's prefix identity: its full ``block_size``-token blocks as (hash, tokens) units, in
         order (a partial last block is not cacheable), for the prefix cache (engine.prefix_cache chains
         them) and the router's prefix scorer. vLLM hashes token blocks the same way; the text is all a
         client sends, so any OpenAI client's prompts are matched, the load generator's included."""
+        prompt = req.prompts[index]  # a batch: each prompt its own chain (the router scores the first)
         if req.chat:
-            toks = [t for m in req.prompt for t in self._tokens(_content_text(m.get("content")))]
-        elif isinstance(req.prompt, list):
-            toks = req.prompt  # token ids
+            toks = [t for m in prompt for t in self._tokens(_content_text(m.get("content")))]
+        elif isinstance(prompt, list):
+            toks = prompt  # token ids
         else:
-            toks = self._tokens(req.prompt)
+            toks = self._tokens(prompt)
         bs = block_size
         return tuple((hash(tuple(toks[i * bs:(i + 1) * bs])), bs) for i in range(len(toks) // bs))
 
     def count(self, req: ParsedRequest) -> int:
+        """Prompt tokens of the whole request: each prompt of a batch once (what ``usage`` reports)."""
+        return sum(self.counts(req))
+
+    def counts(self, req: ParsedRequest) -> list[int]:
+        """Prompt tokens of each prompt, in order."""
         explicit = req.body.get(PROMPT_TOKENS_FIELD)
-        if explicit is not None:
+        if explicit is not None:  # parse_request allows it on one prompt only
             n = _whole_number(explicit) if isinstance(explicit, int | float) else None
             if not isinstance(n, int) or n < 1:
                 raise ApiError(400, "invalid_request_error", f"{PROMPT_TOKENS_FIELD}: must be an integer >= 1",
                                PROMPT_TOKENS_FIELD)
-            return n
+            return [n]
         if req.chat:
-            return max(1, sum(self.text_tokens(_content_text(m.get("content"))) for m in req.prompt))
-        if isinstance(req.prompt, list):
-            return max(1, len(req.prompt))  # token ids
-        return max(1, self.text_tokens(req.prompt))
+            return [max(1, sum(self.text_tokens(_content_text(m.get("content"))) for m in req.prompt))]
+        return [max(1, len(p) if isinstance(p, list) else self.text_tokens(p)) for p in req.prompts]
 
 
 def _content_text(content: Any) -> str:
@@ -230,18 +263,20 @@ _SENTENCES = (  # our own filler text for random mode
 )
 
 
-def response_pieces(mode: str, req: ParsedRequest, n: int, rng: Any) -> list[str]:
+def response_pieces(mode: str, req: ParsedRequest, n: int, rng: Any, prompt_index: int = 0) -> list[str]:
     """``n`` text pieces, one per output token: the prompt echoed (echo) or filler sentences (random).
 
     The engine always produces exactly ``n`` tokens (ignore_eos), so the text is
-    repeated as needed; each piece is one streamed chunk.
+    repeated as needed; each piece is one streamed chunk. ``prompt_index``: which
+    prompt of a batch is echoed.
     """
     if mode == "echo":
+        prompt = req.prompts[prompt_index]
         if req.chat:
-            users = [m for m in req.prompt if m.get("role") == "user"] or list(req.prompt)
+            users = [m for m in prompt if m.get("role") == "user"] or list(prompt)
             source = _content_text(users[-1].get("content"))
         else:
-            source = req.prompt if isinstance(req.prompt, str) else " ".join(str(t) for t in req.prompt)
+            source = prompt if isinstance(prompt, str) else " ".join(str(t) for t in prompt)
         base = _PIECE.findall(source) or [" ."]
         again = [" " + base[0].lstrip(), *base[1:]]  # a repeat starts a new word
         return [(base if i < len(base) else again)[i % len(base)] for i in range(n)]

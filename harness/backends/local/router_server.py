@@ -273,8 +273,11 @@ class RouterServer:
             rid = int(request.headers.get(REQUEST_ID_HEADER, "-1"))
         except ValueError:
             rid = -1
-        return RequestSpec(request_id=rid, model=req.model, arrival_s=self.now(), input_tokens=self.prompts.count(req),
-                           output_tokens=req.max_tokens or DEFAULT_MAX_TOKENS)
+        # n choices or a batch of prompts go to one engine as one request (as llm-d's gateway forwards
+        # them); the picker sees the load of all its sequences: each prompt n times, every choice's output
+        return RequestSpec(request_id=rid, model=req.model, arrival_s=self.now(),
+                           input_tokens=req.n * self.prompts.count(req),
+                           output_tokens=req.choices * (req.max_tokens or DEFAULT_MAX_TOKENS))
 
     async def handle_completion(self, request: web.Request) -> web.StreamResponse:
         raw = await read_body(request)
