@@ -60,6 +60,12 @@ class MetricsReader(Protocol):
         None when no observation fell in the window."""
         ...
 
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """PromQL instant query at ``at`` (default: the time the view was built for) -> Prometheus' JSON
+        ``result`` vector: ``[{"metric": {label: value}, "value": [t, "1.5"]}]``. What an HPA metric or a
+        KEDA trigger written as PromQL reads (``signals.query_rows``)."""
+        ...
+
 
 class StepModel(Protocol):
     """The serving model's time for one engine step (the roofline latency model), as a policy may

@@ -22,19 +22,22 @@ class Entry:
     config: type[AutoscalerConfig]
     policy: type
     summary: str  # one line for the README / `scalearena autoscalers`
+    runs_on_defaults: bool = True  # False: needs settings of the user's own (kubernetes: the object files)
 
 
 class Registry:
     def __init__(self) -> None:
         self._entries: dict[str, Entry] = {}
 
-    def register(self, name: str, config: type[AutoscalerConfig], policy: type, summary: str) -> None:
+    def register(self, name: str, config: type[AutoscalerConfig], policy: type, summary: str,
+                 runs_on_defaults: bool = True) -> None:
         if name in self._entries:
             raise ValueError(f"autoscaler {name!r} registered twice")
-        self._entries[name] = Entry(name, config, policy, summary)
+        self._entries[name] = Entry(name, config, policy, summary, runs_on_defaults)
 
     def names(self) -> list[str]:
-        return list(self._entries)
+        """The autoscalers that run with their defaults (what "every autoscaler" means in a suite)."""
+        return [n for n, e in self._entries.items() if e.runs_on_defaults]
 
     def entries(self) -> list[Entry]:
         return list(self._entries.values())
@@ -49,7 +52,11 @@ class Registry:
             ) from None
 
     def default_config(self, name: str) -> AutoscalerConfig:
-        return self.get(name).config(kind=name)
+        entry = self.get(name)
+        if not entry.runs_on_defaults:
+            raise UserError(f"autoscaler {name!r} has no defaults to run on",
+                            expected=f"an entry under `autoscalers:` with kind: {name} and its settings")
+        return entry.config(kind=name)
 
     def build(self, config: AutoscalerConfig) -> Autoscaler:
         return self.get(config.kind).policy(config)
@@ -59,6 +66,7 @@ def _build_registry() -> Registry:
     from .hpa import HPA, HPAConfig
     from .keda import KEDA, KEDAConfig
     from .kpa import KPA, KPAConfig
+    from .kubernetes import Kubernetes, KubernetesConfig
     from .multimetric import MultiMetric, MultiMetricConfig
     from .oracle import Oracle, OracleConfig
     from .static import Static, StaticConfig
@@ -72,6 +80,8 @@ def _build_registry() -> Registry:
     r.register("kpa", KPAConfig, KPA, "Knative Pod Autoscaler: stable/panic windows on concurrency")
     r.register("static", StaticConfig, Static, "fixed replica count (no autoscaling)")
     r.register("oracle", OracleConfig, Oracle, "hindsight-optimal provisioning with cold-start lead time")
+    r.register("kubernetes", KubernetesConfig, Kubernetes, "your own HPA / ScaledObject / VariantAutoscaling YAML "
+               "(docs/autoscalers.md: Bring your own objects)", runs_on_defaults=False)
     return r
 
 

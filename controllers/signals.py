@@ -12,10 +12,15 @@ queue, llm-d flow control): without it a variant at zero replicas shows no
 load and a KEDA ScaledObject could never activate. With several variants of
 one model each variant sees the whole gateway queue, as each ScaledObject's
 model-level query would.
+
+A metric written as PromQL instead (a user's HPA or ScaledObject) is read
+with ``query_rows``: the instant query through ``view.metrics.query`` (the
+MetricsSource: the in-memory engine in sim, the real Prometheus elsewhere),
+one ``(labels, value)`` row per series.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from scalearena.contracts.errors import MetricsUnavailable
 
@@ -58,3 +63,12 @@ def signal_value(view: ClusterView, v: VariantView, signal: str) -> float:
     if signal == "gateway_queue":
         return gateway
     raise ValueError(f"unknown signal {signal!r}")
+
+
+def query_rows(view: ClusterView, expr: str) -> list[tuple[dict[str, str], float]]:
+    """The instant PromQL ``expr`` (as of the view's time) as ``(labels, value)`` rows (a scalar result is one
+    row without labels). Raises ``MetricsUnavailable`` when the source cannot answer."""
+    result: list[Any] = view.metrics.query(expr)  # at the time the view was built for
+    if len(result) == 2 and not isinstance(result[0], dict):  # a scalar: [t, "v"]
+        return [({}, float(result[1]))]
+    return [(dict(item.get("metric", {})), float(item["value"][1])) for item in result]

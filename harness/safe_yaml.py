@@ -57,8 +57,19 @@ def expanded_size(data: Any, where: str) -> int:
 
 def parse_yaml(text: str, where: str) -> Any:
     """``yaml.safe_load`` of untrusted text; every failure is a UserError naming ``where``."""
+    return _guarded(yaml.safe_load, text, where)
+
+
+def parse_yaml_all(text: str, where: str) -> list[Any]:
+    """Every document of a multi-document YAML text (``---``-separated Kubernetes objects), empty ones
+    dropped, each held to the same limits as a scenario."""
+    docs = _guarded(lambda t: list(yaml.safe_load_all(t)), text, where)
+    return [d for d in docs if d is not None]
+
+
+def _guarded(load: Any, text: str, where: str) -> Any:
     try:
-        data = yaml.safe_load(text)
+        data = load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -72,8 +83,8 @@ def parse_yaml(text: str, where: str) -> Any:
     return data
 
 
-def read_yaml(path: str | Path) -> Any:
-    """Load a user YAML file (scenario or suite) within the limits of ``contracts.limits``."""
+def read_text(path: str | Path) -> str:
+    """A user file's UTF-8 text, refused past ``MAX_YAML_BYTES``; every failure a UserError naming it."""
     p = Path(path)
     if not p.is_file():
         raise UserError("file not found", where=str(path), expected="a readable YAML file")
@@ -86,8 +97,12 @@ def read_yaml(path: str | Path) -> Any:
     except OSError as e:
         raise UserError(f"cannot read: {e.strerror or e}", where=str(path)) from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UserError(f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}", where=str(path),
                         expected="a UTF-8 YAML file") from None
-    return parse_yaml(text, str(path))
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Load a user YAML file (scenario or suite) within the limits of ``contracts.limits``."""
+    return parse_yaml(read_text(path), str(path))

@@ -288,7 +288,7 @@ class Scenario(_Spec):
         for a in self.autoscalers:
             if a.kind == name:
                 return a
-        if name not in REGISTRY.names():
+        if name not in {e.name for e in REGISTRY.entries()}:
             known = sorted({a.label for a in self.autoscalers} | set(REGISTRY.names()))
             raise UserError(f"unknown autoscaler {name!r}{did_you_mean(name, known)}",
                             expected="one of " + ", ".join(known))
@@ -342,7 +342,25 @@ def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> S
         sc = Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as e:
         raise format_validation_error(e, where, data, Scenario) from None
-    return _resolve_paths(sc, base_dir)
+    return compile_objects(_resolve_paths(sc, base_dir), base_dir)
+
+
+def compile_objects(sc: Scenario, base_dir: Path | None) -> Scenario:
+    """Read the files of every ``kind: kubernetes`` autoscaler (harness/objects) into its config: paths made
+    absolute (relative ones are against the scenario file), targets and rule groups filled in."""
+    if not any(a.kind == "kubernetes" for a in sc.autoscalers):
+        return sc
+    from .objects import compile_objects as compile_one
+
+    variants = {v.name: v.model for v in sc.cluster.variants}
+    out = []
+    for a in sc.autoscalers:
+        if a.kind == "kubernetes":
+            paths = [p if base_dir is None or Path(p).is_absolute() else str((base_dir / p).resolve())
+                     for p in a.objects]
+            a = compile_one(a.model_copy(update={"objects": paths}), None, variants)
+        out.append(a)
+    return sc.model_copy(update={"autoscalers": out})
 
 
 def _resolve_paths(sc: Scenario, base_dir: Path | None) -> Scenario:

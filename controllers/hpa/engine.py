@@ -19,9 +19,19 @@ from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
 
 from ..base import ClusterView, Decision, Reason, VariantView
-from ..signals import Signal, signal_value
+from ..signals import Signal, query_rows, signal_value
 from .behavior import Behavior, BehaviorState, longest_period, normalize, normalize_legacy, resolve
-from .replicas import Proposal, external_average_replicas, external_value_replicas, pods_metric_replicas
+from .replicas import (
+    Proposal,
+    external_average_replicas,
+    external_value_replicas,
+    milli,
+    pods_metric_replicas,
+)
+
+TARGET_PODS = "$__target_pods"
+# ^ in a Pods query: replaced at each sync by the variant's pod names joined with '|' (what the HPA hands
+#   prometheus-adapter as the pods its selector matches; harness/objects/adapter.py writes it)
 
 
 class _Spec(StrictSpec):
@@ -30,15 +40,30 @@ class _Spec(StrictSpec):
 
 class PodsMetric(_Spec):
     type: Literal["Pods"] = Field(description="Per-pod metric averaged over ready pods (target AverageValue).")
-    metric: Literal["vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:num_requests_running"] = Field(
-        description="vLLM gauge read from each pod's latest sample."
+    metric: Literal["vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:num_requests_running"] | None = (
+        Field(default=None, description="vLLM gauge read from each pod's latest sample (or set `query`).")
     )
+    query: str | None = Field(
+        default=None, description="PromQL with one series per pod (label `pod`), e.g. what prometheus-adapter "
+        "sends for a Pods or Resource metric; instead of `metric`.")
+    name: str | None = Field(default=None, description="Metric name shown in decisions (the object's metric name).")
     average_value: float = Field(gt=0, description="Target average per pod.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PodsMetric:
+        if (self.metric is None) == (self.query is None):
+            raise ValueError("set exactly one of metric / query")
+        return self
 
 
 class ExternalMetric(_Spec):
-    type: Literal["External"] = Field(description="One value for the whole variant (see controllers/signals.py).")
-    signal: Signal = Field(description="Which query: queue, waiting_sum, running_sum, inflight_sum, kv_sum, ...")
+    type: Literal["External", "Object"] = Field(
+        description="One value for the whole variant: External (see controllers/signals.py, or a query whose "
+        "series are summed) or Object (a query for one object, e.g. the Deployment).")
+    signal: Signal | None = Field(
+        default=None, description="Which named query: queue, waiting_sum, running_sum, inflight_sum, kv_sum, ...")
+    query: str | None = Field(default=None, description="PromQL instead of `signal`.")
+    name: str | None = Field(default=None, description="Metric name shown in decisions (the object's metric name).")
     value: float | None = Field(default=None, gt=0, description="Target type Value: total / value = ratio.")
     average_value: float | None = Field(
         default=None, gt=0, description="Target type AverageValue: desired = ceil(total / average_value)."
@@ -48,13 +73,39 @@ class ExternalMetric(_Spec):
     def _one_target(self) -> ExternalMetric:
         if (self.value is None) == (self.average_value is None):
             raise ValueError("set exactly one of value / average_value")
+        if (self.signal is None) == (self.query is None):
+            raise ValueError("set exactly one of signal / query")
         return self
 
 
 MetricSpec = Annotated[PodsMetric | ExternalMetric, Field(discriminator="type")]
 
 def metric_label(m: PodsMetric | ExternalMetric) -> str:
-    return m.metric if isinstance(m, PodsMetric) else f"external:{m.signal}"
+    if m.query is not None:
+        return f"{m.type.lower()}:{m.name or m.query}"
+    return m.metric if isinstance(m, PodsMetric) else f"external:{m.signal}"  # type: ignore[return-value]
+
+
+def query_pods(view: ClusterView, v: VariantView, expr: str) -> list[float]:
+    """The per-pod values of a Pods query for the variant's ready pods with a sample (rows matched on the
+    ``pod`` label; a pod the query has no row for is missing, as one without a scrape is)."""
+    if not v.pods:
+        return []
+    expr = expr.replace(TARGET_PODS, "|".join(p.pod for p in v.pods))  # rows of other pods are dropped below
+    by_pod = {labels.get("pod"): value for labels, value in query_rows(view, expr)}
+    return [by_pod[p.pod] for p in v.pods if p.pod in by_pod]
+
+
+def query_total(view: ClusterView, m: ExternalMetric) -> float:
+    """An External query's value: the sum over its series of each value as the milli-quantity the metrics
+    API carries (the replica calculator sums the items it gets); an Object query must return one series."""
+    assert m.query is not None
+    rows = query_rows(view, m.query)
+    if not rows:
+        raise ValueError(f"no metrics returned from the {m.type.lower()} metrics API")
+    if m.type == "Object" and len(rows) > 1:
+        raise ValueError(f"object metric query returned {len(rows)} series, expected one")
+    return sum(milli(value) for _, value in rows) / 1000
 
 
 ExternalValue = Callable[[ExternalMetric], float]
@@ -84,13 +135,23 @@ class HPAEngine:
                  external: ExternalValue | None) -> Proposal:
         current = v.spec_replicas
         if isinstance(m, PodsMetric):
-            values = [_pod_value(p, m.metric) for p in v.pods]
+            if m.query is not None:
+                values = query_pods(view, v, m.query)
+            else:
+                assert m.metric is not None
+                values = [_pod_value(p, m.metric) for p in v.pods]
             # upstream groupPods: only phase-Pending pods are unready; a Running-not-Ready pod without
             # a sample is missing, like a ready one without a sample
             missing = max(0, v.ready + v.starting - len(v.pods))
             return pods_metric_replicas(current, values, m.average_value, missing, v.pending - v.starting,
                                         self.tol_up, self.tol_down)
-        value = external(m) if external is not None else signal_value(view, v, m.signal)
+        if external is not None:
+            value = external(m)
+        elif m.query is not None:
+            value = query_total(view, m)
+        else:
+            assert m.signal is not None
+            value = signal_value(view, v, m.signal)
         if m.value is not None:
             return external_value_replicas(current, v.ready, value, m.value, self.tol_up, self.tol_down)
         assert m.average_value is not None

@@ -54,8 +54,10 @@ class HPAConfig(AutoscalerConfig):
         default=300, ge=0, le=3600,
         description="Controller default scale-down stabilisation when behavior leaves it unset, seconds.",
     )
-    behavior: Behavior = Field(
-        default_factory=Behavior, description="scaleUp / scaleDown rules; unset fields take upstream defaults."
+    behavior: Behavior | None = Field(
+        default_factory=Behavior, description="scaleUp / scaleDown rules; unset fields take upstream defaults. "
+        "null: an HPA object without `behavior`, which upstream runs on the legacy path (at most "
+        "max(2 x current, 4) replicas per sync, the highest recommendation over downscale_stabilization_s).",
     )
     scale_to_zero: bool = Field(
         default=False,

@@ -12,7 +12,8 @@ a view is built or a decision applied.
   local/kube (``(wall - t0) x time_scale``).
 * ``MetricsSource`` -- what a policy may read: the upstream queries of
   ``controllers.base.MetricsReader``, the latest sample of every pod (what
-  the view carries), and raw PromQL (``query`` / ``query_range``, the seam
+  the view carries), and raw PromQL (``query``, declared on ``MetricsReader`` because policies
+  send it, and ``query_range``; the seam
   the PromQL-over-memory engine plugs into). Implemented by
   ``harness.metrics.memory.MemoryMetrics`` (sim) and
   ``harness.metrics.prometheus.PrometheusMetrics`` (local, kind, cluster).
@@ -78,10 +79,6 @@ class MetricsSource(MetricsReader, Protocol):
 
     def latest_pod_samples(self, variant: str) -> list[PodMetrics]:
         """The newest fresh sample of every pod of a variant, stamped in the Clock's time."""
-        ...
-
-    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
-        """PromQL instant query -> Prometheus' JSON ``result`` vector."""
         ...
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from ...control.view import forecast_from_requests, scenario_variants
 from ...engine.cluster import READY, Deployment, GPUPool
 from ...engine.latency import build_latency
 from ...metrics.memory import MemoryMetrics, Sample
+from ...objects import rule_groups
 from ...router import Router
 from ...scenario import PodCrash, Scenario
 from ..base import Progress
@@ -74,6 +75,8 @@ class Simulation(RequestFlow, PodLifecycle):
         policy = policy or REGISTRY.build(config)
         self.router = Router(sc.router, seed=sc.seed)
         self.metrics = MemoryMetrics(sc.metrics.staleness_s)
+        if groups := rule_groups(config):  # a kubernetes autoscaler's PrometheusRules / rule files
+            self.metrics.add_rules(groups)
         self.pool = GPUPool(sc.cluster.gpu_capacity)
         self.deps: list[Deployment] = []
         for i, v in enumerate(sc.cluster.variants):

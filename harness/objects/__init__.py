@@ -1,0 +1,133 @@
+"""Bring your own autoscaler: Kubernetes objects read into the ``kubernetes`` autoscaler's config.
+
+``compile_objects`` reads the files of one ``kind: kubernetes`` autoscaler
+(load.py: envsubst, documents, kinds), translates each autoscaling object
+onto the built-in policy that implements it (hpa.py: HorizontalPodAutoscaler
+with prometheus-adapter's rules, adapter.py; keda.py: ScaledObject;
+VariantAutoscaling here) and gathers the Prometheus rule groups, so the
+scenario carries everything a run needs (controllers/kubernetes.py runs
+it). ``scaleTargetRef.name`` names the Deployment, and the Deployment of a
+scenario variant is named after the variant (as the kube backend creates it),
+so the reference must be a variant's name; anything else is an error.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scalearena.contracts.errors import UserError
+from scalearena.contracts.suggest import did_you_mean
+from scalearena.controllers.kubernetes import KubernetesConfig, ObjectTarget
+from scalearena.controllers.wva.controller import WVAConfig
+
+from ..promql.rules import RuleGroup, load_rule_groups
+from .adapter import AdapterConfig
+from .hpa import translate_hpa
+from .keda import translate_scaled_object
+from .load import Doc, load_documents
+
+__all__ = ["compile_objects", "rule_groups"]
+
+
+def compile_objects(cfg: KubernetesConfig, base_dir: Path | None, variants: dict[str, str]) -> KubernetesConfig:
+    """``cfg`` with ``targets`` and ``rule_groups`` filled from its files; ``variants`` maps each scenario
+    variant to its model. Every problem is a UserError naming the file, object and field."""
+    docs = load_documents(cfg.objects, cfg.env, base_dir)
+    groups: list[RuleGroup] = []
+    adapter = AdapterConfig()
+    for d in docs:
+        if d.category == "rules":
+            groups += load_rule_groups(d.data, d.where)
+        elif d.category == "adapter":
+            adapter = _merge(adapter, _adapter(d))
+    recorded = [r.record for g in groups for r in g.rules if r.record]
+    targets: list[ObjectTarget] = []
+    claimed: dict[str, str] = {}
+    for d in docs:
+        target = _translate(d, adapter, recorded, variants)
+        if target is None:
+            continue
+        if target.variant in claimed:
+            raise UserError(f"spec.scaleTargetRef.name: variant {target.variant!r} is already scaled by "
+                            f"{claimed[target.variant]}; two autoscalers on one target fight", where=d.where)
+        claimed[target.variant] = d.where
+        targets.append(target)
+    if not targets:
+        raise UserError("no autoscaling object (HorizontalPodAutoscaler, ScaledObject, VariantAutoscaling) in "
+                        f"{', '.join(cfg.objects)}", where=f"autoscaler {cfg.label}")
+    dumped = [g.model_dump(mode="json", by_alias=True, exclude_none=True) for g in groups]
+    return cfg.model_copy(update={"targets": targets, "rule_groups": dumped})
+
+
+def rule_groups(cfg: Any) -> list[RuleGroup]:
+    """The rule groups a ``kubernetes`` autoscaler's objects bring (none for any other autoscaler)."""
+    raw = getattr(cfg, "rule_groups", None) or []
+    return [RuleGroup.model_validate(g) for g in raw]
+
+
+def _adapter(d: Doc) -> AdapterConfig:
+    from pydantic import ValidationError
+
+    from ..schema_help import format_validation_error
+
+    try:
+        return AdapterConfig.model_validate({k: v for k, v in d.data.items() if k not in ("metadata", "kind")})
+    except ValidationError as e:
+        raise format_validation_error(e, d.where) from None
+
+
+def _merge(a: AdapterConfig, b: AdapterConfig) -> AdapterConfig:
+    return AdapterConfig(rules=a.rules + b.rules, externalRules=a.externalRules + b.externalRules,
+                         resourceRules=b.resourceRules or a.resourceRules)
+
+
+def target_variant(d: Doc, variants: dict[str, str]) -> str:
+    """The variant a ``spec.scaleTargetRef`` names (a Deployment named after the variant)."""
+    ref = (d.data.get("spec") or {}).get("scaleTargetRef") if isinstance(d.data.get("spec"), dict) else None
+    if not isinstance(ref, dict) or "name" not in ref:
+        raise UserError("spec.scaleTargetRef.name: required field is missing", where=d.where)
+    kind = ref.get("kind", "Deployment")
+    if kind != "Deployment":
+        raise UserError(f"spec.scaleTargetRef.kind: {kind!r}; scenario variants are Deployments", where=d.where,
+                        expected="Deployment")
+    name = str(ref["name"])
+    if name not in variants:
+        raise UserError(f"spec.scaleTargetRef.name: no variant {name!r}{did_you_mean(name, list(variants))}",
+                        where=d.where, expected="a cluster.variants name: " + ", ".join(variants))
+    return name
+
+
+def _translate(d: Doc, adapter: AdapterConfig, recorded: list[str], variants: dict[str, str]) -> ObjectTarget | None:
+    if d.category == "hpa":
+        variant = target_variant(d, variants)
+        obj, hpa = translate_hpa(d, adapter, recorded)
+        lo = 1 if obj.spec.minReplicas is None else obj.spec.minReplicas
+        return ObjectTarget(variant=variant, source=d.where, autoscaler=hpa,
+                            min_replicas=lo, max_replicas=obj.spec.maxReplicas)
+    if d.category == "scaledobject":
+        variant = target_variant(d, variants)
+        keda, lo, hi = translate_scaled_object(d)
+        return ObjectTarget(variant=variant, source=d.where, autoscaler=keda, min_replicas=lo, max_replicas=hi)
+    if d.category == "variantautoscaling":
+        return _variant_autoscaling(d, variants)
+    return None
+
+
+def _variant_autoscaling(d: Doc, variants: dict[str, str]) -> ObjectTarget:
+    """The project's VariantAutoscaling CR (manifests/autoscalers/wva/crd.yaml): one variant under WVA, with
+    the CR's cost and bounds; the variants' CRs share one WVA (its thresholds are WVA's defaults)."""
+    from .hpa import parse_quantity
+
+    variant = target_variant(d, variants)
+    spec = d.data.get("spec") or {}
+    model = spec.get("modelID")
+    if model is not None and str(model) != variants[variant]:
+        raise UserError(f"spec.modelID: {model!r}, but variant {variant!r} serves {variants[variant]!r}",
+                        where=d.where)
+    try:
+        cost = parse_quantity(spec["variantCost"]) if "variantCost" in spec else None
+        lo, hi = spec.get("minReplicas"), spec.get("maxReplicas")
+        return ObjectTarget(variant=variant, source=d.where, autoscaler=WVAConfig(name="wva"), cost=cost,
+                            min_replicas=None if lo is None else int(lo), max_replicas=None if hi is None else int(hi))
+    except (ValueError, TypeError) as e:
+        raise UserError(f"spec: {e}", where=d.where) from None

@@ -1,0 +1,116 @@
+"""Reading the objects' files: ``${VAR}`` substitution, documents, and what each document is.
+
+Upstream guides ship their manifests with envsubst placeholders (``${NAMESPACE}``,
+``$MODEL``) for the reader to fill in; scalearena fills them from the
+autoscaler's ``env:`` before parsing, as ``envsubst < file | kubectl apply -f -``
+would, except that a placeholder without a value is an error naming the file and
+line (envsubst would silently write an empty string). Hand-written because
+envsubst's rule is one regular expression; ``$$`` and a ``$`` not followed by a
+name are left alone, as envsubst leaves them.
+
+Each document is then classified by ``apiVersion`` and ``kind`` (or, for the
+two plain configuration files, by their top-level keys: a Prometheus rule file
+has ``groups``, a prometheus-adapter config has ``rules`` / ``externalRules`` /
+``resourceRules``); anything else is an error that names the file and document.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scalearena.contracts.errors import UserError
+
+from ..safe_yaml import parse_yaml, parse_yaml_all, read_text
+
+KINDS: dict[tuple[str, str], str] = {
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "hpa",
+    ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "rules",
+    ("llmd.ai/v1alpha1", "VariantAutoscaling"): "variantautoscaling",
+    ("v1", "ConfigMap"): "adapter",  # prometheus-adapter's config map (data: config.yaml)
+}
+_ADAPTER_KEYS = {"rules", "externalRules", "resourceRules"}
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One document of an objects file."""
+
+    file: str  # the path as the scenario gives it
+    index: int  # 0-based position in the file
+    category: str  # hpa, scaledobject, rules, variantautoscaling, adapter
+    data: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        md = self.data.get("metadata")
+        name = md.get("name") if isinstance(md, dict) else None
+        return str(name) if name else f"document {self.index + 1}"
+
+    @property
+    def where(self) -> str:
+        kind = self.data.get("kind")
+        return f"{self.file}: {kind}/{self.name}" if kind else f"{self.file}: {self.name}"
+
+
+def substitute(text: str, env: dict[str, str], where: str) -> str:
+    """envsubst: ``${VAR}`` and ``$VAR`` replaced by ``env[VAR]``; an unset one is a UserError."""
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name not in env:
+            line = text.count("\n", 0, m.start()) + 1
+            raise UserError(f"line {line}: ${{{name}}} has no value", where=where,
+                            expected=f"{name} under this autoscaler's env:")
+        return env[name]
+    return _VAR.sub(value, text)
+
+
+def classify(data: Any, file: str, index: int) -> Doc:
+    where = f"{file}: document {index + 1}"
+    if not isinstance(data, dict):
+        raise UserError("a document must be a mapping (a Kubernetes object or a rule/adapter file)", where=where)
+    if "kind" in data or "apiVersion" in data:
+        key = (str(data.get("apiVersion")), str(data.get("kind")))
+        category = KINDS.get(key)
+        if category is None:
+            known = ", ".join(f"{a} {k}" for a, k in KINDS)
+            raise UserError(f"unsupported object apiVersion {key[0]!r} kind {key[1]!r}", where=where,
+                            expected=f"one of {known}")
+        if category == "adapter":
+            data = _adapter_config_map(data, where)
+        return Doc(file, index, category, data)
+    if "groups" in data:
+        return Doc(file, index, "rules", data)
+    if set(data) & _ADAPTER_KEYS:
+        return Doc(file, index, "adapter", data)
+    raise UserError("not a Kubernetes object (no apiVersion/kind), a rule file (groups:) or a prometheus-adapter "
+                    f"config (rules:); top-level keys: {sorted(data)}", where=where)
+
+
+def _adapter_config_map(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The adapter config inside a ConfigMap's ``data["config.yaml"]`` (the only ConfigMap read)."""
+    text = (data.get("data") or {}).get("config.yaml")
+    if not isinstance(text, str):
+        raise UserError("data.config.yaml: missing; the only ConfigMap read is prometheus-adapter's config",
+                        where=where)
+    inner = parse_yaml(text, f"{where} data.config.yaml")
+    if not isinstance(inner, dict) or not set(inner) & _ADAPTER_KEYS:
+        raise UserError("data.config.yaml: not a prometheus-adapter config (rules, externalRules, resourceRules)",
+                        where=where)
+    return {**inner, "metadata": data.get("metadata", {}), "kind": "ConfigMap"}
+
+
+def load_documents(paths: list[str], env: dict[str, str], base_dir: Path | None) -> list[Doc]:
+    """Every document of every file, substituted and classified, in file order."""
+    docs: list[Doc] = []
+    for file in paths:
+        path = Path(file)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        text = substitute(read_text(path), env, file)
+        for i, data in enumerate(parse_yaml_all(text, file)):
+            docs.append(classify(data, file, i))
+    return docs

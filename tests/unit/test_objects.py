@@ -1,0 +1,214 @@
+"""Bring your own objects (harness/objects, controllers/kubernetes.py): loading, envsubst, the
+prometheus-adapter templating, HPA translation, errors, and the decisions the objects make.
+
+Expected queries follow prometheus-adapter pkg/naming/metrics_query.go by hand: Build() joins the
+selector's matchers (sorted by key), then <namespace label>="<ns>", then the resource label
+(``=~`` for several names); GroupBy is the resource label. BuildExternal() adds no GroupBy.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scalearena.contracts.errors import UserError
+from scalearena.controllers.hpa.engine import TARGET_PODS
+from scalearena.controllers.kubernetes import Kubernetes, KubernetesConfig
+from scalearena.harness.objects import adapter as ad
+from scalearena.harness.objects import compile_objects
+from scalearena.harness.objects.hpa import parse_quantity
+from scalearena.harness.objects.load import classify, substitute
+from tests.unit.viewkit import FakeMetrics, pods, variant, view
+
+ADAPTER = """
+rules:
+  - seriesQuery: 'vllm:num_requests_waiting{namespace!="",pod!=""}'
+    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+    name: {matches: "^vllm:(.*)$", as: "vllm_${1}"}
+    metricsQuery: 'max by (<<.GroupBy>>) (<<.Series>>{<<.LabelMatchers>>})'
+  - seriesQuery: '{__name__=~"^kube_deployment_.*replicas$"}'
+    resources: {overrides: {namespace: {resource: namespace}, deployment: {group: apps, resource: deployment}}}
+    metricsQuery: 'sum by (<<.GroupBy>>) (<<.Series>>{<<.LabelMatchers>>})'
+externalRules:
+  - seriesQuery: '{__name__=~"^model:.*"}'
+    resources: {overrides: {namespace: {resource: namespace}}}
+    metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+"""
+RULES = """
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: r}
+spec:
+  groups:
+    - name: g
+      interval: 15s
+      rules:
+        - {record: "model:waiting:sum", expr: "sum by (namespace, model_name) (vllm:num_requests_waiting)"}
+"""
+
+
+def hpa(metrics: str, name: str = "va", extra: str = "") -> str:
+    return f"""apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: my-hpa, namespace: "${{NS}}"}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
+  maxReplicas: 8
+  metrics:
+{metrics}{extra}"""
+
+
+PODS = """    - type: Pods
+      pods:
+        metric: {name: vllm_num_requests_waiting}
+        target: {type: AverageValue, averageValue: "3"}
+"""
+
+
+def build(tmp_path: Path, files: dict[str, str], env: dict[str, str] | None = None) -> KubernetesConfig:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    cfg = KubernetesConfig(objects=list(files), env={"NS": "scalearena"} if env is None else env)
+    return compile_objects(cfg, tmp_path, {"va": "m", "vb": "m"})
+
+
+def test_envsubst_fills_both_forms_and_refuses_an_unset_name() -> None:
+    assert substitute("a: ${X}\nb: $Y-1\nc: $$ $1", {"X": "1", "Y": "two"}, "f.yaml") == "a: 1\nb: two-1\nc: $$ $1"
+    with pytest.raises(UserError) as e:
+        substitute("a: 1\nb: ${MISSING}\n", {}, "f.yaml")
+    assert str(e.value) == "f.yaml: line 2: ${MISSING} has no value (expected MISSING under this autoscaler's env:)"
+
+
+def test_a_document_of_an_unknown_kind_is_named() -> None:
+    with pytest.raises(UserError, match=r"f.yaml: document 2: unsupported object apiVersion 'apps/v1' kind "
+                                        r"'Deployment'"):
+        classify({"apiVersion": "apps/v1", "kind": "Deployment"}, "f.yaml", 1)
+    assert classify({"groups": []}, "r.yaml", 0).category == "rules"
+    assert classify({"externalRules": []}, "a.yaml", 0).category == "adapter"
+
+
+def test_quantities() -> None:
+    # 500m = 0.5; 1.5k = 1500; 2Gi = 2 x 2^30; 1e3 = 1000
+    assert [parse_quantity(q) for q in ("3", "500m", "1.5k", "2Gi", "1e3", 7)] == [3, 0.5, 1500, 2 * 2**30, 1000, 7]
+    with pytest.raises(ValueError):
+        parse_quantity("3 pods")
+
+
+def test_adapter_names_and_templates() -> None:
+    rule = ad.DiscoveryRule(seriesQuery="x", metricsQuery="q", name=ad.NameRule(matches="^(.*)_total$"))
+    assert ad.metric_name(rule, "http_requests_total") == "http_requests"  # one group: as defaults to $1
+    rule = ad.DiscoveryRule(seriesQuery="x", metricsQuery="q")
+    assert ad.metric_name(rule, "vllm:num_requests_waiting") == "vllm:num_requests_waiting"  # no group: $0
+    assert ad.render_template("sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)", "s", 'a="1"', "pod") \
+        == 'sum(s{a="1"}) by (pod)'
+    with pytest.raises(ValueError, match="<<range .X>> is not supported"):
+        ad.render_template("<<range .X>>", "s", "", "")
+    sel = {"matchLabels": {"zone": "a"}, "matchExpressions": [{"key": "app", "operator": "In", "values": ["y", "x"]},
+                                                              {"key": "tier", "operator": "Exists"}]}
+    assert ad.selector_matchers(sel) == ['app=~"x|y"', 'tier!=""', 'zone="a"']  # sorted by key
+
+
+def test_hpa_metrics_become_the_adapter_queries(tmp_path: Path) -> None:
+    metrics = PODS + """    - type: External
+      external:
+        metric: {name: "model:waiting:sum", selector: {matchLabels: {model_name: m}}}
+        target: {type: AverageValue, averageValue: 5}
+    - type: Object
+      object:
+        describedObject: {apiVersion: apps/v1, kind: Deployment, name: va}
+        metric: {name: kube_deployment_spec_replicas}
+        target: {type: Value, value: 2}
+"""
+    cfg = build(tmp_path, {"hpa.yaml": hpa(metrics), "adapter.yaml": ADAPTER, "rules.yaml": RULES})
+    (t,) = cfg.targets
+    assert (t.variant, t.min_replicas, t.max_replicas) == ("va", 1, 8)
+    assert t.source == "hpa.yaml: HorizontalPodAutoscaler/my-hpa"
+    m = t.autoscaler.metrics
+    assert m[0].query == f'max by (pod) (vllm:num_requests_waiting{{namespace="scalearena",pod=~"{TARGET_PODS}"}})'
+    assert m[0].name == "vllm_num_requests_waiting" and m[0].average_value == 3
+    assert m[1].query == 'sum(model:waiting:sum{model_name="m",namespace="scalearena"})'
+    assert (m[1].type, m[1].average_value) == ("External", 5)
+    assert m[2].query == 'sum by (deployment) (kube_deployment_spec_replicas{namespace="scalearena",deployment="va"})'
+    assert (m[2].type, m[2].value) == ("Object", 2)
+    assert t.autoscaler.behavior is None  # no behavior field: the legacy path
+    assert cfg.rule_groups[0]["rules"][0]["record"] == "model:waiting:sum"
+
+
+@pytest.mark.parametrize(("files", "message"), [
+    ({"hpa.yaml": hpa(PODS, name="vc")}, "hpa.yaml: HorizontalPodAutoscaler/my-hpa: spec.scaleTargetRef.name: "
+     "no variant 'vc'"),
+    ({"hpa.yaml": hpa(PODS)}, "hpa.yaml: HorizontalPodAutoscaler/my-hpa: spec.metrics.0.pods.metric.name: no "
+     "prometheus-adapter rules entry serves 'vllm_num_requests_waiting'"),
+    ({"hpa.yaml": hpa(PODS.replace("AverageValue, averageValue", "Utilization, averageUtilization")),
+      "a.yaml": ADAPTER}, "spec.metrics.0.pods.target.type: Utilization is not supported for a Pods metric"),
+    ({"hpa.yaml": hpa(PODS, extra="  minReplica: 2\n"), "a.yaml": ADAPTER}, "spec.minReplica: unknown field"),
+    ({"hpa.yaml": hpa(PODS), "a.yaml": ADAPTER.replace("max by", "maxx by")},
+     "spec.metrics.0.pods: PromQL parse error"),
+])
+def test_errors_name_file_object_and_field(tmp_path: Path, files: dict[str, str], message: str) -> None:
+    with pytest.raises(UserError) as e:
+        build(tmp_path, files)
+    assert message in str(e.value)
+
+
+def test_a_parse_error_in_a_query_gives_its_position(tmp_path: Path) -> None:
+    bad = ADAPTER.replace("'sum(<<.Series>>{<<.LabelMatchers>>})'", "'sum(<<.Series>>{<<.LabelMatchers>>}) +'")
+    metrics = """    - type: External
+      external:
+        metric: {name: "model:waiting:sum"}
+        target: {type: Value, value: 5}
+"""
+    with pytest.raises(UserError, match=r"spec.metrics.0.external: PromQL parse error"):
+        build(tmp_path, {"hpa.yaml": hpa(metrics), "a.yaml": bad, "rules.yaml": RULES})
+    unsupported = ADAPTER.replace("'sum(<<.Series>>{<<.LabelMatchers>>})'", "'1 + predict_linear(<<.Series>>[5m], 60)'")
+    with pytest.raises(UserError, match=r"function predict_linear\(\) is outside the supported PromQL subset at "
+                                        r"character 4 of '1 \+ predict_linear"):
+        build(tmp_path, {"hpa.yaml": hpa(metrics), "a.yaml": unsupported, "rules.yaml": RULES})
+
+
+def test_two_objects_on_one_variant_are_refused(tmp_path: Path) -> None:
+    two = hpa(PODS) + "---\n" + hpa(PODS).replace("my-hpa", "other")
+    with pytest.raises(UserError, match="variant 'va' is already scaled by hpa.yaml: HorizontalPodAutoscaler/my-hpa"):
+        build(tmp_path, {"hpa.yaml": two, "a.yaml": ADAPTER})
+
+
+class QueryMetrics(FakeMetrics):
+    """Answers PromQL from a fixed table and records what was asked."""
+
+    def __init__(self, answers: dict[str, list[dict[str, Any]]]) -> None:
+        super().__init__()
+        self.answers, self.asked = answers, []  # type: ignore[var-annotated]
+
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        self.asked.append(expr)
+        return self.answers[expr]
+
+
+def _row(value: str, **labels: str) -> dict[str, Any]:
+    return {"metric": labels, "value": [0.0, value]}
+
+
+def test_the_object_decides_from_its_queries(tmp_path: Path) -> None:
+    metrics = PODS + """    - type: External
+      external:
+        metric: {name: "model:waiting:sum"}
+        target: {type: AverageValue, averageValue: 5}
+"""
+    cfg = build(tmp_path, {"hpa.yaml": hpa(metrics), "a.yaml": ADAPTER, "rules.yaml": RULES})
+    pods_q = 'max by (pod) (vllm:num_requests_waiting{namespace="scalearena",pod=~"va-0|va-1"})'
+    ext_q = 'sum(model:waiting:sum{namespace="scalearena"})'
+    # Pods: samples 6 and 3 (a third pod's row is not the variant's and is dropped): avg 4.5 / 3 = 1.5
+    #   -> ceil(1.5 x 2) = 3. External: 12 + 0.0004 -> milli 12000 + 0 = 12 over 2 pods x 5 = ratio 1.2
+    #   -> ceil(12 / 5) = 3. Legacy path: limit max(2 x 2, 4) = 4, so 3.
+    fake = QueryMetrics({pods_q: [_row("6", pod="va-0"), _row("3", pod="va-1"), _row("9", pod="vb-0")],
+                         ext_q: [_row("12", model_name="m"), _row("0.0004", model_name="n")]})
+    ps = tuple(replace(p, pod=f"va-{i}") for i, p in enumerate(pods(0, 0)))
+    policy = Kubernetes(cfg)
+    (d,) = policy.decide(0.0, view(0.0, variant("va", spec=2, pods=ps), variant("vb", spec=5), metrics=fake))
+    assert (d.variant, d.desired_replicas) == ("va", 3)
+    assert d.reasons[0].rule == "object"
+    usage = {r.values["metric"]: (r.values["usage"], r.values["proposal"]) for r in d.reasons if r.rule == "metric"}
+    assert usage == {"pods:vllm_num_requests_waiting": (4.5, 3), "external:model:waiting:sum": (6.0, 3)}
+    assert fake.asked == [pods_q, ext_q]
