@@ -5,7 +5,8 @@ counters and histograms per pod, EPP and kube-state-metrics series, plus the
 awkward cases Prometheus' semantics decide: a pod that appears and vanishes
 (lookback), a counter reset, a NaN sample, a series with a 5-minute gap, a
 sparse series (rate extrapolation limits). The queries are every PromQL query
-the repository ships (manifests/, the PromQL builder of
+the repository ships (manifests/, the objects of manifests/autoscalers as harness/objects
+translates them, the PromQL builder of
 harness/metrics/prometheus.py), the llm-d recipe queries (SPEC section 4,
 llm-d guides/workload-autoscaling) and edge cases.
 """
@@ -145,8 +146,34 @@ def _manifest_queries() -> list[str]:
     root = Path(__file__).resolve().parents[2] / "manifests"
     out = []
     for f in sorted(root.rglob("*.yaml")):
+        if "examples" in f.parts:
+            continue  # envsubst templates: read through harness/objects below
         out += [m.strip() for m in re.findall(r"^\s*query:\s*(.+)$", f.read_text(encoding="utf-8"), re.M)]
     return out
+
+
+def _object_queries() -> list[str]:
+    """What the shipped objects send: manifests/autoscalers/hpa with the prometheus-adapter rules of
+    manifests/, and manifests/autoscalers/examples (envsubst-filled), as harness/objects translates them;
+    every metric's query (Pods ones for the pods p1, p2, p4 of va-a100) and every recording rule."""
+    from scalearena.controllers.hpa.engine import TARGET_PODS
+    from scalearena.controllers.kubernetes import KubernetesConfig
+    from scalearena.harness.objects import compile_objects
+
+    root = Path(__file__).resolve().parents[2] / "manifests" / "autoscalers"
+    sets = [[root / "hpa" / "hpa.yaml", root / "prometheus-adapter" / "config.yaml"],
+            sorted((root / "examples").glob("*.yaml"))]
+    env = {"NAMESPACE": NS, "VARIANT": "va-a100", "MODEL": MODEL}
+    out = []
+    for files in sets:
+        cfg = compile_objects(KubernetesConfig(objects=[str(f) for f in files], env=env), None,
+                              {"va-a100": MODEL, "va-h100": MODEL})
+        for t in cfg.targets:
+            for m in getattr(t.autoscaler, "metrics", []):
+                out.append(m.query.replace(TARGET_PODS, "p1|p2|p4"))
+            out += [tr.query for tr in getattr(t.autoscaler, "triggers", None) or [] if not tr.is_signal]
+        out += [r["expr"] for g in cfg.rule_groups for r in g["rules"]]
+    return list(dict.fromkeys(out))
 
 
 def _builder_queries() -> list[str]:
@@ -218,7 +245,7 @@ _EDGES = [
 
 
 def queries() -> list[str]:
-    return _manifest_queries() + _builder_queries() + _RECIPES + _EDGES
+    return _manifest_queries() + _object_queries() + _builder_queries() + _RECIPES + _EDGES
 
 
 def eval_times_ms() -> list[int]:

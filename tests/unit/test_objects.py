@@ -212,3 +212,21 @@ def test_the_object_decides_from_its_queries(tmp_path: Path) -> None:
     usage = {r.values["metric"]: (r.values["usage"], r.values["proposal"]) for r in d.reasons if r.rule == "metric"}
     assert usage == {"pods:vllm_num_requests_waiting": (4.5, 3), "external:model:waiting:sum": (6.0, 3)}
     assert fake.asked == [pods_q, ext_q]
+
+
+def test_the_shipped_example_scenario_loads_its_objects() -> None:
+    from scalearena.harness.scenario import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    sc = load_scenario(root / "workloads" / "scenarios" / "byo-objects.yaml")
+    mine = sc.autoscaler("my-hpa")
+    (t,) = mine.targets
+    assert (t.variant, t.min_replicas, t.max_replicas) == ("va-qwen", 1, 10)
+    pods = f'namespace="scalearena",pod=~"{TARGET_PODS}"'
+    # seriesQuery's __name__ regex picks the two catalogue series; name.as "vllm_${1}" renames them
+    assert [m.query for m in t.autoscaler.metrics] == [
+        f"max by (pod) (vllm:num_requests_waiting{{{pods}}})", f"max by (pod) (vllm:kv_cache_usage_perc{{{pods}}})",
+        'sum(model:requests_queued:sum{model_name="qwen3-0.6b",namespace="scalearena"})']
+    assert t.autoscaler.behavior.scale_down.stabilization_window_seconds == 120
+    assert t.autoscaler.behavior.scale_up.policies is None  # left to the v2 defaults
+    assert [g["name"] for g in mine.rule_groups] == ["model-queue"]
