@@ -230,3 +230,28 @@ def test_the_shipped_example_scenario_loads_its_objects() -> None:
     assert t.autoscaler.behavior.scale_down.stabilization_window_seconds == 120
     assert t.autoscaler.behavior.scale_up.policies is None  # left to the v2 defaults
     assert [g["name"] for g in mine.rule_groups] == ["model-queue"]
+
+
+def test_on_kind_the_files_are_applied_as_written(tmp_path: Path) -> None:
+    """CLUSTER=kind|cluster (harness/backends/kube/byo.py): the HPA goes out as written with ${VAR} filled,
+    the user's adapter rules become the adapter's ConfigMap, the rule groups a Prometheus rule file."""
+    import yaml
+
+    from scalearena.harness.backends.kube.backend import KubeBackend
+    from scalearena.harness.scenario import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    sc = load_scenario(root / "workloads" / "scenarios" / "byo-objects.yaml")
+    objs = KubeBackend("kind").plan(sc, sc.autoscaler("my-hpa"))
+    (hpa_obj,) = [o for o in objs if o["kind"] == "HorizontalPodAutoscaler"]
+    written = yaml.safe_load((root / "manifests/autoscalers/examples/hpa.yaml").read_text()
+                             .replace("${VARIANT}", "va-qwen").replace("${NAMESPACE}", "scalearena")
+                             .replace("${MODEL}", "qwen3-0.6b"))
+    assert hpa_obj == written
+    (adapter,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-adapter-config"]
+    rules = yaml.safe_load(adapter["data"]["config.yaml"])
+    assert [r["name"]["as"] for r in rules["rules"] + rules["externalRules"]] == ["vllm_${1}", "model_requests_queued"]
+    (prom,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config"]
+    assert yaml.safe_load(prom["data"]["prometheus.yml"])["rule_files"] == ["/etc/prometheus/scalearena-rules.yml"]
+    assert yaml.safe_load(prom["data"]["scalearena-rules.yml"])["groups"][0]["name"] == "model-queue"
+    assert not [o for o in objs if o["kind"] in ("ScaledObject", "VariantAutoscaling", "PrometheusRule")]

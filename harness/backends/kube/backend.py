@@ -44,6 +44,7 @@ from scalearena.reports.results import RunWriter
 
 from ...interrupts import Interrupted
 from ...scenario import Scenario
+from .byo import user_objects, uses_keda
 from .cluster import (
     IMAGES,
     KEDA_MANIFEST,
@@ -73,7 +74,7 @@ from .security import admin_token, harden
 from .validate import check_objects
 
 ROOT = Path(__file__).resolve().parents[3]
-NATIVE = ("wva", "hpa", "keda")  # autoscalers that run as Kubernetes objects in kind/cluster
+NATIVE = ("wva", "hpa", "keda", "kubernetes")  # autoscalers that run as Kubernetes objects in kind/cluster
 STATIC_WVA_KINDS = ("VariantAutoscaling", "HorizontalPodAutoscaler", "ScaledObject")
 
 
@@ -134,6 +135,8 @@ class KubeBackend:
             objs += render(self.manifests / "autoscalers" / "prometheus-adapter") + hpa_objects(sc, autoscaler)
         elif kind == "keda":
             objs += keda_objects(sc, autoscaler)
+        elif kind == "kubernetes":
+            objs += user_objects(autoscaler, objs, self.manifests)
         for o in objs:
             pod = o.get("spec", {}).get("template", {}).get("spec", {})
             for c in pod.get("containers", []):
@@ -166,7 +169,7 @@ class KubeBackend:
         old_term = self._trap_sigterm()
         try:
             self._cluster(kind_cluster, kubectl, writer, scenario, objs)
-            if autoscaler.kind == "keda":
+            if uses_keda(autoscaler):
                 kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
                 kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
             if self.gateway == "epp":  # the InferencePool CRD (and the GIE CRDs the EPP watches)
@@ -190,7 +193,8 @@ class KubeBackend:
             gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
             forwards += [proc for _, proc, _ in named]
             self._ready(kubectl, f"http://127.0.0.1:{prom_port}", None if runner else f"http://127.0.0.1:{gw_port}",
-                        autoscaler.kind, scenario.cluster.variants[0].model)
+                        "keda" if autoscaler.kind == "kubernetes" and uses_keda(autoscaler) else autoscaler.kind,
+                        scenario.cluster.variants[0].model)
             api = self.api_factory(kubectl.context) if self.api_factory else self._api(kubectl.context)
             metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=autoscaler.kind in NATIVE)

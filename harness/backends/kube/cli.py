@@ -102,6 +102,7 @@ def suite_cluster_up(suite_file: str, shell: Any, which: Callable[[str], str | N
     from scalearena.harness.suite import load_suite
 
     from .backend import ROOT
+    from .byo import uses_keda
     from .cluster import KEDA_MANIFEST, KindCluster, build_images, fake_gpu_demand, preflight
 
     preflight("kind", which)
@@ -109,7 +110,7 @@ def suite_cluster_up(suite_file: str, shell: Any, which: Callable[[str], str | N
     cluster = KindCluster(shell, ROOT / "manifests" / "kind" / "cluster.yaml")
     cluster.create(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
     cluster.load_images(build_images(shell, ROOT))
-    if any(p.autoscaler.kind == "keda" for p in plans):
+    if any(uses_keda(p.autoscaler) for p in plans):
         cluster.kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
         cluster.kubectl.rollout("keda", "keda-operator", 600)
     return len(plans), cluster.name
