@@ -212,7 +212,9 @@ class Autoscaler(Protocol):
     ``period_s``: how often the harness calls ``decide``. ``fast_period_s``
     (optional, e.g. WVA's 100 ms scale-from-zero loop): when not None the
     harness also calls ``decide_fast`` at that period; it should return
-    decisions only when it acts.
+    decisions only when it acts. It is a scale-from-zero loop: the harness calls it only while
+    a variant at 0 spec replicas has requests queued at the gateway for its model, with a view
+    of replica counts and the gateway queue but no pod samples (``VariantView.pods`` empty).
     """
 
     kind: ClassVar[str]

@@ -60,10 +60,17 @@ class ControlPlane:
 
     # ---- decide + apply -----------------------------------------------------------------------------
     def decide(self, fast: bool = False, now: float | None = None) -> list[Decision]:
-        """One pass of the main loop (or the fast loop): decide on a fresh view, record, apply."""
+        """One pass of the main loop (or the fast loop): decide on a fresh view, record, apply.
+
+        The fast loop (WVA's scale-from-zero, 10 times a second) runs only while a variant at 0
+        spec replicas has requests queued at the gateway for its model, and its view carries no
+        pod samples (``Autoscaler.decide_fast``), as the in-cluster controller's
+        ``reconcile_fast`` does (harness/k8s/controller.py): the common case costs one queue read."""
         assert self.policy is not None, "no policy runs here (an in-cluster autoscaler decides)"
         now = self.clock.now() if now is None else now
-        view = self.view(now)
+        if fast and not self._wake_candidates():
+            return []
+        view = self.view(now, with_pods=not fast)
         decisions = self.policy.decide_fast(now, view) if fast else self.policy.decide(now, view)
         spec = {v.name: v.spec_replicas for v in view.variants} if decisions else {}
         for dec in decisions:
@@ -73,6 +80,14 @@ class ControlPlane:
                 self.writer.add_decision(now, self.label, dec, loop="fast")
             self._apply(dec, spec)
         return list(decisions)
+
+    def _wake_candidates(self) -> bool:
+        """A variant at 0 spec replicas whose model has requests held at the gateway."""
+        queue = self.probe.router_queue()
+        if not any(n > 0 for n in queue.values()):
+            return False
+        status = self.replicas()
+        return any(status[v.name].spec == 0 and queue.get(v.model, 0) > 0 for v in self.variants)
 
     def _apply(self, dec: Decision, spec: dict[str, int]) -> None:
         info = self._by_name[dec.variant]

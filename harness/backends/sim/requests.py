@@ -8,6 +8,7 @@ second outcome for a request already done).
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scalearena.contracts.records import RequestRecord
@@ -39,9 +40,12 @@ class RequestFlow:
     inflight: int
     _next_arrival: int
     _ok_total: dict[str, int]
+    _deadlines: deque[tuple[float, _Req]]  # (client deadline, request) in arrival order
 
     if TYPE_CHECKING:  # provided by loop.Simulation and pods.PodLifecycle
         def push(self, t: float, kind: int, payload: Any = None) -> None: ...
+
+        def arm_fast(self, t: float) -> None: ...
 
         def pod_gone(self, pod: Pod, t: float) -> None: ...
 
@@ -52,8 +56,24 @@ class RequestFlow:
             self.push(self.requests[self._next_arrival].arrival_s, ARRIVAL)
         req = _Req(spec)
         self.inflight += 1
-        self.push(t + self.sc.client.timeout_s, TIMEOUT, req)
+        deadlines = self._deadlines
+        deadlines.append((t + self.sc.client.timeout_s, req))
+        if len(deadlines) == 1:
+            self.push(deadlines[0][0], TIMEOUT)
         self.dispatch(t, req)
+
+    def arm_timeout(self) -> None:
+        """Book the TIMEOUT event of the earliest client deadline still to look at.
+
+        Deadlines come in arrival order (arrival + one ``client.timeout_s``), so one event at a
+        time is enough; a request already done whose deadline falls before the end of the
+        arrivals (``duration_s``) is dropped without an event, since its timeout would do nothing
+        (after ``duration_s`` an event still ends the run when nothing is left in flight)."""
+        deadlines, end = self._deadlines, self.sc.duration_s
+        while deadlines and deadlines[0][1].done and deadlines[0][0] < end:
+            deadlines.popleft()
+        if deadlines:
+            self.push(deadlines[0][0], TIMEOUT)
 
     def dispatch(self, t: float, req: _Req) -> None:
         spec = req.spec
@@ -67,6 +87,7 @@ class RequestFlow:
                 self.record(req, t, "rejected", 429, 0)
             else:
                 q.append(req)
+                self.arm_fast(t)
             return
         pod = route.pod.owner  # type: ignore[union-attr]
         res = pod.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec))
@@ -81,7 +102,9 @@ class RequestFlow:
             self.record(req, t, "too_long", 400, 0)
         self.drain(pod, t)
 
-    def on_timeout(self, t: float, req: _Req) -> None:
+    def on_timeout(self, t: float, _: Any) -> None:
+        _, req = self._deadlines.popleft()
+        self.arm_timeout()
         if req.done:
             return
         pod = req.pod
