@@ -255,3 +255,25 @@ def test_on_kind_the_files_are_applied_as_written(tmp_path: Path) -> None:
     assert yaml.safe_load(prom["data"]["prometheus.yml"])["rule_files"] == ["/etc/prometheus/scalearena-rules.yml"]
     assert yaml.safe_load(prom["data"]["scalearena-rules.yml"])["groups"][0]["name"] == "model-queue"
     assert not [o for o in objs if o["kind"] in ("ScaledObject", "VariantAutoscaling", "PrometheusRule")]
+
+
+def test_on_local_the_rule_groups_are_a_prometheus_rule_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    import subprocess
+
+    import yaml
+
+    from scalearena.harness.backends.local import prometheus as local_prom
+    from scalearena.harness.backends.local.prometheus import PrometheusProcess
+    from scalearena.harness.scenario import load_scenario
+
+    monkeypatch.setenv("PROMETHEUS_BIN", "/bin/true")  # constructing writes the config; nothing is started
+    monkeypatch.setattr(local_prom, "free_port", lambda: 9)
+    sc = load_scenario(Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "byo-objects.yaml")
+    prom = PrometheusProcess(None, tmp_path, 15.0, rule_groups=sc.autoscaler("my-hpa").rule_groups)  # type: ignore[arg-type]
+    config = yaml.safe_load(prom.config_path.read_text())
+    (rules,) = config["rule_files"]
+    assert yaml.safe_load(Path(rules).read_text())["groups"][0]["rules"][0]["record"] == "model:requests_queued:sum"
+    if shutil.which("promtool"):  # the real Prometheus accepts the config and its rule file
+        done = subprocess.run(["promtool", "check", "config", str(prom.config_path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr

@@ -85,8 +85,13 @@ class LocalRun:
         self.end_s = sc.duration_s + sc.drain_s
         self.clock = WallClock(self.scale)
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
+        groups = getattr(config, "rule_groups", None)
+        if groups is not None and self.scale != 1:
+            raise UserError("a kubernetes autoscaler's PromQL (rule intervals, range windows) is written in real "
+                            f"seconds and cannot be sped up by time_scale {self.scale:g}",
+                            where=f"autoscaler {config.label}", expected="time_scale=1 on --cluster local")
         self.prom = PrometheusProcess(self.sup, self.dir, sc.metrics.scrape_interval_s, sc.metrics.staleness_s,
-                                      self.scale)
+                                      self.scale, rule_groups=groups)
         self.reader = PrometheusMetrics(self.prom.url, {v.name: v.model for v in sc.cluster.variants},
                                         promql=PromQL(time_scale=self.scale), clock=self.clock)
         self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event,

@@ -118,6 +118,7 @@ class PrometheusProcess:
         staleness_s: float = 300.0,
         time_scale: float = 1.0,
         name: str = "prometheus",
+        rule_groups: list[dict[str, Any]] | None = None,
     ) -> None:
         self.supervisor = supervisor
         self.dir = Path(run_dir).resolve() / "prometheus"
@@ -133,9 +134,12 @@ class PrometheusProcess:
         self._engines: dict[str, Target] = {}
         self._router: list[Target] = []
         self.binary = find_prometheus()
-        self.config_path.write_text(
-            yaml.safe_dump(render_config(scrape_interval_s, self.engines_sd, self.router_sd, time_scale))
-        )
+        config = render_config(scrape_interval_s, self.engines_sd, self.router_sd, time_scale)
+        if rule_groups:  # a kubernetes autoscaler's PrometheusRules / rule files, evaluated here as on a cluster
+            rules_path = self.dir / "rules.yml"
+            rules_path.write_text(yaml.safe_dump({"groups": rule_groups}, sort_keys=False))
+            config["rule_files"] = [str(rules_path)]
+        self.config_path.write_text(yaml.safe_dump(config))
         self._write_targets()
 
     @property
