@@ -1,7 +1,7 @@
 """A user's own HPA object run in the simulator (harness/objects, controllers/kubernetes.py).
 
-The built-in ``hpa`` preset and the objects it renders (harness/objects/presets.py: one
-HorizontalPodAutoscaler with the API-server's behavior defaults spelled out, and the
+The built-in ``hpa`` preset and the objects it renders for a cluster (the HorizontalPodAutoscaler
+of harness/backends/kube/scenario.py ``hpa_objects``, what CLUSTER=kind applies, read back with the
 prometheus-adapter rules of manifests/) must take the same decision at every sync of the same
 run: the objects' metrics are read as PromQL from the in-memory engine, the preset's from the
 view's pod samples, and the two are the same numbers.
@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from scalearena.harness.backends.kube.scenario import hpa_objects
 from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.objects.presets import hpa_objects
 from scalearena.harness.scenario import scenario_from_data
 from scalearena.reports.results import RunWriter
 
@@ -42,11 +42,11 @@ def _decisions(sc: Any, cfg: Any, out: Path) -> list[dict[str, Any]]:
 
 
 def test_the_hpa_preset_and_its_objects_decide_alike(tmp_path: Path) -> None:
-    from scalearena.controllers.hpa import HPAConfig
-
-    (tmp_path / "hpa.yaml").write_text(yaml.safe_dump_all(hpa_objects(HPAConfig(), [("va", 1, 12)])))
+    adapter = Path(__file__).resolve().parents[2] / "manifests/autoscalers/prometheus-adapter/config.yaml"
+    sc = scenario_from_data({**SCENARIO, "autoscalers": [{"kind": "hpa"}]}, "<test>")
+    (tmp_path / "hpa.yaml").write_text(yaml.safe_dump_all(hpa_objects(sc, sc.autoscalers[0])))
     data = {**SCENARIO, "autoscalers": [{"kind": "hpa"}, {"kind": "kubernetes", "name": "mine",
-                                                          "objects": ["hpa.yaml"]}]}
+                                                          "objects": ["hpa.yaml", str(adapter)]}]}
     sc = scenario_from_data(data, "<test>", tmp_path)
     preset = _decisions(sc, sc.autoscalers[0], tmp_path / "preset")
     mine = _decisions(sc, sc.autoscalers[1], tmp_path / "mine")
