@@ -277,3 +277,49 @@ def test_on_local_the_rule_groups_are_a_prometheus_rule_file(tmp_path: Path, mon
     if shutil.which("promtool"):  # the real Prometheus accepts the config and its rule file
         done = subprocess.run(["promtool", "check", "config", str(prom.config_path)], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+VA = """apiVersion: llmd.ai/v1alpha1
+kind: VariantAutoscaling
+metadata: {{name: {name}}}
+spec:
+  modelID: {model}
+  variantCost: "{cost}"
+  minReplicas: 0
+  maxReplicas: 4
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
+"""
+
+
+def test_variant_autoscalings_share_one_wva_with_their_costs_and_bounds(tmp_path: Path) -> None:
+    from scalearena.controllers.kubernetes import _restrict
+    from scalearena.controllers.wva.controller import WVA
+
+    text = VA.format(name="va", model="m", cost="1.0") + "---\n" + VA.format(name="vb", model="m", cost="2.5")
+    cfg = build(tmp_path, {"va.yaml": text}, env={})
+    assert [(t.variant, t.cost, t.min_replicas, t.max_replicas, t.autoscaler.kind) for t in cfg.targets] == [
+        ("va", 1.0, 0, 4, "wva"), ("vb", 2.5, 0, 4, "wva")]
+    policy = Kubernetes(cfg)
+    (unit,) = policy._units
+    assert isinstance(unit.policy, WVA) and policy.period_s == 30.0 and policy.fast_period_s == 0.1
+    seen = _restrict(view(0.0, variant("va", cost=9), variant("vb", cost=9), variant("vc")), unit.targets)
+    assert [(v.name, v.cost, v.min_replicas, v.max_replicas) for v in seen.variants] == [("va", 1.0, 0, 4),
+                                                                                        ("vb", 2.5, 0, 4)]
+    with pytest.raises(UserError, match=r"spec.modelID: 'other', but variant 'va' serves 'm'"):
+        build(tmp_path, {"va.yaml": VA.format(name="va", model="other", cost="1")}, env={})
+
+
+def test_each_object_runs_on_its_own_period(tmp_path: Path) -> None:
+    """An HPA (15 s sync) next to a VariantAutoscaling (WVA's 30 s cycle): the HPA decides at 0, 15, 30,
+    the WVA at 0 and 30, each only for its own variant."""
+    files = {"hpa.yaml": hpa(PODS), "a.yaml": ADAPTER, "vb.yaml": VA.format(name="vb", model="m", cost="1")}
+    policy = Kubernetes(build(tmp_path, files))
+    assert policy.period_s == 15.0
+    fake = QueryMetrics({'max by (pod) (vllm:num_requests_waiting{namespace="scalearena",pod=~"va-0"})':
+                         [_row("3", pod="va-0")]})
+    ps = (replace(pods(3)[0], pod="va-0"),)
+    seen = []
+    for t in (0.0, 15.0, 30.0):
+        out = policy.decide(t, view(t, variant("va", spec=1, pods=ps), variant("vb", spec=1), metrics=fake))
+        seen.append(sorted(d.variant for d in out))
+    assert seen == [["va", "vb"], ["va"], ["va", "vb"]]
