@@ -33,6 +33,12 @@ Admission (``admission.kind: saturation``): when every ready pod of the
 model is saturated (KV usage >= kv_threshold or waiting >= queue_threshold)
 the request is rejected with 429. When the model has no ready pod at all the
 caller holds the request in the gateway queue (the scale-from-zero signal).
+``admission.kind: flow_control`` (llm-d EPP flow control, harness/flow_control.py):
+the same saturation test answers ``hold`` instead, and the caller keeps the
+request in its flow queues until a later ``route`` finds room. Within one
+refresh slot each request sent to a pod counts as one more waiting there, so a
+freed pool takes queue_threshold requests per pod per slot, not the whole queue
+at once on a stale snapshot.
 """
 from __future__ import annotations
 
@@ -60,12 +66,13 @@ class RoutedPod:
     snapshot: tuple[int, int, float] = (0, 0, 0.0)  # waiting, running, kv_usage
     prefixes: OrderedDict = field(default_factory=OrderedDict)  # chained key -> blocks, least recent first
     indexed_blocks: int = 0
+    sent: int = 0  # requests routed here in the current refresh slot (flow control's saturation test)
     owner: Any = None  # the backend's pod object
 
 
 @dataclass(frozen=True)
 class Route:
-    kind: Literal["pod", "reject", "queue"]
+    kind: Literal["pod", "reject", "queue", "hold"]
     pod: RoutedPod | None = None
     scores: dict[str, float] | None = None
 
@@ -112,6 +119,8 @@ class Router:
         base, _, ties, all_saturated = self._refresh(now, req.model, pods)
         if self.adm.kind == "saturation" and all_saturated:
             return Route("reject")
+        if self.adm.kind == "flow_control" and self.saturated(req.model):
+            return Route("hold")
         if units is None:
             units = prefix_units(req)
         keys, sizes = chain_keys(units, 1) if units else ((), ())  # sizes: tokens per unit
@@ -132,7 +141,14 @@ class Router:
             pod = pods[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
         if keys:
             self._remember(pod, keys, sizes)
+        pod.sent += 1
         return Route("pod", pod)
+
+    def saturated(self, model: str) -> bool:
+        """Flow control's saturation detector: every ready pod at waiting (plus what this slot sent it)
+        >= queue_threshold or KV usage >= kv_threshold (on the last refreshed snapshot)."""
+        kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
+        return all(p.snapshot[0] + p.sent >= q_t or p.snapshot[2] >= kv_t for p in self._pods.get(model, ()))
 
     def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[float], float, list[int], bool]:
         slot = int(now / self.spec.refresh_s)
@@ -140,7 +156,7 @@ class Router:
             return self._base[model]
         snaps = [p.engine.load(now) for p in pods]
         for p, s in zip(pods, snaps, strict=True):
-            p.snapshot = s
+            p.snapshot, p.sent = s, 0
         qs = [s[0] for s in snaps]
         qmin, qmax = min(qs), max(qs)
         span = qmax - qmin

@@ -129,14 +129,20 @@ class ScorerWeights(_Spec):
 
 
 class AdmissionSpec(_Spec):
-    kind: Literal["saturation", "none"] = Field(
-        default="saturation", description="saturation: reject with 429 when every ready pod is saturated."
+    kind: Literal["saturation", "none", "flow_control"] = Field(
+        default="saturation", description="saturation: reject with 429 when every ready pod is saturated "
+        "(the paper's); flow_control: hold requests in gateway queues until a pod has room (llm-d EPP flow "
+        "control: strict priority, round-robin over tenants, FCFS); none: always dispatch."
     )
     kv_threshold: float = Field(default=0.8, gt=0, le=1, description="A pod is saturated at KV usage >= this.")
     queue_threshold: int = Field(default=5, ge=0, le=MAX_BATCH, description="A pod is saturated at waiting >= this.")
     queue_limit: int = Field(
-        default=1000, ge=0, le=MAX_BATCH, description="Requests the gateway holds while no pod is ready (scale from zero)."
+        default=1000, ge=0, le=MAX_BATCH, description="Requests the gateway holds per model while no pod is ready "
+        "(scale from zero) and, under flow_control, while every pod is saturated; beyond it 429."
     )
+    ttl_s: float | None = Field(
+        default=None, gt=0, description="flow_control: a request held this long is evicted with 503; null = no "
+        "TTL (upstream DefaultRequestTTL 0: the client's timeout ends the wait).")
 
 
 class RouterSpec(_Spec):

@@ -18,6 +18,8 @@ class RequestSpec:
     prefix_group: int = -1  # shared-prefix group (-1: none); the router's prefix-cache affinity key
     prefix_tokens: int = 0  # tokens of the prompt that belong to the shared prefix
     hash_ids: tuple[int, ...] = ()  # Mooncake-style block hashes of the prompt, when a trace provides them
+    tenant: str = ""  # flow control's fairness id (x-gateway-inference-fairness-id)
+    priority: int = 0  # flow control's priority band (higher first)
 
 
 HASH_BLOCK_TOKENS = 512  # prompt tokens per Mooncake hash id (the trace's block size)

@@ -63,6 +63,8 @@ class Draft(NamedTuple):
     prefix_group: int = -1
     prefix_tokens: int = 0
     hash_ids: tuple[int, ...] = ()
+    tenant: str = ""
+    priority: int = 0
 
 
 @dataclass
@@ -157,7 +159,10 @@ def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Itera
     else:
         tagged = [_tag(i, s) for i, s in enumerate(streams)]
         merged = ((x[2], x[3]) for x in heapq.merge(*tagged, key=lambda x: (x[0], x[1], x[2])))
+    tags = [(w.tenant, w.priority) for w in scenario.workloads]
     for i, d in merged:
+        if tags[i] != ("", 0):
+            d = d._replace(tenant=tags[i][0], priority=tags[i][1])
         if stats is not None:
             stats.requests[i] += 1
         yield d
@@ -172,7 +177,7 @@ def iter_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> Ite
     ids = count()
     for d in iter_drafts(scenario, stats):
         yield RequestSpec(next(ids), d.model, d.arrival_s, d.input_tokens, d.output_tokens,
-                          d.prefix_group, d.prefix_tokens, d.hash_ids)
+                          d.prefix_group, d.prefix_tokens, d.hash_ids, d.tenant, d.priority)
 
 
 def build_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> list[RequestSpec]:

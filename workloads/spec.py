@@ -227,6 +227,10 @@ class WorkloadSpec(_Spec):
     shared_prefix: SharedPrefix | None = Field(
         default=None, description="Shared-prefix groups for prefix-cache affinity."
     )
+    tenant: str = Field(default="", max_length=128, description="Flow control's fairness id of these requests "
+                        "(sent as x-gateway-inference-fairness-id); \"\" = the default flow.")
+    priority: int = Field(default=0, ge=-1000, le=1000, description="Flow control's priority band of these "
+                          "requests; higher is served first.")
 
     @model_validator(mode="after")
     def _lengths(self) -> WorkloadSpec:

@@ -7,3 +7,4 @@ is what makes a scenario and seed give byte-identical results.
 from __future__ import annotations
 
 ENGINE, POD_READY, GRACE_END, ARRIVAL, TIMEOUT, FAULT, SCRAPE, DECIDE, DECIDE_FAST, SAMPLE, END = range(11)
+FLOW = 11  # flow control's look at its queues (after END's number, so runs without it keep their order)

@@ -25,6 +25,7 @@ from ...control.ports import VirtualClock
 from ...control.view import forecast_from_requests, scenario_variants
 from ...engine.cluster import READY, Deployment, GPUPool
 from ...engine.latency import build_latency
+from ...flow_control import FlowQueues
 from ...metrics.memory import MemoryMetrics, Sample
 from ...objects import rule_groups
 from ...router import Router
@@ -37,6 +38,7 @@ from .events import (
     END,
     ENGINE,
     FAULT,
+    FLOW,
     GRACE_END,
     POD_READY,
     SAMPLE,
@@ -85,6 +87,10 @@ class Simulation(RequestFlow, PodLifecycle):
             self.deps.append(Deployment(v, lat, blocks, v.start_replicas))
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
         self.gateway: dict[str, list[_Req]] = {m: [] for m in self.models}
+        adm = sc.router.admission
+        self.flows = {m: FlowQueues(adm.queue_limit, adm.ttl_s) for m in self.models} \
+            if adm.kind == "flow_control" else {}
+        self._flow_tick: dict[str, float] = {}
         self.clock = VirtualClock()
         self.end_s = sc.duration_s + sc.drain_s
         self._heap: list[tuple[float, int, int, int, Any]] = []
@@ -156,7 +162,7 @@ class Simulation(RequestFlow, PodLifecycle):
         handlers: dict[int, Callable[[float, Any], None]] = {
             ENGINE: self.on_engine, POD_READY: self.on_ready, GRACE_END: self.on_grace_end,
             ARRIVAL: self.on_arrival, TIMEOUT: self.on_timeout, FAULT: self.on_fault, SCRAPE: self.on_scrape,
-            DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample,
+            DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample, FLOW: self.on_flow,
         }
         heap, clock = self._heap, self.clock
         while heap:
@@ -183,6 +189,9 @@ class Simulation(RequestFlow, PodLifecycle):
             for req in self.gateway[m]:
                 self.record(req, t, "timeout", 0, 0)
             self.gateway[m] = []
+            fq = self.flows.get(m)
+            while fq is not None and len(fq):
+                self.record(fq.pop(), t, "timeout", 0, 0)
         for i in range(self._next_arrival, len(self.requests)):  # arrivals after the end (none by design)
             self.record(_Req(self.requests[i]), t, "timeout", 0, 0)
         self.writer.meta["sim_end_s"] = round(t, 6)
@@ -234,7 +243,8 @@ class Simulation(RequestFlow, PodLifecycle):
                 ))
         for model, (saturation, in_flight, endpoints) in pools.items():
             # no ready endpoint: the detector fails closed at 1.0
-            self.metrics.record_pool(model, t, len(self.gateway.get(model, ())), saturation if endpoints else 1.0,
+            queued = len(self.gateway.get(model, ())) + len(self.flows.get(model, ()))
+            self.metrics.record_pool(model, t, queued, saturation if endpoints else 1.0,
                                      int(in_flight))
         self.metrics.end_scrape(t)
         nxt = t + self.sc.metrics.scrape_interval_s

@@ -16,7 +16,7 @@ from scalearena.workloads.base import prefix_units
 
 from ...engine.cluster import GONE, TERMINATING, Pod
 from ...engine.core import SubmitResult
-from .events import ARRIVAL, ENGINE, TIMEOUT
+from .events import ARRIVAL, ENGINE, FLOW, TIMEOUT
 
 
 class _Req:
@@ -37,6 +37,8 @@ class RequestFlow:
     router: Any
     writer: Any
     gateway: dict[str, list[_Req]]
+    flows: dict[str, Any]  # model -> harness.flow_control.FlowQueues (admission flow_control only)
+    _flow_tick: dict[str, float]
     inflight: int
     _next_arrival: int
     _ok_total: dict[str, int]
@@ -77,7 +79,15 @@ class RequestFlow:
 
     def dispatch(self, t: float, req: _Req) -> None:
         spec = req.spec
+        fq = self.flows.get(spec.model)
+        if fq is not None and len(fq):  # others are held: join the queues behind them, then let the pool pick
+            self.hold(t, req)
+            self.pump(t, spec.model)
+            return
         route = self.router.route(t, spec)
+        if route.kind == "hold":
+            self.hold(t, req)
+            return
         if route.kind == "reject":
             self.record(req, t, "rejected", 429, 0)
             return
@@ -89,7 +99,10 @@ class RequestFlow:
                 q.append(req)
                 self.arm_fast(t)
             return
-        pod = route.pod.owner  # type: ignore[union-attr]
+        self.submit(t, req, route.pod.owner)  # type: ignore[union-attr]
+
+    def submit(self, t: float, req: _Req, pod: Pod) -> None:
+        spec = req.spec
         res = pod.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec))
         if res is SubmitResult.ACCEPTED:
             req.pod = pod
@@ -101,6 +114,39 @@ class RequestFlow:
             req.pod = pod
             self.record(req, t, "too_long", 400, 0)
         self.drain(pod, t)
+
+    # ---- flow control (harness/flow_control.py) --------------------------------------------------------
+    def hold(self, t: float, req: _Req) -> None:
+        spec = req.spec
+        if not self.flows[spec.model].enqueue(t, req, spec.tenant, spec.priority):
+            self.record(req, t, "rejected", 429, 0)  # QueueOutcomeRejectedCapacity
+            return
+        self._book_flow(t, spec.model)
+
+    def pump(self, t: float, model: str) -> None:
+        """Evict expired requests (503), then dispatch held ones while the pool has room."""
+        fq = self.flows[model]
+        for req in fq.expired(t):
+            self.record(req, t, "rejected", 503, 0)  # QueueOutcomeEvictedTTL
+        while len(fq):
+            route = self.router.route(t, fq.peek().spec)
+            if route.kind != "pod":
+                break
+            self.submit(t, fq.pop(), route.pod.owner)  # type: ignore[union-attr]
+
+    def on_flow(self, t: float, model: str) -> None:
+        self._flow_tick.pop(model, None)
+        self.pump(t, model)
+        if len(self.flows[model]):
+            self._book_flow(t, model)
+
+    def _book_flow(self, t: float, model: str) -> None:
+        """Look again at the next router refresh (or TTL expiry): only then can the pool's state change."""
+        step = self.sc.router.refresh_s
+        nxt = min((math.floor(t / step + 1e-9) + 1) * step, self.flows[model].next_expiry())
+        if self._flow_tick.get(model, math.inf) > nxt:
+            self._flow_tick[model] = nxt
+            self.push(nxt, FLOW, model)
 
     def on_timeout(self, t: float, _: Any) -> None:
         _, req = self._deadlines.popleft()
@@ -116,8 +162,11 @@ class RequestFlow:
             self.drain(pod, t)
             return
         q = self.gateway.get(req.spec.model, [])
+        fq = self.flows.get(req.spec.model)
         if req in q:
             q.remove(req)
+        elif fq is not None:
+            fq.remove(req)  # QueueOutcomeEvictedContextCancelled: the client gave up
         self.record(req, t, "timeout", 0, tokens)
 
     def record(self, req: _Req, t: float, status: str, http: int, tokens: int) -> None:
