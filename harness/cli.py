@@ -129,6 +129,10 @@ def validate(file: str) -> None:
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
                    f"{sc.duration_s:g} s, autoscalers: {names}{traces}")
+        for a in sc.autoscalers:  # a kubernetes autoscaler: which object scales which variant
+            for t in getattr(a, "targets", []):
+                obj = t.source.rsplit(": ", 1)[-1]  # source: "<file>: <Kind>/<name>"
+                click.echo(f"  {a.label}: {obj} -> variant {t.variant} ({t.autoscaler.kind})")
         from .fit import oversized
 
         for o in oversized(sc):

@@ -323,3 +323,20 @@ def test_each_object_runs_on_its_own_period(tmp_path: Path) -> None:
         out = policy.decide(t, view(t, variant("va", spec=1, pods=ps), variant("vb", spec=1), metrics=fake))
         seen.append(sorted(d.variant for d in out))
     assert seen == [["va", "vb"], ["va"], ["va", "vb"]]
+
+
+def test_validate_checks_the_objects_offline(tmp_path: Path) -> None:
+    from tests.unit.test_cli import scalearena
+
+    root = Path(__file__).resolve().parents[2]
+    ok = scalearena("validate", str(root / "workloads" / "scenarios" / "byo-objects.yaml"))
+    assert ok.returncode == 0 and "  my-hpa: HorizontalPodAutoscaler/va-qwen -> variant va-qwen (hpa)" in ok.stdout
+    yaml_text = (root / "workloads" / "scenarios" / "byo-objects.yaml").read_text()
+    (tmp_path / "hpa.yaml").write_text(hpa(PODS).replace("${NS}", "scalearena"))
+    scenario = yaml_text.replace("../../manifests/autoscalers/examples/hpa.yaml", "hpa.yaml") \
+        .replace("../../manifests/autoscalers/examples/", str(root / "manifests/autoscalers/examples") + "/")
+    (tmp_path / "s.yaml").write_text(scenario)
+    bad = scalearena("validate", str(tmp_path / "s.yaml"))
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == f"error: {tmp_path / 'hpa.yaml'}: HorizontalPodAutoscaler/my-hpa: " \
+        "spec.scaleTargetRef.name: no variant 'va' (expected a cluster.variants name: va-qwen)"
