@@ -166,5 +166,26 @@ def translate_scaled_object(doc: Doc) -> tuple[KEDAConfig, int, int]:
     try:
         config = KEDAConfig.model_validate(data)
     except ValidationError as e:
-        raise format_validation_error(e, f"{doc.where} (as a keda config)") from None
+        raise _as_object_error(e, doc) from None
     return config, spec.minReplicaCount, spec.maxReplicaCount
+
+
+_SPEC_PATHS = {"triggers": "spec.triggers", "fallback": "spec.fallback", "scaling_modifiers":
+               "spec.advanced.scalingModifiers", "behavior": "spec.advanced.horizontalPodAutoscalerConfig.behavior",
+               "idle_replica_count": "spec.idleReplicaCount", "polling_interval_s": "spec.pollingInterval",
+               "cooldown_period_s": "spec.cooldownPeriod", "initial_cooldown_period_s": "spec.initialCooldownPeriod"}
+
+
+def _as_object_error(e: ValidationError, doc: Doc) -> UserError:
+    """A KEDAConfig validation error told in the ScaledObject's own field path (a formula that does not
+    parse, a trigger name the formula lacks, ...)."""
+    first = e.errors(include_url=False)[0]
+    loc = [str(p) for p in first["loc"] if "[" not in str(p)]
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    if loc and loc[0] in _SPEC_PATHS:
+        path = ".".join([_SPEC_PATHS[loc[0]], *loc[1:]])
+    elif "formula" in msg:
+        path = "spec.advanced.scalingModifiers.formula"
+    else:
+        path = "spec"
+    return UserError(f"{path}: {msg}", where=doc.where)
