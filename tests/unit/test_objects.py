@@ -28,7 +28,7 @@ rules:
     resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
     name: {matches: "^vllm:(.*)$", as: "vllm_${1}"}
     metricsQuery: 'max by (<<.GroupBy>>) (<<.Series>>{<<.LabelMatchers>>})'
-  - seriesQuery: '{__name__=~"^kube_deployment_.*replicas$"}'
+  - seriesQuery: '{__name__=~"^kube_deployment_.*"}'
     resources: {overrides: {namespace: {resource: namespace}, deployment: {group: apps, resource: deployment}}}
     metricsQuery: 'sum by (<<.GroupBy>>) (<<.Series>>{<<.LabelMatchers>>})'
 externalRules:
@@ -340,3 +340,41 @@ def test_validate_checks_the_objects_offline(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip() == f"error: {tmp_path / 'hpa.yaml'}: HorizontalPodAutoscaler/my-hpa: " \
         "spec.scaleTargetRef.name: no variant 'va' (expected a cluster.variants name: va-qwen)"
+
+
+def test_the_objects_read_the_in_memory_engine_with_their_rules(tmp_path: Path) -> None:
+    """End to end over the simulator's MetricsSource: the PrometheusRule records the model's queue, the
+    External metric reads it, the Object metric reads kube-state-metrics, the Pods metric the pods."""
+    from scalearena.harness.metrics.memory import MemoryMetrics
+    from scalearena.harness.objects import rule_groups
+    from tests.unit.test_memory_metrics import s
+
+    metrics = PODS + """    - type: External
+      external:
+        metric: {name: "model:waiting:sum"}
+        target: {type: AverageValue, averageValue: 5}
+    - type: Object
+      object:
+        describedObject: {apiVersion: apps/v1, kind: Deployment, name: va}
+        metric: {name: kube_deployment_status_replicas_unavailable}
+        target: {type: Value, value: 1}
+"""
+    cfg = build(tmp_path, {"hpa.yaml": hpa(metrics), "a.yaml": ADAPTER, "rules.yaml": RULES})
+    m = MemoryMetrics()
+    m.models = {"va": "m", "vb": "m"}
+    m.add_rules(rule_groups(cfg))
+    for t in (0.0, 15.0):
+        for pod, w in (("va-0", 6), ("va-1", 3), ("vb-0", 9)):
+            m.record(pod[:2], pod, s(t, 0.1, waiting=w))
+        m.record_deployment("va", t, spec=3, active=3, ready=2)
+        m.end_scrape(t)
+        m.evaluate_at(t)
+    ps = tuple(replace(p, pod=f"va-{i}") for i, p in enumerate(pods(6, 3)))
+    (d,) = Kubernetes(cfg).decide(15.0, view(15.0, variant("va", spec=2, pods=ps), metrics=m))
+    got = {r.values["metric"]: (r.values["usage"], r.values["proposal"]) for r in d.reasons if r.rule == "metric"}
+    # Pods: (6 + 3) / 2 = 4.5 per pod / 3 -> ceil(1.5 x 2) = 3.
+    # External: the rule sums every pod of model m: 6 + 3 + 9 = 18 over 2 replicas = 9 per pod / 5 = 1.8
+    #   -> ceil(18 / 5) = 4.  Object: unavailable = spec 3 - ready 2 = 1 / target 1 = ratio 1.0 -> keep 2.
+    assert got == {"pods:vllm_num_requests_waiting": (4.5, 3), "external:model:waiting:sum": (9.0, 4),
+                   "object:kube_deployment_status_replicas_unavailable": (1.0, 2)}
+    assert d.desired_replicas == 4  # the largest; within the legacy limit max(2 x 2, 4)
