@@ -47,6 +47,7 @@ class PodsMetric(_Spec):
         default=None, description="PromQL with one series per pod (label `pod`), e.g. what prometheus-adapter "
         "sends for a Pods or Resource metric; instead of `metric`.")
     name: str | None = Field(default=None, description="Metric name shown in decisions (the object's metric name).")
+    pod_label: str = Field(default="pod", description="With `query`: the label naming each row's pod.")
     average_value: float = Field(gt=0, description="Target average per pod.")
 
     @model_validator(mode="after")
@@ -86,13 +87,13 @@ def metric_label(m: PodsMetric | ExternalMetric) -> str:
     return m.metric if isinstance(m, PodsMetric) else f"external:{m.signal}"  # type: ignore[return-value]
 
 
-def query_pods(view: ClusterView, v: VariantView, expr: str) -> list[float]:
+def query_pods(view: ClusterView, v: VariantView, expr: str, pod_label: str = "pod") -> list[float]:
     """The per-pod values of a Pods query for the variant's ready pods with a sample (rows matched on the
-    ``pod`` label; a pod the query has no row for is missing, as one without a scrape is)."""
+    ``pod_label``; a pod the query has no row for is missing, as one without a scrape is)."""
     if not v.pods:
         return []
     expr = expr.replace(TARGET_PODS, "|".join(p.pod for p in v.pods))  # rows of other pods are dropped below
-    by_pod = {labels.get("pod"): value for labels, value in query_rows(view, expr)}
+    by_pod = {labels.get(pod_label): value for labels, value in query_rows(view, expr)}
     return [by_pod[p.pod] for p in v.pods if p.pod in by_pod]
 
 
@@ -136,7 +137,7 @@ class HPAEngine:
         current = v.spec_replicas
         if isinstance(m, PodsMetric):
             if m.query is not None:
-                values = query_pods(view, v, m.query)
+                values = query_pods(view, v, m.query, m.pod_label)
             else:
                 assert m.metric is not None
                 values = [_pod_value(p, m.metric) for p in v.pods]

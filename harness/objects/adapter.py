@@ -213,9 +213,14 @@ def pods_query(rule: DiscoveryRule, series: str, namespace: str, selector: dict[
     return custom_query(rule, series, namespace, "pod", TARGET_PODS, selector, regex=True)
 
 
+def pod_label(resources: Resources) -> str:
+    """The label a Pods query's rows name their pod by (the rule's mapping of the ``pod`` resource)."""
+    return label_for(resources, "pod") or "pod"
+
+
 def resource_query(rule: ResourceRule, namespace: str) -> str:
     """A Resource metric's per-pod usage: the container query summed over each pod's containers."""
     as_rule = DiscoveryRule(seriesQuery="x", resources=rule.resources, metricsQuery=rule.containerQuery)
     inner = custom_query(as_rule, "", namespace, "pod", TARGET_PODS, None, regex=True,
                          extra_group_by=rule.containerLabel)
-    return f"sum by (pod) ({inner})"
+    return f"sum by ({pod_label(rule.resources)}) ({inner})"

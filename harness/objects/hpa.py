@@ -190,7 +190,8 @@ def translate_metric(m: MetricSource, cfg: ad.AdapterConfig, ns: str, doc: Doc, 
                 raise UserError(f"{path}.name: no prometheus-adapter resourceRules.{src.name} for this Resource "
                                 "metric", where=doc.where, expected="the adapter config among the objects")
             q = check_query(ad.resource_query(rule, ns), doc, path)
-            return PodsMetric(type="Pods", query=q, name=src.name, average_value=t.averageValue)
+            return PodsMetric(type="Pods", query=q, name=src.name, pod_label=ad.pod_label(rule.resources),
+                              average_value=t.averageValue)
         rules = cfg.externalRules if m.type == "External" else cfg.rules
         found = ad.find_rule(rules, src.metric.name, recorded)
         if found is None:
@@ -201,7 +202,8 @@ def translate_metric(m: MetricSource, cfg: ad.AdapterConfig, ns: str, doc: Doc, 
         if m.type == "Pods":
             _average(m, t, doc, path, ("AverageValue",))
             q = check_query(ad.pods_query(rule, series, ns, src.metric.selector), doc, path)
-            return PodsMetric(type="Pods", query=q, name=src.metric.name, average_value=t.averageValue)
+            return PodsMetric(type="Pods", query=q, name=src.metric.name, pod_label=ad.pod_label(rule.resources),
+                              average_value=t.averageValue)
         _average(m, t, doc, path, ("Value", "AverageValue"))
         if m.type == "Object":
             obj = src.describedObject

@@ -378,3 +378,32 @@ def test_the_objects_read_the_in_memory_engine_with_their_rules(tmp_path: Path) 
     assert got == {"pods:vllm_num_requests_waiting": (4.5, 3), "external:model:waiting:sum": (9.0, 4),
                    "object:kube_deployment_status_replicas_unavailable": (1.0, 2)}
     assert d.desired_replicas == 4  # the largest; within the legacy limit max(2 x 2, 4)
+
+
+def test_a_resource_metric_and_a_renamed_pod_label(tmp_path: Path) -> None:
+    """resourceRules.cpu (the adapter's default chart rule shape) with pods labelled `kubernetes_pod_name`:
+    the container query grouped by pod and container, summed per pod, rows matched on that label."""
+    rules = """resourceRules:
+  cpu:
+    containerQuery: 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[3m]))'
+    nodeQuery: 'sum by (<<.GroupBy>>) (rate(node_cpu_seconds_total{<<.LabelMatchers>>}[3m]))'
+    resources: {overrides: {namespace: {resource: namespace}, kubernetes_pod_name: {resource: pod}}}
+    containerLabel: container
+"""
+    metrics = """    - type: Resource
+      resource:
+        name: cpu
+        target: {type: AverageValue, averageValue: 500m}
+"""
+    (m,) = build(tmp_path, {"hpa.yaml": hpa(metrics), "a.yaml": rules}).targets[0].autoscaler.metrics
+    assert m.query == ("sum by (kubernetes_pod_name) (sum by (kubernetes_pod_name,container) (rate("
+                       f'container_cpu_usage_seconds_total{{namespace="scalearena",kubernetes_pod_name=~"{TARGET_PODS}"}}'
+                       "[3m])))")
+    assert (m.pod_label, m.average_value) == ("kubernetes_pod_name", 0.5)
+    q = m.query.replace(TARGET_PODS, "va-0|va-1")
+    fake = QueryMetrics({q: [_row("0.9", kubernetes_pod_name="va-0"), _row("0.3", kubernetes_pod_name="va-1")]})
+    ps = tuple(replace(p, pod=f"va-{i}") for i, p in enumerate(pods(0, 0)))
+    (d,) = Kubernetes(build(tmp_path, {"hpa.yaml": hpa(metrics), "a.yaml": rules})).decide(
+        0.0, view(0.0, variant("va", spec=2, pods=ps), metrics=fake))
+    # (900 + 300) milli / 2 = 600 m per pod / 500 m = 1.2 -> ceil(1.2 x 2) = 3
+    assert d.desired_replicas == 3
