@@ -235,6 +235,9 @@ class Scenario(_Spec):
         description="Autoscalers to compare with their parameters; empty = every registered one with defaults.",
     )
     slo: SLOSpec = Field(default_factory=SLOSpec, description="Service-level objectives.")
+    attainment_target: float | None = Field(
+        default=None, ge=0, le=1, description="SLO attainment (share of requests meeting the SLO) an autoscaler "
+        "must reach to be picked by the report's verdict; null = the suite's, else 0.95.")
     metrics: MetricsSpec = Field(default_factory=MetricsSpec, description="Scraping and sampling.")
     client: ClientSpec = Field(default_factory=ClientSpec, description="Load-generator client settings.")
     faults: list[Fault] = Field(default_factory=list, description="Scheduled faults.")

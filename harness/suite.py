@@ -48,6 +48,9 @@ class SuiteSpec(StrictSpec):
     seeds: list[int] | None = Field(
         default=None, description="Seeds to repeat every run with (seed-<n>/ folders); null = each scenario's seed."
     )
+    attainment_target: float | None = Field(
+        default=None, ge=0, le=1, description="SLO-attainment target of the report's verdict for every scenario "
+        "that sets none; null = 0.95.")
     runs: list[SuiteRun] = Field(min_length=1, description="Scenarios in this suite.")
 
 
@@ -127,6 +130,8 @@ def load_suite(
         for v in values:
             data_v = apply_overrides(raw, [f"{run.sweep.key}={v}"], where=str(sc_path)) if run.sweep else raw
             sc = scenario_from_data(data_v, str(sc_path), sc_path.parent)
+            if sc.attainment_target is None and spec.attainment_target is not None:
+                sc = sc.model_copy(update={"attainment_target": spec.attainment_target})
             sweep = (run.sweep.label, run.sweep.key, v) if run.sweep else None
             plans += plans_for_scenario(sc, names, sweep, seeds if seeds is not None else spec.seeds)
     dirs = [pl.rel_dir for pl in plans]

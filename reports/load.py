@@ -32,6 +32,9 @@ def natural_key(text: str) -> list[Any]:
     return [float(p) if re.fullmatch(r"\d+(\.\d+)?", p) else p for p in re.split(r"(\d+(?:\.\d+)?)", text)]
 
 
+_SEED_DIR = re.compile(r"seed-(\d+)")
+
+
 @dataclass
 class Run:
     dir: Path
@@ -52,6 +55,20 @@ class Run:
         """Sweep label (``rate-2``) when the run sits one level below its autoscaler folder."""
         parts = self.key.split("/")
         return "/".join(parts[2:]) if len(parts) > 2 else None
+
+    @property
+    def seed(self) -> int | None:
+        """The seed of a suite run repeated over seeds (its ``seed-<n>`` folder), else None."""
+        m = _SEED_DIR.fullmatch(self.key.rsplit("/", 1)[-1]) if len(self.key.split("/")) > 2 else None
+        return int(m.group(1)) if m else None
+
+    @property
+    def point(self) -> str | None:
+        """The sweep label without the seed folder: the runs of one point differ only in their seed."""
+        parts = self.key.split("/")[2:]
+        if self.seed is not None:
+            parts = parts[:-1]
+        return "/".join(parts) or None
 
     @property
     def label(self) -> str:

@@ -32,7 +32,7 @@ from scalearena import __version__
 from scalearena.contracts.records import FAILURE_CAUSES
 from scalearena.reports.results import atomic_write_bytes
 
-from . import run_plots, suite_plots
+from . import run_plots, suite_decide, suite_plots, verdict_plots
 from .catalog import BY_ID, best_index, cost_metric, cost_tooltip, table_metrics
 from .figures import TimeUnit, palette, time_axis
 from .load import ResultSet, Run, load_results, natural_key
@@ -237,14 +237,14 @@ def _write_run_job(args: tuple[str, str, str]) -> str | None:
     return None
 
 
-def _cells(runs: list[Run], metrics: list[Any]) -> list[list[dict[str, Any]]]:
-    """Table cells with the best value of each column per sweep point marked; cost cells carry the
-    other cost units as a tooltip."""
+def _cells(runs: list[Run], metrics: list[Any], eligible: list[bool]) -> list[list[dict[str, Any]]]:
+    """Table cells with the best value of each column per sweep point marked, among the ``eligible``
+    runs only (complete, deployable, meeting the attainment target); cost cells carry the other cost
+    units as a tooltip."""
     values = [[m.value(r.summary) for m in metrics] for r in runs]
     best: set[tuple[int, int]] = set()
     for sweep in {r.sweep for r in runs}:
-        # an incomplete run (crashed or interrupted) is shown but never ranked best
-        idx = [i for i, r in enumerate(runs) if r.sweep == sweep and r.summary.get("complete") is not False]
+        idx = [i for i, r in enumerate(runs) if r.sweep == sweep and eligible[i]]
         for j, m in enumerate(metrics):
             best |= {(idx[k], j) for k in best_index([values[i][j] for i in idx], m.direction)}
     return [[{"text": m.format(values[i][j]), "best": (i, j) in best,
@@ -252,16 +252,35 @@ def _cells(runs: list[Run], metrics: list[Any]) -> list[list[dict[str, Any]]]:
              for j, m in enumerate(metrics)] for i, r in enumerate(runs)]
 
 
-def _scenario_section(name: str, runs: list[Run], root: Path, colors: dict[str, str], unit: TimeUnit,
-                      metrics: list[Any]) -> dict[str, Any]:
-    runs = sorted(runs, key=lambda r: (natural_key(r.sweep or ""), r.autoscaler))
-    cells = _cells(runs, metrics)
+def _eligible(rs: ResultSet, r: Run, target: float) -> bool:
+    """May carry a best mark: complete, deployable (not the oracle) and meeting the target."""
+    att = BY_ID["slo_attainment"].value(r.summary)
+    return (r.summary.get("complete") is not False and not suite_decide.is_bound(rs, r) and att is not None
+            and att >= target - 1e-12)
+
+
+def _decision(name: str, rs: ResultSet, runs: list[Run], colors: dict[str, str], cost: Any,
+              target: float) -> dict[str, Any]:
+    """The verdict per sweep point, its table and the cost-vs-attainment scatter."""
+    ds = suite_decide.decisions(rs, runs, cost, target)
+    label = "cost (GPU-hours)" if cost.id == "gpu_hours" else f"cost ({cost.unit})"
+    return {"target": target, "verdicts": [suite_decide.sentence(d) for d in ds],
+            "tables": [{"point": d.point, "rows": suite_decide.table_rows(d)} for d in ds],
+            "cost_label": label,
+            "scatter": verdict_plots.cost_vs_attainment(name, ds, colors, label)}
+
+
+def _scenario_section(name: str, rs: ResultSet, colors: dict[str, str], unit: TimeUnit,
+                      metrics: list[Any], target: float) -> dict[str, Any]:
+    root = rs.root
+    runs = sorted([r for r in rs.runs if r.scenario == name], key=lambda r: (natural_key(r.sweep or ""), r.autoscaler))
+    cells = _cells(runs, metrics, [_eligible(rs, r, target) for r in runs])
     rows = [{"sweep": r.sweep or "", "autoscaler": r.autoscaler, "incomplete": r.summary.get("complete") is False,
              "color": colors.get(r.autoscaler), "href": "./" + (r.dir / "report.html").relative_to(root).as_posix(),
              "cells": cells[i]} for i, r in enumerate(runs)]
     cost = next((m for m in metrics if m.id == "cost_usd"), BY_ID["gpu_hours"])
     figures = [{"title": f"{name}: autoscalers side by side", "uri": suite_plots.grouped_bars(name, runs, colors, cost),
-                "caption": "Per sweep point, one bar per autoscaler: throughput, failures by cause (hatched: "
+                "caption": "Per sweep point, one bar per autoscaler: goodput, failures by cause (hatched: "
                            "killed ////, timeout ...., error xxxx), mean TTFT, mean ITL, cost, energy (TDP)."}]
     for sweep in sorted({r.sweep for r in runs}, key=lambda s: natural_key(s or "")):
         group = [r for r in runs if r.sweep == sweep]
@@ -270,7 +289,7 @@ def _scenario_section(name: str, runs: list[Run], root: Path, colors: dict[str, 
                         "caption": "Total ready replicas of each autoscaler (lines dodged by up to ±0.15 replica so "
                                    "equal counts stay visible); shaded: offered load."})
     return {"name": name, "rows": rows, "figures": figures, "has_sweep": any(r.sweep for r in runs),
-            "description": ""}
+            "description": "", "decision": _decision(name, rs, runs, colors, cost, target)}
 
 
 def suite_colors(rs: ResultSet) -> dict[str, str]:
@@ -278,7 +297,7 @@ def suite_colors(rs: ResultSet) -> dict[str, str]:
     return palette(sorted({r.autoscaler for r in rs.runs}))
 
 
-def render_suite(rs: ResultSet, inputs: str | None = None) -> str:
+def render_suite(rs: ResultSet, inputs: str | None = None, min_attainment: float | None = None) -> str:
     suite = rs.suite or {}
     scalars = [(k, v) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
     for k in ("versions", "git"):
@@ -287,10 +306,10 @@ def render_suite(rs: ResultSet, inputs: str | None = None) -> str:
     headline = [(k, suite[k]) for k in ("seed", "git_sha", "cluster") if k in suite and suite[k] is not None]
     colors, unit = suite_colors(rs), page_time_unit(rs.runs)
     metrics = table_metrics([r.summary for r in rs.runs])
-    sections = [_scenario_section(n, [r for r in rs.runs if r.scenario == n], rs.root, colors, unit, metrics)
+    sections = [_scenario_section(n, rs, colors, unit, metrics, suite_decide.target_for(rs, n, min_attainment))
                 for n in rs.scenarios()]
     return environment().get_template("suite.html").render(
-        scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted(colors.items()),
+        scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted(colors.items()), colors=colors,
         headings=[{"label": m.label, "unit": m.unit, "id": m.id} for m in metrics], suite=rs.suite,
         suite_scalars=scalars, suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str),
         headline=headline, inputs_hash=inputs)
@@ -312,11 +331,12 @@ def _render_runs(tasks: list[tuple[str, str, str]], jobs: int, progress: Progres
 
 
 def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: Progress | None = None,
-                       force: bool = False) -> Path:
+                       force: bool = False, min_attainment: float | None = None) -> Path:
     """Write every run's report.html, then OUT/report.html comparing all runs side by side.
 
     Pages whose inputs are unchanged are kept (see the module docstring) unless ``force``;
-    ``progress(step, done, total)`` is called as pages are finished."""
+    ``progress(step, done, total)`` is called as pages are finished; ``min_attainment`` overrides
+    every scenario's SLO-attainment target of the verdict."""
     report = progress or (lambda step, done, total: None)
     rs = load_results(out_dir)
     if rs.single_run:
@@ -335,9 +355,9 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
     for err in filter(None, errors):
         print(f"warning: run report failed: {err}")
     out = root / "report.html"
-    suite_digest = inputs_hash([root / "suite.json"], *digests)
+    suite_digest = inputs_hash([root / "suite.json"], *digests, f"min_attainment={min_attainment}")
     report("suite page", 0, 1)
     if force or stored_hash(out) != suite_digest:
-        _write_html(out, render_suite(rs, suite_digest))
+        _write_html(out, render_suite(rs, suite_digest, min_attainment))
     report("suite page", 1, 1)
     return out

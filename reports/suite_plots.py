@@ -1,9 +1,9 @@
 """The per-suite figures: every autoscaler side by side.
 
 Grouped bars per sweep point (``rate-2``, ``rate-3``, ...) with one bar per
-autoscaler, the WVA paper's Figs. 4-6 (throughput, failures, TTFT, ITL) plus
-cost and energy; and the replica count of every autoscaler over time on one
-axis. Bars read their values from summary.json through the metric catalog.
+autoscaler, the WVA paper's Figs. 4-6 (goodput rather than throughput: a request
+served past its SLO is not served; failures, TTFT, ITL) plus cost and energy;
+and the replica count of every autoscaler over time on one axis. Bars read their values from summary.json through the metric catalog.
 
 The page decides, once, each autoscaler's colour, the time unit and the cost
 unit, and passes them in: the same autoscaler is the same colour in every
@@ -21,7 +21,7 @@ from .catalog import BY_ID, Metric
 from .figures import WIDTH_IN, TimeUnit, empty_figure, palette, thin, time_axis, to_data_uri
 from .load import Run, natural_key
 
-PANELS = ("throughput_rps", "failures", "ttft_mean", "itl_mean", "cost", "energy_kwh")  # cost: the page's unit
+PANELS = ("goodput_rps", "failures", "ttft_mean", "itl_mean", "cost", "energy_kwh")  # cost: the page's unit
 DODGE = 0.3  # replicas: total spread of the lines of one plot
 FAILURE_HATCHES = {"rejected": "", "killed": "////", "timeout": "....", "too_long": "\\\\",
                    "error": "xxxx"}

@@ -1,0 +1,123 @@
+"""The suite page's answer: per scenario and sweep point, which autoscaler to deploy.
+
+Groups a scenario's runs by sweep point and autoscaler (the seeds of one group averaged), turns each
+group into a ``verdict.Point`` and lets ``verdict.decide`` pick; this module only reads results and
+words the outcome. The target comes from ``--min-attainment`` (report CLI), else the scenario's
+``attainment_target`` recorded in suite.json (a suite's own setting is resolved into it), else 0.95.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import BY_ID, Metric
+from .load import ResultSet, Run, natural_key
+from .stats import Estimate, estimate
+from .verdict import BOUND_KINDS, DEFAULT_TARGET, Point, Verdict, decide, meets
+
+
+def target_for(rs: ResultSet, scenario: str, override: float | None = None) -> float:
+    """The SLO-attainment target of one scenario's verdict (see the module docstring)."""
+    if override is not None:
+        return float(override)
+    scenarios = (rs.suite or {}).get("scenarios")
+    sc = scenarios.get(scenario) if isinstance(scenarios, dict) else None
+    t = sc.get("attainment_target") if isinstance(sc, dict) else None
+    return float(t) if isinstance(t, int | float) and not isinstance(t, bool) else DEFAULT_TARGET
+
+
+def is_bound(rs: ResultSet, run: Run) -> bool:
+    """A hindsight autoscaler (by the kind suite.json records for the run, else by its label)."""
+    rows = (rs.suite or {}).get("runs")
+    kind = next((r.get("autoscaler_kind") for r in rows if isinstance(r, dict) and r.get("dir") == run.key),
+                None) if isinstance(rows, list) else None
+    return str(kind or run.autoscaler) in BOUND_KINDS
+
+
+def groups(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:
+    """(sweep point or "", autoscaler) -> its runs, one per seed, in seed order."""
+    out: dict[tuple[str, str], list[Run]] = {}
+    for r in sorted(runs, key=lambda r: (natural_key(r.point or ""), r.autoscaler, r.seed or 0)):
+        out.setdefault((r.point or "", r.autoscaler), []).append(r)
+    return out
+
+
+def seed_estimate(runs: list[Run], metric: Metric) -> Estimate:
+    return estimate([metric.value(r.summary) for r in runs])
+
+
+def _mean(runs: list[Run], metric: Metric) -> float | None:
+    e = seed_estimate(runs, metric)
+    return None if e.n == 0 else e.mean
+
+
+def to_point(rs: ResultSet, runs: list[Run], cost: Metric) -> Point:
+    """One group's point: means over its seeds; complete only when every seed completed."""
+    return Point(name=runs[0].autoscaler, cost=_mean(runs, cost), gpu_hours=_mean(runs, BY_ID["gpu_hours"]),
+                 attainment=_mean(runs, BY_ID["slo_attainment"]), goodput_rps=_mean(runs, BY_ID["goodput_rps"]),
+                 bound=is_bound(rs, runs[0]), complete=all(r.summary.get("complete") is not False for r in runs),
+                 n=len(runs))
+
+
+@dataclass(frozen=True)
+class PointDecision:
+    point: str  # sweep point label, "" without a sweep
+    verdict: Verdict
+    points: list[Point]  # every autoscaler at this point, cheapest first
+    cost: Metric
+
+
+def decisions(rs: ResultSet, runs: list[Run], cost: Metric, target: float) -> list[PointDecision]:
+    """One decision per sweep point of a scenario's runs."""
+    by_point: dict[str, list[Point]] = {}
+    for (point, _a), group in groups(runs).items():
+        by_point.setdefault(point, []).append(to_point(rs, group, cost))
+    out = []
+    for point in sorted(by_point, key=natural_key):
+        pts = sorted(by_point[point], key=lambda p: (p.cost is None, p.cost or 0.0, p.name))
+        out.append(PointDecision(point, decide(pts, target), pts, cost))
+    return out
+
+
+def _money(p: Point, cost: Metric) -> str:
+    unit = "GPU-h" if cost.id == "gpu_hours" else cost.unit
+    return f"{cost.format(p.cost)} {unit}"
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1%}"
+
+
+def sentence(d: PointDecision) -> dict[str, Any]:
+    """The verdict in words: headline (the pick or why there is none), runner-up, bound."""
+    v, cost = d.verdict, d.cost
+    target = f"{v.target:.0%}" if round(v.target * 100, 6).is_integer() else f"{v.target:.1%}"
+    if v.pick is not None:
+        head = (f"{v.pick.name}: the cheapest deployable autoscaler meeting {target} SLO attainment, "
+                f"{_money(v.pick, cost)} at {_pct(v.pick.attainment)}")
+    else:
+        near = v.best_attainment
+        head = f"no deployable autoscaler meets {target} SLO attainment" + (
+            f"; closest: {near.name} at {_pct(near.attainment)} ({_money(near, cost)})" if near else "")
+    runner = (f"runner-up {v.runner_up.name}: {_money(v.runner_up, cost)} at {_pct(v.runner_up.attainment)}"
+              if v.runner_up else "no runner-up meets the target" if v.pick else "")
+    bound = (f"bound ({v.bound.name}, reads the future): {_money(v.bound, cost)} at {_pct(v.bound.attainment)}"
+             if v.bound else "no oracle run: regret unknown")
+    seeds = max((p.n for p in d.points), default=1)
+    return {"point": d.point, "ok": v.pick is not None, "pick": v.pick.name if v.pick else None, "head": head,
+            "runner": runner, "bound": bound, "seeds": seeds}
+
+
+def table_rows(d: PointDecision) -> list[dict[str, Any]]:
+    """Every autoscaler at one point, cheapest first: cost, attainment, goodput, meets, regret, front."""
+    v = d.verdict
+    front = {p.name for p in v.front}
+    rows = []
+    for p in d.points:
+        r = v.regret.get(p.name)
+        rows.append({"name": p.name, "cost": d.cost.format(p.cost), "attainment": _pct(p.attainment),
+                     "goodput": BY_ID["goodput_rps"].format(p.goodput_rps), "bound": p.bound,
+                     "meets": meets(p, v.target), "pick": v.pick is not None and p.name == v.pick.name,
+                     "regret": "bound" if p.bound else ("–" if r is None else f"{r:+.3f}"),
+                     "front": p.name in front, "complete": p.complete})
+    return rows
