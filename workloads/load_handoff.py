@@ -40,8 +40,21 @@ ENV_PROMPT = "SCALEARENA_PROMPT"  # words (prompt of N words) | field (extension
 
 PROMPT_TOKENS_FIELD = "scalearena_prompt_tokens"  # explicit prompt length, wins over counting words
 REQUEST_ID_HEADER = "x-request-id"
+FAIRNESS_HEADER = "x-gateway-inference-fairness-id"  # llm-d flow control's fairness id (the tenant)
+PRIORITY_HEADER = "x-scalearena-priority"  # flow control's priority (llm-d: the InferenceObjective's)
 POD_HEADER = "x-scalearena-pod"
 VARIANT_HEADER = "x-scalearena-variant"
+
+
+def request_headers(spec: RequestSpec) -> dict[str, str]:
+    """What the load generator sends besides the body: the request id, and the flow-control tags
+    (tenant as llm-d's fairness id, priority) when the workload sets them."""
+    headers = {REQUEST_ID_HEADER: str(spec.request_id)}
+    if spec.tenant:
+        headers[FAIRNESS_HEADER] = spec.tenant
+    if spec.priority:
+        headers[PRIORITY_HEADER] = str(spec.priority)
+    return headers
 
 
 def spec_to_json(spec: RequestSpec) -> str:

@@ -146,8 +146,7 @@ class OpenLoopUser(FastHttpUser):
         timeout.start()
         resp = None
         try:
-            resp = self.client.request("POST", path, json=body, stream=True, name=path,
-                                       headers={load.REQUEST_ID_HEADER: str(spec.request_id)})
+            resp = self.client.request("POST", path, json=body, stream=True, name=path, headers=load.request_headers(spec))
             code = int(getattr(resp, "status_code", 0) or 0)
             rec["http_status"] = code
             headers: Mapping[str, Any] = resp.headers or {}

@@ -434,3 +434,40 @@ def test_engine_prefix_caching_hits_on_the_prompt_text(tmp_path: Path) -> None:
         assert metric(s, "vllm:prefix_cache_hits_total") == 32  # 40 // 16 = 2 full blocks of the second
     finally:
         s.close()
+
+
+def test_router_flow_control_holds_then_evicts_at_the_ttl(tmp_path: Path) -> None:
+    """admission flow_control (queue_threshold 1, ttl_s 1): with the one-slot engine busy and one
+    request waiting in it, a third is held at the gateway (llm_d_epp_flow_control_queue_size 1) instead
+    of rejected, and evicted with 503 after 1 s; a priority header that is no integer is a 400."""
+    eng = _start(tmp_path, "fc-engine", ["engine", "--model", "m", "--port", "0", "--max-num-seqs", "1",
+                                         "--time-to-first-token", "10ms", "--inter-token-latency", "200ms"])
+    (tmp_path / "token").write_text(TOKEN)
+    spec = {"admission": {"kind": "flow_control", "queue_threshold": 1, "ttl_s": 1.0}}
+    rtr = _start(tmp_path, "fc-router", ["router", "--port", "0", "--model", "m", "--admin-token-file",
+                                         str(tmp_path / "token"), "--router-spec", json.dumps(spec)])
+    try:
+        eps = {"endpoints": [{"pod": "p0", "variant": "v", "model": "m", "url": eng.url, "state": "ready"}]}
+        assert admin(rtr, "PUT", "/admin/endpoints", json=eps).status_code == 200
+        got: dict[int, int] = {}
+
+        def send(i: int) -> None:  # 20 output tokens x 200 ms = 4 s of decode each
+            r = post(rtr.url, {"model": "m", "prompt": "a b", "max_tokens": 20}, timeout=30,
+                     headers={"x-gateway-inference-fairness-id": "t1"})
+            got[i] = r.status_code
+
+        threads = []
+        for i in range(3):
+            threads.append(threading.Thread(target=send, args=(i,)))
+            threads[-1].start()
+            time.sleep(0.3)  # in order: 0 runs, 1 waits in the engine, 2 is held at the gateway
+        assert wait_for(lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1, 3.0)
+        for t in threads:
+            t.join(20)
+        assert got == {0: 200, 1: 200, 2: 503}
+        bad = post(rtr.url, {"model": "m", "prompt": "x"}, headers={"x-scalearena-priority": "high"})
+        assert_openai_error(bad, 400)
+        assert "Traceback" not in rtr.stderr()
+    finally:
+        rtr.close()
+        eng.close()

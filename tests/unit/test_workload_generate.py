@@ -142,3 +142,19 @@ def test_trace_path_relative_to_the_scenario_file(tmp_path, scenario_dict: dict[
     reqs = build_requests(load_scenario(f))
     # 250 ms -> 0.25 s; both share the first hash id 3, carried as the chain (no prefix group)
     assert [(r.arrival_s, r.prefix_group, r.hash_ids) for r in reqs] == [(0.0, -1, (3,)), (0.25, -1, (3, 4))]
+
+
+def test_tenant_and_priority_tag_a_workloads_requests(scenario_dict: dict[str, Any]) -> None:
+    """Two workloads on one model, two flows for the router's flow control; an untagged one stays ("", 0)
+    and adding tags moves no arrival (the same seed streams)."""
+    plain = build_requests(make(scenario_dict, [wl(), wl()]))
+    tagged = build_requests(make(scenario_dict, [wl(tenant="chat", priority=1), wl(tenant="batch")]))
+    assert [(r.arrival_s, r.input_tokens) for r in plain] == [(r.arrival_s, r.input_tokens) for r in tagged]
+    assert {(r.tenant, r.priority) for r in plain} == {("", 0)}
+    assert {(r.tenant, r.priority) for r in tagged} == {("chat", 1), ("batch", 0)}
+    from scalearena.workloads.load_handoff import request_headers, spec_from_json, spec_to_json
+
+    r = next(r for r in tagged if r.tenant == "chat")
+    assert spec_from_json(spec_to_json(r)) == r  # the schedule hand-off keeps the tags
+    assert request_headers(r) == {"x-request-id": str(r.request_id), "x-gateway-inference-fairness-id": "chat",
+                                  "x-scalearena-priority": "1"}

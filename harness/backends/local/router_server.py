@@ -11,7 +11,8 @@ its HTTP shell, playing the part of llm-d's gateway + EPP:
   ``x-scalearena-pod`` / ``x-scalearena-variant`` response headers so the
   client can attribute every request;
 * 429 when every ready engine of the model is saturated (or its own queue is
-  full); when the model has no ready engine at all the request waits in the
+  full), or with ``admission.kind: flow_control`` a wait in flow-control queues
+  (router_flow.py); when the model has no ready engine at all the request waits in the
   gateway queue (``scalearena_router_queue_size{model_name}`` on /metrics,
   the scale-from-zero signal) until one becomes ready or the queue timeout;
 * a stream that breaks before ``[DONE]`` gets a final SSE error chunk: type
@@ -57,13 +58,14 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from scalearena.harness.metrics.prometheus import ROUTER_QUEUE
-from scalearena.harness.router import RoutedPod, Router
+from scalearena.harness.router import Route, RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
 
 from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
 from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
+from .router_flow import FlowGate, flow_tags
 
 PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)
 OTHER_MODEL = "__other__"  # the model_name label of requests for models the router does not serve
@@ -129,6 +131,8 @@ class RouterServer:
                                 ["pod", "variant"], registry=self.registry)
         self.session: aiohttp.ClientSession | None = None
         self.stopped = asyncio.Event()
+        flow = cfg.spec.admission.kind == "flow_control"
+        self.flow = FlowGate(self.router, cfg.spec, self.now, self.registry) if flow else None
 
     def now(self) -> float:
         return (time.monotonic() - self._mono0) * self.cfg.time_scale
@@ -188,6 +192,8 @@ class RouterServer:
             eps = list(self.endpoints.values())
             if eps:
                 await asyncio.gather(*(self._scrape(ep) for ep in eps))
+            if self.flow is not None:
+                self.flow.pump()
             await asyncio.sleep(max(period, 0.005))
 
     async def _scrape(self, ep: Endpoint) -> None:
@@ -275,9 +281,11 @@ class RouterServer:
             rid = -1
         # n choices or a batch of prompts go to one engine as one request (as llm-d's gateway forwards
         # them); the picker sees the load of all its sequences: each prompt n times, every choice's output
+        tenant, priority = flow_tags(request.headers)
         return RequestSpec(request_id=rid, model=req.model, arrival_s=self.now(),
                            input_tokens=req.n * self.prompts.count(req),
-                           output_tokens=req.choices * (req.max_tokens or DEFAULT_MAX_TOKENS))
+                           output_tokens=req.choices * (req.max_tokens or DEFAULT_MAX_TOKENS),
+                           tenant=tenant, priority=priority)
 
     async def handle_completion(self, request: web.Request) -> web.StreamResponse:
         raw = await read_body(request)
@@ -300,7 +308,10 @@ class RouterServer:
         queued = False
         try:
             while True:
-                route = self.router.route(self.now(), spec, units)
+                held = self.flow is not None and self.flow.busy(model)  # others are held: queue behind them
+                route = Route("hold") if held else self.router.route(self.now(), spec, units)
+                if route.kind == "hold" and self.flow is not None:
+                    return await self.flow.wait(spec, units, deadline - time.monotonic())
                 if route.kind == "pod":
                     return route
                 if route.kind == "reject":
