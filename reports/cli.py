@@ -15,7 +15,8 @@ import click
 from scalearena.contracts.errors import UserError
 
 
-def write_report_with_progress(results_dir: Path, jobs: int | None = None, force: bool = False) -> Path:
+def write_report_with_progress(results_dir: Path, jobs: int | None = None, force: bool = False,
+                               min_attainment: float | None = None) -> Path:
     """``write_suite_report`` with a progress bar on stderr (run pages, then the suite page)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -33,7 +34,7 @@ def write_report_with_progress(results_dir: Path, jobs: int | None = None, force
                 tasks[name] = bar.add_task(name, total=total)
             bar.update(tasks[name], completed=done, total=total)
 
-        out = write_suite_report(results_dir, jobs=jobs, progress=step, force=force)
+        out = write_suite_report(results_dir, jobs=jobs, progress=step, force=force, min_attainment=min_attainment)
     return out
 
 
@@ -47,12 +48,15 @@ def _fail(err: UserError) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Processes rendering run reports in parallel (default: one per CPU).")
 @click.option("--force", is_flag=True, help="Render every page, even those whose inputs did not change.")
-def report(results_dir: Path, jobs: int | None, force: bool) -> None:
+@click.option("--min-attainment", type=click.FloatRange(0.0, 1.0), default=None,
+              help="SLO-attainment target of the verdict, 0..1 (default: each scenario's attainment_target, "
+                   "else 0.95).")
+def report(results_dir: Path, jobs: int | None, force: bool, min_attainment: float | None) -> None:
     """Regenerate report.html for a suite results folder or a single run folder.
 
     Pages whose inputs (result files and renderer) are unchanged are kept."""
     try:
-        out = write_report_with_progress(results_dir, jobs=jobs, force=force)
+        out = write_report_with_progress(results_dir, jobs=jobs, force=force, min_attainment=min_attainment)
     except UserError as e:
         _fail(e)
     click.echo(str(out))
