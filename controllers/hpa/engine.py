@@ -121,8 +121,10 @@ class HPAEngine:
         tolerance: float,
         behavior: Behavior | None,
         downscale_stabilization_s: int = 300,
+        labels: tuple[str, ...] | None = None,
     ) -> None:
         self.metrics = tuple(metrics)
+        self.labels = labels or tuple(metric_label(m) for m in self.metrics)  # names in the reasons
         self.legacy = behavior is None  # no ``behavior`` field: upstream's normalizeDesiredReplicas
         self.downscale_stabilization_s = downscale_stabilization_s
         behavior = behavior or Behavior()
@@ -180,8 +182,7 @@ class HPAEngine:
                                          f"keeping {current} replicas", bounds)])
         reasons: list[Reason] = []
         proposal, invalid, winner = 0, 0, ""
-        for m in self.metrics:
-            label = metric_label(m)
+        for m, label in zip(self.metrics, self.labels, strict=True):
             try:
                 p = self._propose(view, v, m, external)
             except (ValueError, MetricsUnavailable) as e:
