@@ -63,6 +63,7 @@ class Registry:
 
 
 def _build_registry() -> Registry:
+    from .apa import APA, APAConfig
     from .hpa import HPA, HPAConfig
     from .keda import KEDA, KEDAConfig
     from .kpa import KPA, KPAConfig
@@ -78,6 +79,8 @@ def _build_registry() -> Registry:
     r.register("keda", KEDAConfig, KEDA, "KEDA ScaledObject with a prometheus trigger over the generated HPA")
     r.register("multimetric", MultiMetricConfig, MultiMetric, "GPU-util EWMA + queue + KV + p99 rules A-D")
     r.register("kpa", KPAConfig, KPA, "Knative Pod Autoscaler: stable/panic windows on concurrency")
+    r.register("apa", APAConfig, APA, "AIBrix Autoscaling Pod Autoscaler: fluctuation-tolerance band, "
+               "scale-up/down rates on a per-pod metric target")
     r.register("static", StaticConfig, Static, "fixed replica count (no autoscaling)")
     r.register("oracle", OracleConfig, Oracle, "hindsight-optimal provisioning with cold-start lead time")
     r.register("kubernetes", KubernetesConfig, Kubernetes, "your own HPA / ScaledObject / VariantAutoscaling YAML "
