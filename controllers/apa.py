@@ -135,7 +135,7 @@ class APA(AutoscalerBase):
 
     def _observe(self, now: float, v: VariantView, st: _State) -> dict[str, float]:
         """Record this tick's per-pod means and return each metric's window mean (absent: no data)."""
-        out = {}
+        out: dict[str, float] = {}
         for m in self.config.metrics:
             vals = [x for p in v.pods if (x := pod_value(p, m.metric)) is not None]
             hist = st.samples.setdefault(m.metric, [])
