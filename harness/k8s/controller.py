@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from scalearena.controllers.base import Autoscaler, ClusterView, Decision, MetricsReader
 
@@ -97,20 +97,34 @@ def engine_from_args(deployment: Obj) -> dict[str, Any]:
     return out
 
 
-def pod_counts(pods: list[Obj]) -> tuple[list[str], int, int]:
-    """(ready pod names, pending, terminating)."""
+class PodCounts(NamedTuple):
+    """A variant's pods as the API server lists them (ready names; the others counted)."""
+
+    ready: list[str]
+    pending: int  # not Ready and not terminating: phase Pending, or Running with Ready false
+    terminating: int  # deletionTimestamp set
+    starting: int  # of ``pending``: phase Running, Ready not True (the server is still loading)
+
+
+def pod_counts(pods: list[Obj]) -> PodCounts:
+    """Group pods as ``ReplicaStatus`` needs them. A Running pod whose Ready condition is not True is
+    ``starting`` (the HPA's missing-pod rule applies to it); only phase-Pending pods are unready
+    (kubernetes replica_calculator.go ``groupPods``)."""
     ready: list[str] = []
-    pending = terminating = 0
+    pending = terminating = starting = 0
     for p in pods:
         if p.get("metadata", {}).get("deletionTimestamp"):
             terminating += 1
             continue
-        conds = p.get("status", {}).get("conditions", []) or []
+        status = p.get("status", {}) or {}
+        conds = status.get("conditions", []) or []
+        phase = status.get("phase")
         if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
             ready.append(p["metadata"]["name"])
-        elif p.get("status", {}).get("phase") in ("Pending", "Running", None):
+        elif phase in ("Pending", "Running", None):
             pending += 1
-    return ready, pending, terminating
+            starting += phase == "Running"
+    return PodCounts(ready, pending, terminating, starting)
 
 
 def variant_info(st: VariantState) -> VariantInfo:
@@ -127,9 +141,9 @@ def variant_info(st: VariantState) -> VariantInfo:
 
 
 def replica_status(st: VariantState) -> ReplicaStatus:
-    ready, pending, terminating = pod_counts(st.pods)
-    return ReplicaStatus(spec=st.spec_replicas, ready=tuple(ready), pending=pending, terminating=terminating,
-                         target_exists=st.deployment is not None)
+    c = pod_counts(st.pods)
+    return ReplicaStatus(spec=st.spec_replicas, ready=tuple(c.ready), pending=c.pending, terminating=c.terminating,
+                         target_exists=st.deployment is not None, starting=c.starting)
 
 
 class WVAKubeController:

@@ -36,7 +36,7 @@ from scalearena.harness.backends.local import prometheus as local_prometheus
 from scalearena.harness.backends.sim import Simulation
 from scalearena.harness.control.loop import LoopHooks, WallLoop
 from scalearena.harness.control.ports import WallClock
-from scalearena.harness.engine.cluster import PENDING, READY, TERMINATING, Pod
+from scalearena.harness.engine.cluster import PENDING, READY, STARTING, TERMINATING, Pod
 from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.metrics.memory import Sample
@@ -72,7 +72,7 @@ autoscalers:
 @dataclass(frozen=True)
 class PodScript:
     name: str
-    state: str  # ready | pending | terminating
+    state: str  # ready | pending (phase Pending) | starting (phase Running, not Ready: loading) | terminating
     kv: float = 0.0  # live KV usage (ready pods)
     waiting: int = 0
     running: int = 0
@@ -97,7 +97,7 @@ STEPS = (
           "big": (PodScript("big-0", "pending"),)}, queue=0, completed={"small": 4, "big": 0}),
     Step(20.0, {"small": 2, "big": 1},
          {"small": (PodScript("small-0", "ready", 0.875, 3, 8, 1.0, (19.0, 0.875, 3, 8)),
-                    PodScript("small-1", "pending")),
+                    PodScript("small-1", "starting")),
           "big": (PodScript("big-0", "ready", 0.125, 0, 1, 0.25, (18.5, 0.125, 0, 1)),)},
          queue=2, completed={"small": 9, "big": 1}),
     Step(30.0, {"small": 2, "big": 0},
@@ -128,7 +128,7 @@ class ViewEcho(AutoscalerBase):
         for v in view.variants:
             seen = {
                 "now": now, "spec": v.spec_replicas, "ready": v.ready, "pending": v.pending,
-                "terminating": v.terminating, "available": v.metrics_available, "target": v.target_exists,
+                "terminating": v.terminating, "starting": v.starting, "available": v.metrics_available, "target": v.target_exists,
                 "pods": [list(map(str, (p.pod, p.ts, p.kv_usage, p.waiting, p.running, p.gpu_util, p.num_gpu_blocks,
                                         p.block_size))) for p in v.pods],
                 "kv_cache_blocks": v.engine.get("kv_cache_blocks"), "startup_s": v.startup_s,
@@ -205,7 +205,7 @@ class SimRig:
             for p in step.pods[d.name]:
                 engine = _StubEngine(p.kv, p.waiting, p.running, p.util * (step.t - since))
                 pod = Pod(p.name, d.name, d.spec.model, 0.0, engine, None, next(self.seq))  # type: ignore[arg-type]
-                pod.state = {"ready": READY, "pending": PENDING, "terminating": TERMINATING}[p.state]
+                pod.state = {"ready": READY, "pending": PENDING, "starting": STARTING, "terminating": TERMINATING}[p.state]
                 pod.ready_s, pod.sample_busy = 0.0, 0.0
                 d.pods.append(pod)
                 if p.scraped is not None and not step.outage:
@@ -238,7 +238,8 @@ class LocalRig:
         self.prom = ScriptedPrometheus(lambda ts: 1000.0 + ts / 2.0, _blocks(sc))
         metrics = PrometheusMetrics("http://prometheus.invalid", {v.name: v.model for v in sc.cluster.variants},
                                     promql=PromQL(time_scale=2.0), client=self.prom, clock=clock)
-        self.pods = local_pods.PodSet(None, list(sc.cluster.variants), 2.0, lambda: None,  # type: ignore[arg-type]
+        self.processes = ScriptedProcesses()
+        self.pods = local_pods.PodSet(self.processes, list(sc.cluster.variants), 2.0, lambda: None,  # type: ignore[arg-type]
                                       lambda kind, details: None)
         self.state: dict[str, Any] = {}
         probe = local_backend.RouterProbe(lambda: self.state, sc.cluster.variants)
@@ -251,16 +252,30 @@ class LocalRig:
     def apply(self, step: Step) -> None:
         self.wall = 1000.0 + step.t / 2.0
         self.prom.step = step
-        states = {"ready": local_pods.READY, "pending": local_pods.PENDING, "terminating": local_pods.TERMINATING}
+        states = {"ready": local_pods.READY, "pending": local_pods.PENDING, "starting": local_pods.PENDING,
+                  "terminating": local_pods.TERMINATING}
         self.pods.pods = {p.name: local_pods.Pod(p.name, v, "m", 0, states[p.state], 0.0)
                           for v, ps in step.pods.items() for p in ps}
+        # an engine process runs for every pod but a Pending one (not started yet)
+        self.processes.running = {p.name for ps in step.pods.values() for p in ps if p.state != "pending"}
         self.pods.desired.update(step.spec)
         self.state = {
             "queue": {"m": step.queue}, "completed": dict(step.completed),
             "pods": {p.name: {"variant": v, "state": "ready" if p.state == "ready" else "draining",
                               "kv_usage": p.kv, "gpu_util": p.util, "waiting": p.waiting, "running": p.running}
-                     for v, ps in step.pods.items() for p in ps if p.state != "pending"},
+                     for v, ps in step.pods.items() for p in ps if p.state not in ("pending", "starting")},
         }
+
+
+class ScriptedProcesses:
+    """The local backend's ``Supervisor`` as PodSet reads it: which engine processes are alive."""
+
+    def __init__(self) -> None:
+        self.running: set[str] = set()
+
+    def get(self, name: str) -> Any:
+        alive = name in self.running
+        return type("Child", (), {"alive": lambda self: alive})() if alive else None
 
 
 class KubeRig:
@@ -292,7 +307,9 @@ class KubeRig:
             for p in step.pods[v]:
                 md: dict[str, Any] = {"name": p.name, "namespace": NAMESPACE, "labels": {"scalearena.io/variant": v}}
                 status: dict[str, Any] = {"phase": "Pending", "conditions": []}
-                if p.state != "pending":
+                if p.state == "starting":  # the container runs, the server is still loading
+                    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+                elif p.state != "pending":
                     status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
                 if p.state == "terminating":
                     md["deletionTimestamp"] = "2026-01-01T00:00:00Z"
@@ -407,6 +424,8 @@ def test_the_echoed_view_and_rows_hold_the_scripted_values(tmp_path: Path, monke
     # t=20: small has small-0 ready (scraped at 19 with kv 0.875, 3 waiting) and small-1 pending; queue 2
     s20 = seen[(20.0, "small")]
     assert (s20["spec"], s20["ready"], s20["pending"], s20["queue"]) == (2, 1, 1, 2)
+    # small-1 runs but is not Ready yet: of the 1 pending, 1 is starting; at t=10 big-0 is phase Pending (0)
+    assert (s20["starting"], seen[(10.0, "big")]["pending"], seen[(10.0, "big")]["starting"]) == (1, 1, 0)
     assert s20["pods"] == [["small-0", "19.0", "0.875", "3", "8", "1.0", "256", "16"]]
     assert s20["forecast"] == [50]  # 50 scheduled arrivals of model m
     # t=30: big-0 is terminating; its scrape is not a ready pod's, so the view holds no pod for big

@@ -18,6 +18,7 @@ import yaml
 from scalearena.contracts.errors import MetricsUnavailable, UserError
 from scalearena.controllers.base import ClusterView, Decision, PodMetrics, Reason
 from scalearena.controllers.registry import REGISTRY
+from scalearena.controllers.static import Static, StaticConfig
 from scalearena.harness.control.ports import VirtualClock
 from scalearena.harness.k8s.config import wva_config_from_configmaps
 from scalearena.harness.k8s.controller import WVAKubeController, engine_from_args, pod_counts
@@ -242,10 +243,42 @@ def test_configmaps_translate_to_the_policy_config() -> None:
 
 def test_helpers_on_recorded_objects() -> None:
     fake = api()
-    ready, pending, terminating = pod_counts(fake.list_pods(NS, "scalearena.io/variant=va-a100"))
-    assert (len(ready), pending, terminating) == (2, 1, 1)
+    c = pod_counts(fake.list_pods(NS, "scalearena.io/variant=va-a100"))
+    assert (len(c.ready), c.pending, c.terminating, c.starting) == (2, 1, 1, 0)  # klmno is phase Pending
     assert engine_from_args({"spec": {"template": {"spec": {"containers": [{"args": [
         "--num-gpu-blocks-override", "512", "--block-size=32"]}]}}}}) == {"kv_cache_blocks": 512, "block_size": 32}
+
+
+def _pod(name: str, phase: str | None, ready: str | None, deleting: bool = False) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, **({"deletionTimestamp": "2026-03-01T10:05:00Z"} if deleting else {})}
+    conds = [] if ready is None else [{"type": "Ready", "status": ready}]
+    return {"metadata": md, "status": {"phase": phase, "conditions": conds}}
+
+
+def test_running_but_not_ready_pods_are_starting_and_pending_ones_are_not() -> None:
+    pods = [_pod("a", "Running", "True"), _pod("b", "Running", "False"), _pod("c", "Running", None),
+            _pod("d", "Pending", "False"), _pod("e", "Pending", None), _pod("f", "Running", "False", deleting=True),
+            _pod("g", "Failed", "False")]
+    c = pod_counts(pods)
+    # a ready; b, c Running without Ready=True -> starting; d, e Pending; f terminating; g Failed: not counted
+    assert (c.ready, c.pending, c.starting, c.terminating) == (["a"], 4, 2, 1)
+
+
+def test_the_controller_hands_starting_pods_to_the_policy() -> None:
+    fake = api()
+    for p in fake.list_pods(NS, "scalearena.io/variant=va-a100"):
+        if p["metadata"]["name"].endswith("klmno"):  # the Pending pod's container starts; not Ready yet
+            p["status"]["phase"] = "Running"
+            fake.put(p)
+    seen: dict[str, Any] = {}
+
+    class Spy(Static):
+        def decide(self, now: float, view: ClusterView) -> list[Decision]:
+            seen.update({v.name: (v.ready, v.pending, v.starting) for v in view.variants})
+            return []
+
+    controller(fake, Spy(StaticConfig(kind="static")), FakeMetrics({"va-a100": pods(0.1, 0.1)})).reconcile()
+    assert seen["va-a100"] == (2, 1, 1)  # 2 ready, 1 pending of which 1 starting (terminating pqrst left out)
 
 
 def test_client_maps_recorded_409_and_reads_json() -> None:

@@ -98,9 +98,10 @@ class Sampler(LoopHooks):
 
     def replicas(self, variant: str) -> ReplicaStatus:
         dep, pods = self.read_variant(variant)
-        ready, pending, terminating = pod_counts(pods)
-        st = ReplicaStatus(spec=int(dep["spec"].get("replicas", 0)) if dep else 0, ready=tuple(ready),
-                           pending=pending, terminating=terminating, target_exists=dep is not None)
+        c = pod_counts(pods)
+        st = ReplicaStatus(spec=int(dep["spec"].get("replicas", 0)) if dep else 0, ready=tuple(c.ready),
+                           pending=c.pending, terminating=c.terminating, target_exists=dep is not None,
+                           starting=c.starting)
         self._status[variant] = st
         return st
 

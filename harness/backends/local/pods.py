@@ -74,17 +74,23 @@ class PodSet:
     def of(self, variant: str, *states: str) -> list[Pod]:
         return [p for p in self.pods.values() if p.variant == variant and (not states or p.state in states)]
 
-    def counts(self, variant: str) -> tuple[int, int, int]:
-        """(ready, pending, terminating)."""
+    def counts(self, variant: str) -> tuple[int, int, int, int]:
+        """(ready, pending, terminating, starting): ``starting`` are the pending pods whose engine process
+        runs (phase Running, not Ready: it boots or loads); a process that is not (yet) up is Pending."""
         pods = self.of(variant)
-        return (sum(p.state == READY for p in pods), sum(p.state == PENDING for p in pods),
-                sum(p.state == TERMINATING for p in pods))
+        pending = [p for p in pods if p.state == PENDING]
+        return (sum(p.state == READY for p in pods), len(pending), sum(p.state == TERMINATING for p in pods),
+                sum(self._running(p) for p in pending))
+
+    def _running(self, pod: Pod) -> bool:
+        child = self.sup.get(pod.name)
+        return child is not None and child.alive()
 
     # -- the control plane's Actuator ------------------------------------------------------------
     def replicas(self, variant: str) -> ReplicaStatus:
-        ready, pending, terminating = self.counts(variant)
+        ready, pending, terminating, starting = self.counts(variant)
         return ReplicaStatus(spec=self.desired[variant], ready=tuple(p.name for p in self.of(variant, READY)),
-                             pending=pending, terminating=terminating)
+                             pending=pending, terminating=terminating, starting=starting)
 
     def scale(self, variant: str, replicas: int) -> None:
         """Desired replicas; the run's loop calls ``reconcile`` right after the decision pass."""
