@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import Field
 
 from scalearena.contracts.limits import StrictSpec
+from scalearena.contracts.tunable import Tunable, declared
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,12 @@ class AutoscalerConfig(StrictSpec):
     @property
     def label(self) -> str:
         return self.name or self.kind
+
+    def tunables(self) -> list[Tunable]:
+        """The parameters ``scalearena tune`` searches by default, with this configuration's values as
+        defaults: every field declared with ``json_schema_extra=tune(...)`` (contracts/tunable.py). A config
+        whose space depends on its contents (HPA metrics, KEDA triggers, object placeholders) extends it."""
+        return declared(self)
 
 
 class Autoscaler(Protocol):

@@ -38,6 +38,7 @@ from pydantic import Field, model_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
+from scalearena.contracts.tunable import Tunable, around, declared, tune
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 from .hpa.behavior import Behavior
@@ -61,9 +62,11 @@ class ScalingModifiers(StrictSpec):
 class KEDAConfig(AutoscalerConfig):
     kind: Literal["keda"] = Field(default="keda", description="KEDA ScaledObject, prometheus triggers.")
     period_s: float = Field(default=15.0, gt=0, description="Sync period of the generated HPA, seconds.")
-    polling_interval_s: float = Field(default=30.0, gt=0, description="pollingInterval: KEDA scale loop, seconds.")
+    polling_interval_s: float = Field(default=30.0, gt=0, description="pollingInterval: KEDA scale loop, seconds.",
+                                      json_schema_extra=tune(5.0, 60.0))
     cooldown_period_s: float = Field(
-        default=300.0, ge=0, description="cooldownPeriod: inactive this long before scaling to 0, seconds."
+        default=300.0, ge=0, description="cooldownPeriod: inactive this long before scaling to 0, seconds.",
+        json_schema_extra=tune(0.0, 900.0),
     )
     initial_cooldown_period_s: float = Field(
         default=0.0, ge=0, description="initialCooldownPeriod: no scale-in this long after creation if never active."
@@ -75,7 +78,8 @@ class KEDAConfig(AutoscalerConfig):
     metric_type: MetricType = Field(
         default="AverageValue", description="Shorthand trigger: AverageValue (ceil(value / threshold)) or Value."
     )
-    threshold: float = Field(default=3.0, gt=0, description="Shorthand trigger: threshold (the HPA target).")
+    threshold: float = Field(default=3.0, gt=0, description="Shorthand trigger: threshold (the HPA target).",
+                             json_schema_extra=tune(0.5, 30.0, log=True))
     activation_threshold: float = Field(
         default=0.0, ge=0, description="Shorthand trigger: activationThreshold, active only while value > this."
     )
@@ -86,7 +90,8 @@ class KEDAConfig(AutoscalerConfig):
     scaling_modifiers: ScalingModifiers | None = Field(
         default=None, description="advanced.scalingModifiers: a formula over the triggers becomes the one HPA metric."
     )
-    tolerance: float = Field(default=0.1, ge=0, lt=1, description="Generated HPA tolerance.")
+    tolerance: float = Field(default=0.1, ge=0, lt=1, description="Generated HPA tolerance.",
+                             json_schema_extra=tune(0.0, 0.5))
     behavior: Behavior = Field(
         default_factory=Behavior,
         description="advanced.horizontalPodAutoscalerConfig.behavior; unset fields take HPA defaults.",
@@ -99,6 +104,17 @@ class KEDAConfig(AutoscalerConfig):
             return tuple(self.triggers)
         return (Trigger(name=self.query, query=self.query, threshold=self.threshold,
                         activation_threshold=self.activation_threshold, metric_type=self.metric_type),)
+
+    def tunables(self) -> list[Tunable]:
+        """Polling, cooldown, tolerance and each trigger's threshold (with scaling_modifiers: the composite
+        target instead, the one metric the generated HPA sees)."""
+        shorthand = self.triggers is None and self.scaling_modifiers is None
+        out = [t for t in declared(self) if t.path != "threshold" or shorthand]
+        if self.scaling_modifiers is not None:
+            return out + [around("scaling_modifiers.target", self.scaling_modifiers.target,
+                                 description="Target of the composite metric.")]
+        return out + [around(f"triggers.{i}.threshold", t.threshold, description=f"threshold of trigger {t.name or i}")
+                      for i, t in enumerate(self.triggers or ())]
 
     def formula(self) -> Formula | None:
         sm = self.scaling_modifiers

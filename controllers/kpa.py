@@ -47,6 +47,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from scalearena.contracts.tunable import tune
+
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 
 
@@ -56,29 +58,34 @@ class KPAConfig(AutoscalerConfig):
     target: float | None = Field(
         default=4.0, gt=0,
         description="autoscaling.knative.dev/target: in-flight requests per pod; null = Knative default "
-        "(100, or container_concurrency when set).",
+        "(100, or container_concurrency when set).", json_schema_extra=tune(1.0, 32.0, log=True),
     )
     container_concurrency: int = Field(
         default=0, ge=0, description="Hard limit per pod; caps the target; 0 = unlimited."
     )
     target_utilization: float = Field(
-        default=0.7, gt=0, le=1, description="container-concurrency-target-percentage / 100."
+        default=0.7, gt=0, le=1, description="container-concurrency-target-percentage / 100.",
+        json_schema_extra=tune(0.3, 1.0),
     )
-    stable_window_s: float = Field(default=60.0, ge=6, le=3600, description="Stable window, seconds.")
+    stable_window_s: float = Field(default=60.0, ge=6, le=3600, description="Stable window, seconds.",
+                                   json_schema_extra=tune(6.0, 600.0, log=True))
     panic_window_percentage: float = Field(
         default=10.0, ge=1, le=100, description="Panic window as a percentage of the stable window."
     )
     panic_threshold_percentage: float = Field(
-        default=200.0, ge=110, le=1000, description="Panic when desired_panic / ready >= this / 100."
+        default=200.0, ge=110, le=1000, description="Panic when desired_panic / ready >= this / 100.",
+        json_schema_extra=tune(110.0, 1000.0, log=True),
     )
     max_scale_up_rate: float = Field(default=1000.0, gt=1, description="At most ready x this pods.")
-    max_scale_down_rate: float = Field(default=2.0, gt=1, description="At least ready / this pods.")
+    max_scale_down_rate: float = Field(default=2.0, gt=1, description="At least ready / this pods.",
+                                       json_schema_extra=tune(1.1, 8.0, log=True))
     scale_to_zero_grace_s: float = Field(
         default=30.0, ge=6, description="scale-to-zero-grace-period: wanted 0 this long before going to 0."
     )
     enable_scale_to_zero: bool = Field(default=True, description="enable-scale-to-zero (needs min_replicas 0).")
     scale_down_delay_s: float = Field(
-        default=0.0, ge=0, le=3600, description="scale-down-delay: highest desired count over this window."
+        default=0.0, ge=0, le=3600, description="scale-down-delay: highest desired count over this window.",
+        json_schema_extra=tune(0.0, 600.0),
     )
 
     @property

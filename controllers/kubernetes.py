@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import StrictSpec
+from scalearena.contracts.tunable import Tunable
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView
 from .hpa import HPA, HPAConfig
@@ -47,6 +48,34 @@ class ObjectTarget(StrictSpec):
     cost: float | None = Field(default=None, gt=0, description="VariantAutoscaling variantCost.")
 
 
+class EnvTune(StrictSpec):
+    """The range ``scalearena tune`` searches for one ``${VAR}`` placeholder of the objects."""
+
+    low: float | None = Field(default=None, description="Lowest value (with high).")
+    high: float | None = Field(default=None, description="Highest value (with low).")
+    log: bool = Field(default=False, description="Search on a log scale (low > 0).")
+    type: Literal["float", "int"] = Field(default="float", description="Number kind written into the placeholder.")
+    choices: list[str] | None = Field(default=None, min_length=2, description="Values to pick from, instead of a range.")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> EnvTune:
+        if (self.choices is None) == (self.low is None or self.high is None):
+            raise ValueError("set low and high, or choices")
+        if self.low is not None and self.high is not None and not self.low < self.high:
+            raise ValueError(f"low {self.low:g} must be below high {self.high:g}")
+        if self.log and (self.low is None or self.low <= 0):
+            raise ValueError("a log scale needs low > 0")
+        return self
+
+    def tunable(self, var: str, current: str) -> Tunable:
+        if self.choices is not None:
+            return Tunable(f"env.{var}", "categorical", current, choices=tuple(self.choices),
+                           description=f"${{{var}}} in the objects")
+        value: float = int(current) if self.type == "int" else float(current)
+        return Tunable(f"env.{var}", self.type, value, low=self.low, high=self.high, log=self.log,
+                       description=f"${{{var}}} in the objects")
+
+
 class KubernetesConfig(AutoscalerConfig):
     kind: Literal["kubernetes"] = Field(
         default="kubernetes", description="Your own Kubernetes objects (HPA, ScaledObject, VariantAutoscaling).")
@@ -54,11 +83,33 @@ class KubernetesConfig(AutoscalerConfig):
         min_length=1, description="YAML files of Kubernetes objects and Prometheus rules, relative to the scenario.")
     env: dict[str, str] = Field(
         default_factory=dict, description="Values for ${VAR} / $VAR placeholders in the files (envsubst).")
+    tune: dict[str, EnvTune] = Field(
+        default_factory=dict, description="Placeholders `scalearena tune` may search, by env key, with their range "
+        "(e.g. THETA_UP: {low: 0.4, high: 0.8}); the env value is the default.")
     targets: list[ObjectTarget] = Field(
         default_factory=list, description="Filled in from `objects` when the scenario loads; not written by hand.")
     rule_groups: list[dict[str, Any]] = Field(
         default_factory=list, description="Prometheus rule groups from the objects; filled in when the scenario "
         "loads and evaluated by the metrics source.")
+
+
+    @model_validator(mode="after")
+    def _tune_names_env(self) -> KubernetesConfig:
+        for var, spec in self.tune.items():
+            if var not in self.env:
+                raise ValueError(f"tune: {var} is not a key of env (its value is the default)")
+            if spec.choices is None:
+                try:
+                    value = int(self.env[var]) if spec.type == "int" else float(self.env[var])
+                except ValueError:
+                    raise ValueError(f"tune: env {var} = {self.env[var]!r} is not a {spec.type}") from None
+                if not (spec.low or 0) <= value <= (spec.high or 0):
+                    raise ValueError(f"tune: env {var} = {value:g} lies outside {spec.low:g} .. {spec.high:g}")
+        return self
+
+    def tunables(self) -> list[Tunable]:
+        """The ``${VAR}`` placeholders listed under ``tune``, set through ``env``."""
+        return [spec.tunable(var, self.env[var]) for var, spec in self.tune.items()]
 
 
 @dataclass

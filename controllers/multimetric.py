@@ -36,6 +36,7 @@ from pydantic import Field
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import E2E_HIST
+from scalearena.contracts.tunable import tune
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 
@@ -43,21 +44,31 @@ from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reaso
 class MultiMetricConfig(AutoscalerConfig):
     kind: Literal["multimetric"] = Field(default="multimetric", description="GPU-util EWMA + queue + KV + p99 rules.")
     period_s: float = Field(default=5.0, gt=0, description="Evaluation period = EWMA sample interval, seconds.")
-    ewma_alpha: float = Field(default=0.3, gt=0, le=1, description="EWMA weight of the newest GPU sample.")
+    ewma_alpha: float = Field(default=0.3, gt=0, le=1, description="EWMA weight of the newest GPU sample.",
+                              json_schema_extra=tune(0.05, 1.0))
     latency_window_s: float = Field(default=60.0, gt=0, description="Sliding window of the p99, seconds.")
     baseline_p99_ms: float = Field(default=500.0, gt=0, description="Baseline p99 end-to-end latency, ms.")
     p99_alert_factor: float = Field(default=2.0, gt=0, description="Rule C: alert when p99 > factor x baseline.")
-    compute_gpu: float = Field(default=0.80, ge=0, le=1, description="Rule A: smoothed GPU above this ...")
-    compute_queue: int = Field(default=10, ge=0, description="Rule A: ... and total queue above this.")
-    compute_step: int = Field(default=1, ge=1, description="Rule A: replicas added.")
-    memory_kv: float = Field(default=0.90, ge=0, le=1, description="Rule B: mean KV usage above this ...")
-    memory_gpu: float = Field(default=0.60, ge=0, le=1, description="Rule B: ... and smoothed GPU above this.")
-    memory_step: int = Field(default=2, ge=1, description="Rule B: replicas added.")
-    idle_gpu: float = Field(default=0.20, ge=0, le=1, description="Rule D: smoothed GPU below this ...")
+    compute_gpu: float = Field(default=0.80, ge=0, le=1, description="Rule A: smoothed GPU above this ...",
+                               json_schema_extra=tune(0.5, 0.95))
+    compute_queue: int = Field(default=10, ge=0, description="Rule A: ... and total queue above this.",
+                               json_schema_extra=tune(0, 50))
+    compute_step: int = Field(default=1, ge=1, description="Rule A: replicas added.",
+                              json_schema_extra=tune(1, 4))
+    memory_kv: float = Field(default=0.90, ge=0, le=1, description="Rule B: mean KV usage above this ...",
+                             json_schema_extra=tune(0.5, 0.99))
+    memory_gpu: float = Field(default=0.60, ge=0, le=1, description="Rule B: ... and smoothed GPU above this.",
+                              json_schema_extra=tune(0.2, 0.9))
+    memory_step: int = Field(default=2, ge=1, description="Rule B: replicas added.",
+                             json_schema_extra=tune(1, 4))
+    idle_gpu: float = Field(default=0.20, ge=0, le=1, description="Rule D: smoothed GPU below this ...",
+                            json_schema_extra=tune(0.05, 0.5))
     idle_queue: int = Field(default=0, ge=0, description="Rule D: ... and total queue at most this (0: empty).")
     idle_step: int = Field(default=1, ge=1, description="Rule D: replicas removed.")
-    scale_up_cooldown_s: float = Field(default=60.0, ge=0, description="At most one scale-up per this, seconds.")
-    scale_down_cooldown_s: float = Field(default=300.0, ge=0, description="At most one scale-down per this, s.")
+    scale_up_cooldown_s: float = Field(default=60.0, ge=0, description="At most one scale-up per this, seconds.",
+                                       json_schema_extra=tune(0.0, 300.0))
+    scale_down_cooldown_s: float = Field(default=300.0, ge=0, description="At most one scale-down per this, s.",
+                                         json_schema_extra=tune(30.0, 900.0))
     min_replicas: int = Field(default=2, ge=0, description="Lower bound (within the variant's bounds).")
     max_replicas: int | None = Field(default=None, ge=1, description="Upper bound; null = the variant's max.")
 

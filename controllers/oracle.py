@@ -31,6 +31,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from scalearena.contracts.tunable import tune
+
 from .base import (
     ArrivalForecast,
     AutoscalerBase,
@@ -49,10 +51,12 @@ class OracleConfig(AutoscalerConfig):
     period_s: float = Field(default=10.0, gt=0, description="Decision period, seconds.")
     window_s: float = Field(default=30.0, gt=0, description="Demand bucket: arrival rate averaged over this, s.")
     kv_target: float = Field(
-        default=0.8, gt=0, le=1, description="KV share a replica may fill and stay unsaturated (WVA tau_kv)."
+        default=0.8, gt=0, le=1, description="KV share a replica may fill and stay unsaturated (WVA tau_kv).",
+        json_schema_extra=tune(0.5, 0.95),
     )
     utilization: float = Field(
-        default=1.0, gt=0, le=1, description="Share of a replica's unsaturated capacity planned to be busy."
+        default=1.0, gt=0, le=1, description="Share of a replica's unsaturated capacity planned to be busy.",
+        json_schema_extra=tune(0.5, 1.0),
     )
     order: Literal["cost_per_capacity", "cost"] = Field(
         default="cost_per_capacity",

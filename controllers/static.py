@@ -5,13 +5,16 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from scalearena.contracts.tunable import tune
+
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, clamp
 
 
 class StaticConfig(AutoscalerConfig):
     kind: Literal["static"] = Field(default="static", description="Fixed replica count; never scales.")
     replicas: int | None = Field(
-        default=None, ge=0, description="Replicas per variant; null keeps each variant's initial replicas."
+        default=None, ge=0, description="Replicas per variant; null keeps each variant's initial replicas.",
+        json_schema_extra=tune(1, 20),
     )
     per_variant: dict[str, int] = Field(
         default_factory=dict, description="Replicas by variant name, overriding `replicas`."

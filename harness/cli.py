@@ -172,11 +172,23 @@ def autoscalers(name: str | None) -> None:
     entry = REGISTRY.get(name)
     console.print(Text.assemble((entry.name, "bold"), f": {entry.summary}"))
     console.print(Text(f"upstream: {source_line(entry.policy)}"))
+    tunables = {t.path: t for t in REGISTRY.default_config(name).tunables()} if entry.runs_on_defaults else {}
+    ranges = {path: t.describe() for path, t in tunables.items()}
     table = Table("parameter", "default", "unit", "meaning", show_lines=False)
+
+    def tuned(path: str) -> str:
+        return f"; tune {ranges.pop(path)}" if path in ranges else ""
+
     for p in params(entry.config):
         table.add_row(Text(p.path, overflow="fold"), Text(p.default, overflow="fold"), p.unit,
-                      Text(f"{p.description} ({p.type})", overflow="fold"))
+                      Text(f"{p.description} ({p.type}{tuned(p.path)})", overflow="fold"))
+    for path, t in tunables.items():  # tunables inside lists (an HPA metric's target)
+        if path in ranges:
+            table.add_row(Text(path, overflow="fold"), Text(str(t.default)), "",
+                          Text(f"{t.description} ({t.kind}{tuned(path)})", overflow="fold"))
     console.print(table)
+    console.print("tune: the range `scalearena tune` searches by default (--param NAME=LOW:HIGH changes it)",
+                  highlight=False)
 
 
 def _jobs(jobs: int | None, cluster: str) -> int:

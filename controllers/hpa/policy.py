@@ -21,10 +21,11 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from scalearena.contracts.series import KV_USAGE, NUM_WAITING
+from scalearena.contracts.tunable import Tunable, around, declared, tune
 
 from ..base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision
 from .behavior import Behavior
-from .engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric
+from .engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric, metric_label
 
 __all__ = ["HPA", "HPAConfig", "PodsMetric", "ExternalMetric", "MetricSpec"]
 
@@ -48,11 +49,13 @@ class HPAConfig(AutoscalerConfig):
         "num_requests_waiting avg 3 and kv_cache_usage_perc avg 0.5.",
     )
     tolerance: float = Field(
-        default=0.1, ge=0, lt=1, description="No change while |usage/target - 1| <= tolerance."
+        default=0.1, ge=0, lt=1, description="No change while |usage/target - 1| <= tolerance.",
+        json_schema_extra=tune(0.0, 0.5),
     )
     downscale_stabilization_s: int = Field(
         default=300, ge=0, le=3600,
         description="Controller default scale-down stabilisation when behavior leaves it unset, seconds.",
+        json_schema_extra=tune(0, 900),
     )
     behavior: Behavior | None = Field(
         default_factory=Behavior, description="scaleUp / scaleDown rules; unset fields take upstream defaults. "
@@ -63,6 +66,32 @@ class HPAConfig(AutoscalerConfig):
         default=False,
         description="HPAScaleToZero feature gate: honour a variant's min_replicas 0; otherwise min is at least 1.",
     )
+
+    def tunables(self) -> list[Tunable]:
+        """Tolerance, each metric's target and the stabilisation windows in force (the scale-down window
+        is ``behavior.scale_down``'s when set, else ``downscale_stabilization_s``)."""
+        down = self.behavior.scale_down.stabilization_window_seconds if self.behavior is not None else None
+        out = [t for t in declared(self) if t.path != "downscale_stabilization_s" or down is None]
+        out += [metric_target(f"metrics.{i}", m) for i, m in enumerate(self.metrics)]
+        if self.behavior is not None:
+            up = self.behavior.scale_up.stabilization_window_seconds
+            out.append(Tunable("behavior.scale_up.stabilization_window_seconds", "int", 0 if up is None else up,
+                               low=0, high=300, description="Scale-up stabilisation window, seconds."))
+            if down is not None:
+                out.append(Tunable("behavior.scale_down.stabilization_window_seconds", "int", down, low=0,
+                                   high=900, description="Scale-down stabilisation window, seconds."))
+        return out
+
+
+def metric_target(path: str, m: PodsMetric | ExternalMetric) -> Tunable:
+    """The tunable target of one metric: a KV-usage average over 0.1 .. 1, any other a quarter to four times
+    its configured value on a log scale (its unit depends on the metric)."""
+    field = "average_value" if isinstance(m, PodsMetric) or m.average_value is not None else "value"
+    value = getattr(m, field)
+    what = f"target {field} of {metric_label(m)}"
+    if isinstance(m, PodsMetric) and m.metric == KV_USAGE:
+        return Tunable(f"{path}.{field}", "float", value, low=0.1, high=1.0, description=what)
+    return around(f"{path}.{field}", value, description=what)
 
 
 class HPA(AutoscalerBase):

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import StrictSpec
+from scalearena.contracts.tunable import Tunable, declared, tune
 
 from ..base import AutoscalerConfig
 
@@ -78,10 +79,13 @@ class HeadroomSpec(_Spec):
 
     enabled: bool = Field(default=False, description="Use the headroom rule instead of +1 per cycle.")
     delta_kv: float = Field(
-        default=0.3, ge=0, description="KV buffer on top of the summed KV load, in replica-KV fractions."
+        default=0.3, ge=0, description="KV buffer on top of the summed KV load, in replica-KV fractions.",
+        json_schema_extra=tune(0.0, 2.0),
     )
-    delta_q: float = Field(default=2.0, ge=0, description="Queue buffer on top of the summed waiting requests.")
-    max_step: int = Field(default=4, ge=1, description="Most replicas added to a model in one decision.")
+    delta_q: float = Field(default=2.0, ge=0, description="Queue buffer on top of the summed waiting requests.",
+                           json_schema_extra=tune(0.0, 10.0))
+    max_step: int = Field(default=4, ge=1, description="Most replicas added to a model in one decision.",
+                          json_schema_extra=tune(1, 10))
 
 
 class ScaleToZeroSpec(_Spec):
@@ -103,16 +107,23 @@ class WVAConfig(AutoscalerConfig):
     fast_period_s: float | None = Field(
         default=0.1, gt=0, description="Scale-from-zero loop period, seconds; null disables the fast loop."
     )
-    tau_kv: float = Field(default=0.80, gt=0, le=1, description="A replica is saturated at KV usage >= tau_kv.")
-    tau_q: float = Field(default=5.0, gt=0, description="A replica is saturated at waiting requests >= tau_q.")
+    # tune ranges: gamma_kv's top (0.45) stays below tau_kv's bottom (0.5) and gamma_q's (3) at tau_q's, so
+    # almost every sampled pair passes the spare-trigger check below
+    tau_kv: float = Field(default=0.80, gt=0, le=1, description="A replica is saturated at KV usage >= tau_kv.",
+                          json_schema_extra=tune(0.5, 0.95))
+    tau_q: float = Field(default=5.0, gt=0, description="A replica is saturated at waiting requests >= tau_q.",
+                         json_schema_extra=tune(3.0, 20.0, log=True))
     gamma_kv: float = Field(
-        default=0.10, ge=0, le=1, description="Scale up when the average spare KV (tau_kv - U_kv) < gamma_kv."
+        default=0.10, ge=0, le=1, description="Scale up when the average spare KV (tau_kv - U_kv) < gamma_kv.",
+        json_schema_extra=tune(0.02, 0.45),
     )
     gamma_q: float = Field(
-        default=3.0, ge=0, description="Scale up when the average spare queue (tau_q - U_q) < gamma_q."
+        default=3.0, ge=0, description="Scale up when the average spare queue (tau_q - U_q) < gamma_q.",
+        json_schema_extra=tune(0.5, 3.0),
     )
     min_non_saturated_for_scale_down: int = Field(
-        default=2, ge=2, description="Scale down only with at least this many non-saturated replicas."
+        default=2, ge=2, description="Scale down only with at least this many non-saturated replicas.",
+        json_schema_extra=tune(2, 5),
     )
     model_overrides: dict[str, ModelOverride] = Field(
         default_factory=dict, description="Per-model threshold and scale-to-zero overrides, by model ID."
@@ -144,6 +155,10 @@ class WVAConfig(AutoscalerConfig):
             t = self.thresholds(model)
             _check_spare_triggers(t.tau_kv, t.tau_q, t.gamma_kv, t.gamma_q, f"model_overrides.{model}")
         return self
+
+    def tunables(self) -> list[Tunable]:
+        """The thresholds; with the headroom rule on, its buffers and step too."""
+        return declared(self) + (declared(self.headroom, "headroom.") if self.headroom.enabled else [])
 
     def thresholds(self, model: str) -> Thresholds:
         o = self.model_overrides.get(model) or ModelOverride()
