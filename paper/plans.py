@@ -1,12 +1,12 @@
 """The runs behind docs/paper-reproduction.md.
 
 1. The paper suite (workloads/suites/paper.yaml: Exp. 1, Exp. 2, the physical
-   validation at 2/3/5/6 RPS) for every bundled autoscaler, over several seeds.
+   validation at 2/3/5/6 RPS) for the autoscalers that suite lists, over several seeds.
 2. Sensitivity sweeps on the physical scenario at 5 and 6 RPS for wva and hpa:
    cold start (30-120 s), scrape interval (5-30 s), WVA gamma_kv (0.1-0.3) and
    the HPA targets (queue depth, KV usage).
 3. Beyond the paper: the heterogeneous A100/H100/H200 pool with roofline
-   latencies, every autoscaler, oracle as the cost reference.
+   latencies, the paper suite's autoscalers, oracle as the cost reference.
 """
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ def sensitivity_plans(seeds: list[int], overrides: list[str]) -> list[RunPlan]:
 def hetero_plans(seeds: list[int], overrides: list[str]) -> list[RunPlan]:
     raw = apply_overrides(read_yaml(HETERO), overrides, where=str(HETERO))
     sc = scenario_from_data(raw, str(HETERO), HETERO.parent)
-    return plans_for_scenario(sc, "all", None, seeds)
+    spec, _ = load_suite(PAPER_SUITE, overrides)
+    return plans_for_scenario(sc, spec.autoscalers, None, seeds)  # the paper suite's autoscalers
 
 
 def paper_plans(seeds: list[int], sensitivity: bool = True, hetero: bool = True,
