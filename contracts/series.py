@@ -38,6 +38,10 @@ EPP_TTFT_HIST = "llm_d_epp_request_ttft_seconds"
 EPP_PREDICTED_TTFT_HIST = "llm_d_epp_request_predicted_ttft_seconds"
 EPP_TPOT_HIST = "llm_d_epp_request_ntpot_seconds"
 EPP_PREDICTED_TPOT_HIST = "llm_d_epp_request_predicted_tpot_seconds"
+# Gateway API Inference Extension EPP request metrics (pkg/epp/metrics): what the router received.
+OBJECTIVE_REQUESTS = "inference_objective_request_total"
+OBJECTIVE_INPUT_TOKENS = "inference_objective_input_tokens"
+OBJECTIVE_OUTPUT_TOKENS = "inference_objective_output_tokens"
 
 # kube-state-metrics (docs/metrics/workload/deployment-metrics.md).
 KSM_REPLICAS = "kube_deployment_status_replicas"
@@ -50,6 +54,8 @@ _VLLM = ("namespace", "pod", "model_name")
 _VLLM_SRC = "vLLM vllm/v1/metrics/loggers.py"
 _EPP = ("namespace", "service", "model_name", "inference_pool")
 _EPP_SRC = "llm-d EPP (docs/operations/observability, guides/workload-autoscaling)"
+_OBJ = ("namespace", "service", "model_name", "target_model_name")
+_GIE_SRC = "Gateway API Inference Extension EPP (pkg/epp/metrics)"
 _KSM = ("namespace", "deployment")
 _KSM_SRC = "kube-state-metrics deployment-metrics.md"
 
@@ -92,6 +98,11 @@ CATALOGUE: tuple[SeriesSpec, ...] = (
                "observed normalized time per output token"),
     SeriesSpec(EPP_PREDICTED_TPOT_HIST, "histogram", (*_EPP, "target_model_name"), _EPP_SRC,
                "predicted time per output token"),
+    SeriesSpec(OBJECTIVE_REQUESTS, "counter", _OBJ, _GIE_SRC, "requests received by the router (every arrival)"),
+    SeriesSpec(OBJECTIVE_INPUT_TOKENS, "histogram", _OBJ, _GIE_SRC,
+               "prompt tokens per request (the simulator writes _sum and _count only)"),
+    SeriesSpec(OBJECTIVE_OUTPUT_TOKENS, "histogram", _OBJ, _GIE_SRC,
+               "output tokens per completed request (the simulator writes _sum and _count only)"),
     SeriesSpec(KSM_REPLICAS, "gauge", _KSM, _KSM_SRC, "pods targeted by the deployment"),
     SeriesSpec(KSM_REPLICAS_READY, "gauge", _KSM, _KSM_SRC, "ready pods of the deployment"),
     SeriesSpec(KSM_REPLICAS_UNAVAILABLE, "gauge", _KSM, _KSM_SRC, "pods not yet (or no longer) available"),

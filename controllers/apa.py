@@ -39,6 +39,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scalearena.contracts.tunable import tune
+
 from .base import (
     AutoscalerBase,
     AutoscalerConfig,
@@ -95,12 +97,13 @@ class APAConfig(AutoscalerConfig):
         "(AIBrix samples: gpu_cache_usage_perc 0.5).")
     up_fluctuation_tolerance: float = Field(
         default=0.1, ge=0, le=10, description="autoscaling.aibrix.ai/scale-up-tolerance: scale up only when "
-        "value / target > 1 + this.")
+        "value / target > 1 + this.", json_schema_extra=tune(0.0, 0.5))
     down_fluctuation_tolerance: float = Field(
         default=0.1, ge=0, le=1, description="autoscaling.aibrix.ai/scale-down-tolerance: scale down only when "
-        "value / target < 1 - this.")
+        "value / target < 1 - this.", json_schema_extra=tune(0.0, 0.5))
     max_scale_up_rate: float = Field(
-        default=2.0, ge=1, le=1000, description="autoscaling.aibrix.ai/max-scale-up-rate: at most ceil(n x this).")
+        default=2.0, ge=1, le=1000, description="autoscaling.aibrix.ai/max-scale-up-rate: at most ceil(n x this).",
+        json_schema_extra=tune(1.1, 10.0, log=True))
     max_scale_down_rate: float = Field(
         default=2.0, ge=1, le=1000, description="autoscaling.aibrix.ai/max-scale-down-rate: at least "
         "floor(n / this).")
@@ -109,9 +112,10 @@ class APAConfig(AutoscalerConfig):
         "recommendation of this window, seconds.")
     scale_down_cooldown_s: float = Field(
         default=300.0, ge=0, le=3600, description="scale-down-cooldown-window: a scale-down takes the highest "
-        "recommendation of this window, seconds.")
+        "recommendation of this window, seconds.", json_schema_extra=tune(0.0, 600.0))
     observe_window_s: float = Field(
-        default=180.0, ge=1, le=3600, description="observeWindowSeconds: the metric is averaged over this, s.")
+        default=180.0, ge=1, le=3600, description="observeWindowSeconds: the metric is averaged over this, s.",
+        json_schema_extra=tune(15.0, 600.0, log=True))
     scale_to_zero: bool = Field(
         default=False, description="autoscaling.aibrix.ai/scale-to-zero: honour min_replicas 0 (else at least 1).")
 

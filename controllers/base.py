@@ -76,6 +76,20 @@ class StepModel(Protocol):
     def step_s(self, prefill_tokens: int, prefill_pairs: float, n_decoding: int, ctx_tokens: float) -> float: ...
 
 
+class ReplicaProfile(Protocol):
+    """One replica's latency under steady load, swept from the variant's latency model by the harness
+    (harness/engine/profile.py) as Dynamo's pre-deployment profiler sweeps a real engine: for a mix of
+    mean ``isl`` prompt and ``osl`` output tokens and ``batch`` sequences running, the TTFT of a new
+    arrival and the inter-token latency, both in seconds, interpolated between the swept points."""
+
+    kv_tokens: int  # the KV cache's capacity in tokens
+    max_num_seqs: int
+
+    def ttft_s(self, isl: float, osl: float, batch: Sequence[int]) -> Sequence[float]: ...
+
+    def itl_s(self, isl: float, osl: float, batch: Sequence[int]) -> Sequence[float]: ...
+
+
 @dataclass(frozen=True)
 class VariantView:
     """One variant (one Deployment) as a controller sees it."""
@@ -101,6 +115,7 @@ class VariantView:
     step_model: StepModel | None = None  # the variant's roofline step-time model (None: not a roofline engine)
     starting: int = 0  # of ``pending``: bound and running, not Ready yet (phase Running); the rest are
     #   in phase Pending. 0 where the backend cannot tell (all counted Pending)
+    profile: ReplicaProfile | None = None  # the swept latency table of one replica (None: engine unknown)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ def _build_registry() -> Registry:
     from .kubernetes import Kubernetes, KubernetesConfig
     from .multimetric import MultiMetric, MultiMetricConfig
     from .oracle import Oracle, OracleConfig
+    from .planner import Planner, PlannerConfig
+    from .predictive import Predictive, PredictiveConfig
     from .static import Static, StaticConfig
     from .wva.controller import WVA, WVAConfig
 
@@ -81,6 +83,10 @@ def _build_registry() -> Registry:
     r.register("kpa", KPAConfig, KPA, "Knative Pod Autoscaler: stable/panic windows on concurrency")
     r.register("apa", APAConfig, APA, "AIBrix Autoscaling Pod Autoscaler: fluctuation-tolerance band, "
                "scale-up/down rates on a per-pod metric target")
+    r.register("planner", PlannerConfig, Planner, "Dynamo-style SLA planner: predicted load / per-replica "
+               "capacity at the TTFT and ITL targets, GPU budget; optional load-based +/-1")
+    r.register("predictive", PredictiveConfig, Predictive, "any reactive autoscaler (default hpa) fed the load "
+               "forecast one cold start ahead: its load signals scaled by predicted / observed rate")
     r.register("static", StaticConfig, Static, "fixed replica count (no autoscaling)")
     r.register("oracle", OracleConfig, Oracle, "hindsight-optimal provisioning with cold-start lead time")
     r.register("kubernetes", KubernetesConfig, Kubernetes, "your own HPA / ScaledObject / VariantAutoscaling YAML "

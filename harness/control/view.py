@@ -16,9 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scalearena.contracts.errors import MetricsUnavailable
-from scalearena.controllers.base import ArrivalForecast, ClusterView, PodMetrics, StepModel, VariantView
+from scalearena.controllers.base import (
+    ArrivalForecast,
+    ClusterView,
+    PodMetrics,
+    ReplicaProfile,
+    StepModel,
+    VariantView,
+)
 
 from ..engine.latency import build_latency
+from ..replica_profile import replica_profile
 from ..scenario import step_model
 from .ports import MetricsSource, ReplicaStatus
 
@@ -37,6 +45,7 @@ class VariantInfo:
     startup_s: float | None = None
     engine: Mapping[str, Any] = field(default_factory=dict)  # VariantView.engine: settings incl. kv_cache_blocks
     step_model: StepModel | None = None  # VariantView.step_model: the roofline step-time model, if any
+    profile: ReplicaProfile | None = None  # VariantView.profile: the swept per-replica latency table
 
 
 def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
@@ -54,7 +63,7 @@ def variant_info(spec: Any, gpu: Any, index: int) -> VariantInfo:
         name=spec.name, model=spec.model, gpu=spec.gpu, gpus_per_replica=spec.gpus_per_replica, cost=spec.cost,
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
         engine=(engine := engine_settings(spec, gpu, f"cluster.variants[{index}].engine")),
-        step_model=step_model(engine, gpu),
+        step_model=step_model(engine, gpu), profile=replica_profile(engine, gpu),
     )
 
 
@@ -117,7 +126,7 @@ def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[st
             min_replicas=info.min_replicas, max_replicas=info.max_replicas, spec_replicas=st.spec,
             ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
             metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
-            engine=info.engine, step_model=info.step_model, starting=st.starting,
+            engine=info.engine, step_model=info.step_model, starting=st.starting, profile=info.profile,
         ))
     return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
                        gpu_capacity=gpu_capacity, forecast=forecast)

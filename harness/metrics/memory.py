@@ -52,6 +52,9 @@ from scalearena.contracts.series import (
     KV_USAGE,
     NUM_RUNNING,
     NUM_WAITING,
+    OBJECTIVE_INPUT_TOKENS,
+    OBJECTIVE_OUTPUT_TOKENS,
+    OBJECTIVE_REQUESTS,
     PREFIX_CACHE_HITS,
     PREFIX_CACHE_QUERIES,
     PROMPT_TOKENS,
@@ -154,13 +157,24 @@ class MemoryMetrics:
                             (KSM_REPLICAS_UNAVAILABLE, max(0, spec - ready))):
             self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
 
-    def record_pool(self, model: str, t: float, queued: int, saturation: float, in_flight: int) -> None:
+    def record_pool(self, model: str, t: float, queued: int, saturation: float, in_flight: int,
+                    objective: tuple[float, float, float, float] | None = None) -> None:
         """The llm-d EPP's pool gauges for one model's InferencePool (named after the model), scraped at t:
-        requests held in flow control, the saturation detector's value, requests dispatched and not done."""
+        requests held in flow control, the saturation detector's value, requests dispatched and not done;
+        ``objective``: the EPP's request counters so far (requests received, their prompt tokens, output tokens
+        and count of completed requests), as ``inference_objective_*`` (histograms as _sum / _count)."""
         lab = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "inference_pool": model}
         for name, value in ((EPP_QUEUE_SIZE, queued), (EPP_POOL_SATURATION, saturation),
                             (EPP_REQUEST_RUNNING, in_flight)):
             self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
+        if objective is None:
+            return
+        obj = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "target_model_name": model}
+        received, in_tokens, out_tokens, done = objective
+        for name, value in ((OBJECTIVE_REQUESTS, received), (f"{OBJECTIVE_INPUT_TOKENS}_sum", in_tokens),
+                            (f"{OBJECTIVE_INPUT_TOKENS}_count", received), (f"{OBJECTIVE_OUTPUT_TOKENS}_sum", out_tokens),
+                            (f"{OBJECTIVE_OUTPUT_TOKENS}_count", done)):
+            self._unflushed_deployments.append((make_labels(name, obj), to_ms(t), float(value)))
 
     def flush_native(self) -> None:
         """Write the held-back scrapes into the TSDB (done before every PromQL read)."""

@@ -37,6 +37,11 @@ class FakeMetrics:
         self._check()
         return self.p99_s
 
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """PromQL: an empty vector (no such series), or the outage."""
+        self._check()
+        return []
+
 
 def pod(i: int, kv: float = 0.0, waiting: int = 0, running: int = 0, gpu: float | None = None,
         ts: float = 0.0) -> PodMetrics:

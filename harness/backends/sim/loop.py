@@ -102,6 +102,8 @@ class Simulation(RequestFlow, PodLifecycle):
         self._fast_next: float | None = None  # next time of the fast loop's chain; None: no fast loop
         self._fast_armed = False
         self._ok_total = {d.name: 0 for d in self.deps}
+        # the EPP's request counters per model: received, their prompt tokens, output tokens of ok ones, ok count
+        self._objective: dict[str, list[float]] = {}
         self._slow = [f for f in sc.faults if f.kind == "slow_cold_start"]
         self._warm = False
         self._scrape_phase = sc.metrics.scrape_interval_s
@@ -245,7 +247,7 @@ class Simulation(RequestFlow, PodLifecycle):
             # no ready endpoint: the detector fails closed at 1.0
             queued = len(self.gateway.get(model, ())) + len(self.flows.get(model, ()))
             self.metrics.record_pool(model, t, queued, saturation if endpoints else 1.0,
-                                     int(in_flight))
+                                     int(in_flight), _objective(self._objective.get(model)))
         self.metrics.end_scrape(t)
         nxt = t + self.sc.metrics.scrape_interval_s
         if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
@@ -287,3 +289,9 @@ class Simulation(RequestFlow, PodLifecycle):
             self.progress(t, self.end_s)
         if reschedule:
             self.push(t + self.sc.metrics.sample_interval_s, SAMPLE)
+
+
+def _objective(counts: list[float] | None) -> tuple[float, float, float, float]:
+    """The EPP request counters of one model (received, prompt tokens, output tokens, completed)."""
+    a, b, c, d = counts or (0.0, 0.0, 0.0, 0.0)
+    return a, b, c, d

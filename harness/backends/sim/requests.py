@@ -42,6 +42,7 @@ class RequestFlow:
     inflight: int
     _next_arrival: int
     _ok_total: dict[str, int]
+    _objective: dict[str, list[float]]
     _deadlines: deque[tuple[float, _Req]]  # (client deadline, request) in arrival order
 
     if TYPE_CHECKING:  # provided by loop.Simulation and pods.PodLifecycle
@@ -57,6 +58,9 @@ class RequestFlow:
         if self._next_arrival < len(self.requests):
             self.push(self.requests[self._next_arrival].arrival_s, ARRIVAL)
         req = _Req(spec)
+        obj = self._objective.setdefault(spec.model, [0.0, 0.0, 0.0, 0.0])
+        obj[0] += 1
+        obj[1] += spec.input_tokens
         self.inflight += 1
         deadlines = self._deadlines
         deadlines.append((t + self.sc.client.timeout_s, req))
@@ -180,6 +184,10 @@ class RequestFlow:
         if status == "ok" and ft is not None and tokens > 1:
             itl = (t - ft) / (tokens - 1) * 1000.0
         pod = req.pod
+        if status == "ok":
+            obj = self._objective.setdefault(s.model, [0.0, 0.0, 0.0, 0.0])
+            obj[2] += tokens
+            obj[3] += 1
         self.writer.add_request(RequestRecord(
             request_id=s.request_id, model=s.model, arrival_s=s.arrival_s, first_token_s=ft, end_s=t,
             input_tokens=s.input_tokens, output_tokens=tokens, status=status, http_status=http,

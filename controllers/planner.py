@@ -1,0 +1,263 @@
+"""``planner``: an SLA planner in the style of NVIDIA Dynamo's (ai-dynamo/dynamo docs/components/planner,
+components/src/dynamo/planner: core/throughput_scaling.py, core/load_scaling.py, core/budget.py).
+
+Throughput mode, every ``throughput_adjustment_interval_s`` (180 s): observe the interval's request
+count and mean ISL / OSL per model (controllers/traffic.py), feed each series to its predictor
+(controllers/predictors.py), and size the model's variants for the predicted load:
+
+    replicas = max(ceil(predicted requests / interval / per-replica rate at the targets), min_endpoint)
+
+the per-replica rate coming from the variant's swept latency profile (``VariantView.profile``,
+built by the harness from the scenario's latency model; controllers/planner_capacity.py), the
+demand handed to the lowest cost per request/s first, then cut to the GPU budget.
+
+Load mode (``enable_load_scaling``), every ``load_adjustment_interval_s`` (5 s): per ready pod,
+estimate a new arrival's TTFT and the batch's ITL from its observed load; +1 replica when every
+pod's TTFT (or every pod's ITL) exceeds its target, -1 when every pod is below
+``load_scaling_down_sensitivity`` % of both, one step at a time and none while a change is still
+under way (pending pods, or fewer ready than desired). With both modes the throughput result is a
+floor under the load result, as in Dynamo.
+
+Before the first full interval, and while no traffic has been seen, the planner holds. When the
+metrics cannot be read it holds. Decisions carry the observation, the prediction (and which
+predictor made it, with the fallback reason when the chosen one lacked history), the predictor's
+error so far (mean absolute percentage error of the request-count forecasts), the capacity per
+replica and the replicas per variant. Limits: aggregated serving only (one role per variant);
+P/D pools once the engine's roles are on main; Dynamo's correction factors (observed / expected
+latency) are not applied.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from scalearena.contracts.errors import MetricsUnavailable
+from scalearena.contracts.limits import StrictSpec
+from scalearena.contracts.tunable import Tunable, declared, tune
+
+from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
+from .planner_capacity import Capacity, hand_out, load_estimates, replica_capacity
+from .predictors import Forecast, LoadPredictor, PredictorConfig
+from .traffic import Traffic, backlog, observe
+
+
+class WarmupPoint(StrictSpec):
+    """One adjustment interval of history (Dynamo's ``load_predictor_warmup_trace``, pre-aggregated)."""
+
+    requests: float = Field(ge=0, description="Requests in the interval.")
+    isl: float = Field(gt=0, description="Mean prompt tokens.")
+    osl: float = Field(gt=0, description="Mean output tokens.")
+
+
+class PlannerConfig(AutoscalerConfig):
+    kind: Literal["planner"] = Field(default="planner", description="Dynamo-style SLA planner.")
+    enable_throughput_scaling: bool = Field(default=True, description="Predictive sizing from forecast load.")
+    enable_load_scaling: bool = Field(default=False, description="Reactive +/-1 on observed per-pod load.")
+    throughput_adjustment_interval_s: float = Field(
+        default=180.0, gt=0, le=86_400, description="Seconds between throughput decisions (Dynamo: 180).",
+        json_schema_extra=tune(15.0, 600.0, log=True))
+    load_adjustment_interval_s: float = Field(
+        default=5.0, gt=0, le=3600, description="Seconds between load decisions (Dynamo: 5).")
+    ttft_ms: float = Field(default=500.0, gt=0, description="TTFT target, ms (Dynamo: 500).")
+    itl_ms: float = Field(default=50.0, gt=0, description="ITL target, ms (Dynamo: 50).")
+    min_endpoint: int = Field(default=1, ge=0, le=10_000, description="Fewest replicas per model (Dynamo: 1).")
+    max_gpu_budget: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="Most GPUs per model; null: the pool's GPUs where known, "
+        "else unbounded (Dynamo's default 8 is one node; the scenario states the pool).")
+    load_scaling_down_sensitivity: float = Field(
+        default=80.0, ge=0, le=100, description="Scale down when every pod is below this % of both targets.",
+        json_schema_extra=tune(0.0, 100.0))
+    predictor: PredictorConfig = Field(default_factory=PredictorConfig, description="Load predictor.")
+    traffic_source: Literal["gateway", "engine"] = Field(
+        default="gateway", description="gateway: the EPP's request counter (engine counters where absent); "
+        "engine: vLLM completions + backlog growth.")
+    default_isl: float = Field(default=3000.0, gt=0, description="Mean prompt tokens until one is observed (Dynamo: 3000).")
+    default_osl: float = Field(default=150.0, gt=0, description="Mean output tokens until observed (Dynamo: 150).")
+    warmup: list[WarmupPoint] = Field(
+        default_factory=list, description="History fed to the predictors before the run, one point per interval.")
+
+    def tunables(self) -> list[Tunable]:
+        """The interval, the scale-down sensitivity, and the predictor (its kind and log1p)."""
+        return declared(self) + declared(self.predictor, "predictor.")
+
+    @property
+    def period(self) -> float:
+        if self.enable_load_scaling:
+            return min(self.load_adjustment_interval_s, self.throughput_adjustment_interval_s)
+        return self.throughput_adjustment_interval_s
+
+
+@dataclass
+class _Model:
+    """Per-model state: predictors, the last throughput targets, the forecast errors."""
+
+    req: LoadPredictor
+    isl: LoadPredictor
+    osl: LoadPredictor
+    last_tick: float | None = None
+    backlog: float | None = None
+    target: dict[str, int] = field(default_factory=dict)
+    audit: dict[str, Any] = field(default_factory=dict)
+    pending_forecast: float | None = None
+    errors: list[float] = field(default_factory=list)  # |predicted - observed| / observed per interval
+
+
+class Planner(AutoscalerBase):
+    kind: ClassVar[str] = "planner"
+    config: PlannerConfig
+
+    def __init__(self, config: PlannerConfig) -> None:
+        super().__init__(config)
+        self._models: dict[str, _Model] = {}
+        if not (config.enable_throughput_scaling or config.enable_load_scaling):
+            raise ValueError("planner: enable throughput or load scaling (or both)")
+
+    @property
+    def period_s(self) -> float:
+        return self.config.period
+
+    def _state(self, model: str) -> _Model:
+        if model not in self._models:
+            c, step = self.config, self.config.throughput_adjustment_interval_s
+            st = _Model(LoadPredictor(c.predictor, step), LoadPredictor(c.predictor, step),
+                        LoadPredictor(c.predictor, step))
+            for w in c.warmup:
+                st.req.add(w.requests)
+                st.isl.add(w.isl)
+                st.osl.add(w.osl)
+            self._models[model] = st
+        return self._models[model]
+
+    def decide(self, now: float, view: ClusterView) -> list[Decision]:
+        out: dict[str, Decision] = {}
+        for model, variants in view.by_model().items():
+            for d in self._decide_model(now, view, model, variants):
+                out[d.variant] = d
+        return [out[v.name] for v in view.variants]
+
+    def _decide_model(self, now: float, view: ClusterView, model: str, variants: list[VariantView]) -> list[Decision]:
+        c, st = self.config, self._state(model)
+        if not all(v.metrics_available for v in variants):
+            return [_hold(v, "metrics_unavailable", "planner: metrics unreadable; holding") for v in variants]
+        reasons: list[Reason] = []
+        if c.enable_throughput_scaling and (st.last_tick is None or now >= st.last_tick + c.throughput_adjustment_interval_s - 1e-9):
+            try:
+                self._throughput(now, view, model, variants, st, reasons)
+            except MetricsUnavailable as e:
+                return [_hold(v, "metrics_unavailable", f"planner: {e}; holding") for v in variants]
+        out = []
+        for v in variants:
+            want = st.target.get(v.name, v.spec_replicas) if c.enable_throughput_scaling else v.spec_replicas
+            rs = list(reasons)
+            if not rs and c.enable_throughput_scaling:
+                rs = [Reason("throughput_hold", f"planner: between throughput intervals; target {want}",
+                             {"target": want, **st.audit})]
+            if c.enable_load_scaling:
+                want = max(self._load(v, st, rs), st.target.get(v.name, 0) if c.enable_throughput_scaling else 0)
+            final = clamp(want, v.min_replicas, v.max_replicas)
+            if final != want:
+                rs.append(Reason("clamp", f"planner: {want} clamped to [{v.min_replicas}, {v.max_replicas}]", {}))
+            out.append(Decision(v.name, v.spec_replicas, final, tuple(rs)))
+        return out
+
+    def _throughput(self, now: float, view: ClusterView, model: str, variants: list[VariantView], st: _Model,
+                    reasons: list[Reason]) -> None:
+        c = self.config
+        first = st.last_tick is None
+        window = c.throughput_adjustment_interval_s if first else now - st.last_tick  # type: ignore[operator]
+        st.last_tick = now
+        if first and not st.req.values:  # nothing observed yet: start measuring now
+            st.backlog = backlog(view, model)
+            reasons.append(Reason("warming_up", "planner: first interval starts; no traffic observed yet", {}))
+            return
+        traffic = observe(view, model, window, c.traffic_source, st.backlog)
+        st.backlog = backlog(view, model)
+        self._learn(st, traffic)
+        if not st.req.values:
+            reasons.append(Reason("no_traffic", "planner: no traffic seen yet; holding", {"observed_requests": 0.0}))
+            return
+        f_req, f_isl, f_osl = st.req.predict(), st.isl.predict(), st.osl.predict()
+        st.pending_forecast = f_req.value
+        isl = f_isl.value if st.isl.values else c.default_isl
+        osl = f_osl.value if st.osl.values else c.default_osl
+        demand = f_req.value / c.throughput_adjustment_interval_s
+        self._size(view, variants, st, demand, isl, osl, traffic, (f_req, f_isl, f_osl), reasons)
+
+    def _learn(self, st: _Model, t: Traffic) -> None:
+        if st.pending_forecast is not None and t.requests > 0:
+            st.errors.append(abs(st.pending_forecast - t.requests) / t.requests)
+        st.req.add(t.requests)
+        if t.isl is not None:
+            st.isl.add(t.isl)
+        if t.osl is not None:
+            st.osl.add(t.osl)
+        st.audit = {"observed_requests": t.requests, "observed_isl": t.isl, "observed_osl": t.osl,
+                    "traffic_source": t.source}
+
+    def _size(self, view: ClusterView, variants: list[VariantView], st: _Model, demand: float, isl: float,
+              osl: float, t: Traffic, fc: tuple[Forecast, Forecast, Forecast], reasons: list[Reason]) -> None:
+        c = self.config
+        caps: dict[str, Capacity] = {}
+        for v in variants:
+            if v.profile is None:
+                reasons.append(Reason("no_profile", f"planner: no latency profile for {v.name}; holding", {}))
+                st.target = {u.name: u.spec_replicas for u in variants}
+                return
+            caps[v.name] = replica_capacity(v.profile, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000)
+        budget = c.max_gpu_budget
+        if budget is None and view.gpu_capacity:
+            budget = sum(view.gpu_capacity.get(g, 0) for g in {v.gpu for v in variants})
+        want, notes = hand_out(demand, variants, caps, c.min_endpoint, budget)
+        st.target = want
+        mape = sum(st.errors) / len(st.errors) if st.errors else None
+        fallbacks = {n: f.fallback for n, f in zip(("requests", "isl", "osl"), fc, strict=True) if f.fallback}
+        vals: dict[str, Any] = {**st.audit, "predicted_requests": fc[0].value, "predicted_isl": isl,
+                                "predicted_osl": osl, "predictor": fc[0].used, "predictor_mape": mape,
+                                "demand_rps": demand, "gpu_budget": budget, "replicas": dict(want),
+                                "capacity": {n: {"batch": k.batch, "rate_rps": k.rate_rps, "ttft_s": k.ttft_s,
+                                                 "itl_s": k.itl_s, "batch_max": k.batch_max, "meets_sla": k.meets_sla}
+                                             for n, k in caps.items()}}
+        st.audit = {k: vals[k] for k in ("predicted_requests", "predictor", "predictor_mape", "demand_rps")}
+        if fallbacks:
+            vals["fallback"] = fallbacks
+            reasons.append(Reason("predictor_fallback", "planner: " + "; ".join(f"{k}: {m}, using constant"
+                                                                               for k, m in fallbacks.items()), fallbacks))
+        per = ", ".join(f"{n} {caps[n].rate_rps:.2f} req/s at batch {caps[n].batch}" for n in caps)
+        reasons.insert(0, Reason("throughput", f"planner: observed {t.requests:g} requests, predicted "
+                                 f"{fc[0].value:.1f} ({fc[0].used}) -> {demand:.2f} req/s; per replica {per} -> "
+                                 + ", ".join(f"{n} {k}" for n, k in want.items())
+                                 + (f" ({'; '.join(notes)})" if notes else ""), vals))
+
+    def _load(self, v: VariantView, st: _Model, reasons: list[Reason]) -> int:
+        c, n = self.config, v.spec_replicas
+        if v.profile is None or not v.pods:
+            reasons.append(Reason("load_hold", "planner: no pod samples or profile for load scaling", {}))
+            return n
+        if v.pending > 0 or v.ready < n:
+            reasons.append(Reason("load_in_progress", f"planner: {v.pending} pending, {v.ready}/{n} ready; "
+                                  "observing only", {}))
+            return n
+        isl = st.isl.last() or c.default_isl
+        osl = st.osl.last() or c.default_osl
+        ttfts, itls = load_estimates(v.profile, v, isl, osl)
+        t_sla, i_sla, k = c.ttft_ms / 1000, c.itl_ms / 1000, c.load_scaling_down_sensitivity / 100
+        vals = {"est_ttft_s": ttfts, "est_itl_s": itls, "ttft_target_s": t_sla, "itl_target_s": i_sla}
+        if all(x > t_sla for x in ttfts) or all(x > i_sla for x in itls):
+            want = n + 1
+        elif all(x < t_sla * k for x in ttfts) and all(x < i_sla * k for x in itls):
+            want = n - 1
+        else:
+            want = n
+        reasons.append(Reason("load", f"planner: per-pod TTFT est max {max(ttfts):.3f} s, ITL est max "
+                              f"{max(itls) * 1000:.1f} ms vs {c.ttft_ms:g} ms / {c.itl_ms:g} ms -> {want}", vals))
+        return max(0, want)
+
+
+def _hold(v: VariantView, rule: str, msg: str) -> Decision:
+    want = clamp(v.spec_replicas, v.min_replicas, v.max_replicas)
+    return Decision(v.name, v.spec_replicas, want, (Reason(rule, f"{msg} {want}", {}),))
+
+
+__all__ = ["Planner", "PlannerConfig", "WarmupPoint"]
