@@ -56,6 +56,7 @@ chromium:
 
 perf: $(STAMP)
 	$(BIN)/python benchmarks/perf.py
+	$(BIN)/python benchmarks/bench_e2e.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check scalearena contracts harness controllers workloads reports paper tests benchmarks

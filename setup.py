@@ -21,7 +21,7 @@ TOP = ["contracts", "harness", "controllers", "workloads", "reports", "paper"]
 # Files shipped with the code, per data folder (relative to its top-level folder).
 DATA = {
     "workloads": {"scenarios": ["*.yaml"], "suites": ["*.yaml"], "data": ["*"]},
-    "reports": {"templates": ["*.html", "*.md"]},
+    "reports": {"templates": ["*.html", "*.md"], "static": ["*.js", "*.md"]},
     "harness": {"engine": ["*.json"], "engine.data": ["*"]},
 }
 package_dir = {"scalearena": "scalearena"}

@@ -132,7 +132,7 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"scalearena": __version__, "python": platform.python_version()}
-    for pkg in ("pandas", "pyarrow", "pydantic", "numpy", "locust", "kubernetes", "seaborn"):
+    for pkg in ("pandas", "pyarrow", "pydantic", "numpy", "locust", "kubernetes", "jinja2"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -13,11 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import numpy as np
-
 from .compare import Comparison, Delta
-from .figures import WIDTH_IN, to_data_uri
 
 VERDICT_MARK = {"regressed": "REGRESSED", "missing": "MISSING", "improved": "improved", "within": "ok",
                 "same": "same", "new": "new", "n/a": "n/a"}
@@ -121,32 +117,45 @@ def append_step_summary(c: Comparison) -> Path | None:
     return Path(target)
 
 
-def delta_heatmap(c: Comparison) -> str | None:
-    """Runs x gated metrics, coloured by how much worse (red) or better (green) than the baseline."""
+# ColorBrewer RdYlGn, 5 classes (colorbrewer2.org), reversed: green = better, red = worse than the baseline.
+_HEAT_STOPS = ((-1.0, (26, 150, 65)), (-0.5, (166, 217, 106)), (0.0, (255, 255, 191)), (0.5, (253, 174, 97)),
+               (1.0, (215, 25, 28)))
+
+
+def heat_color(v: float, lim: float = HEATMAP_CLIP_PCT) -> str:
+    """Background of a heatmap cell: ``v`` (signed % worse) clipped to +-``lim``, interpolated on the stops."""
+    x = max(-1.0, min(1.0, v / lim))
+    for (x0, c0), (x1, c1) in zip(_HEAT_STOPS, _HEAT_STOPS[1:], strict=False):
+        if x <= x1:
+            f = (x - x0) / (x1 - x0)
+            return "#" + "".join(f"{round(a + f * (b - a)):02x}" for a, b in zip(c0, c1, strict=True))
+    return "#d7191c"
+
+
+def delta_heatmap(c: Comparison) -> dict[str, object] | None:
+    """Runs x gated metrics, as an HTML table coloured by how much worse (red) or better (green) than
+    the baseline; every cell prints its exact change (a number is text, not pixels)."""
     metric_ids = list(dict.fromkeys(d.metric.id for d in c.deltas if d.tolerance_pct is not None))
     keys = c.keys()
     if not metric_ids or not keys:
         return None
-    grid = np.full((len(keys), len(metric_ids)), np.nan)
+    grid: dict[tuple[str, str], float] = {}
     for d in c.deltas:
         if d.metric.id in metric_ids and d.change_pct is not None:
-            sign = -1.0 if d.metric.direction == "higher" else 1.0
-            grid[keys.index(d.key), metric_ids.index(d.metric.id)] = sign * d.change_pct
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 1.2 + 0.32 * len(keys)))
-    lim = HEATMAP_CLIP_PCT
-    im = ax.imshow(np.clip(grid, -lim, lim), cmap="RdYlGn_r", vmin=-lim, vmax=lim, aspect="auto")
-    ax.set_xticks(range(len(metric_ids)), metric_ids, rotation=30, ha="right")
-    ax.set_yticks(range(len(keys)), keys)
-    ax.grid(False)
-    for (i, j), v in np.ndenumerate(grid):
-        if np.isfinite(v):
-            ax.text(j, i, "0" if round(v) == 0 else f"{v:+.0f}", ha="center", va="center", fontsize=7,
-                    color="white" if abs(v) > 0.7 * lim else "black")
-    cbar = fig.colorbar(im, ax=ax, label=f"% worse than baseline (negative: better; clipped at ±{lim:.0f})",
-                        extend="both")
-    cbar.set_ticks([-lim, -lim / 2, 0, lim / 2, lim])
-    ax.set_title("Change against the baseline, direction-aware")
-    return to_data_uri(fig, tight=True)
+            grid[(d.key, d.metric.id)] = (-1.0 if d.metric.direction == "higher" else 1.0) * d.change_pct
+    rows = []
+    for key in keys:
+        cells = []
+        for m in metric_ids:
+            v = grid.get((key, m))
+            if v is None:
+                cells.append({"text": "", "bg": "#ffffff", "title": f"{key} {m}: no change known"})
+            else:
+                cells.append({"text": "0" if round(v) == 0 else f"{v:+.0f}", "bg": heat_color(v),
+                              "title": f"{key} {m}: {v:+.2f} % {'worse' if v > 0 else 'better' if v < 0 else ''}"})
+        rows.append({"key": key, "cells": cells})
+    return {"metrics": metric_ids, "rows": rows, "clip": HEATMAP_CLIP_PCT,
+            "scale": [{"label": f"{x:+.0f}", "bg": heat_color(x)} for x in (-100, -50, 0, 50, 100)]}
 
 
 def write_compare_html(c: Comparison, path: Path, verbose: bool = False) -> Path:

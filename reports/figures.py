@@ -1,40 +1,46 @@
-"""Shared plotting plumbing: Agg backend, one theme, figures inlined as PNG.
+"""Shared plotting plumbing: colours, the page's time unit, thinning, and figure specs for Chart.js.
 
-Figures are rendered to base64 PNG data URIs so report.html opens offline
-with nothing beside it. Sizes are chosen for a 1366 px laptop screen (an
-11 in x 100 dpi figure is 1100 px wide); long series are thinned before
-plotting so a 40-run suite renders in seconds.
+A figure is data, not pixels: Python reduces a run's files to the few thousand points a figure
+shows and writes them, as Chart.js configurations, into the page (``<script
+type="application/json">``); the browser draws them with Chart.js 4 (MIT, vendored in
+reports/static with its annotation plugin, inlined once per page, so a report opens offline with
+nothing beside it). Rendering a run page this way costs tens of milliseconds of Python instead of
+the ~1.7 s matplotlib spent drawing five PNG figures, which is what lets ``make bench`` render 47
+pages in a few seconds (docs/reports.md, "Figures"). The pages gain tooltips and legends that
+show and hide series on click.
+
+The spec is Chart.js's own config plus a few keys that reports/static/scalearena-charts.js
+resolves (JSON cannot carry functions): a dataset's ``xy`` ([xs, ys], zipped into points),
+``hatch`` (a failure cause's hatch over the dataset's colour), ``key`` (the legend entry that shows
+and hides it), ``dodge`` (an offset drawn but not reported in the tooltip); a scale's ``fmt``
+(``log125``: 1-2-5 labels on a log axis, ``pct``, ``int``); a panel's ``height`` (px), ``span``
+(grid columns) and ``title``. Legends are HTML (``legend_item``), so their text wraps and can be
+checked for clipping like any other text of the page.
 """
 from __future__ import annotations
 
-import base64
-import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.text  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-DPI = 100
-WIDTH_IN = 11.0
+STATIC = Path(__file__).parent / "static"
+# Inlined into every page with figures, in this order (the glue last: it registers the plugin).
+SCRIPTS = ("chart.umd.min.js", "chartjs-plugin-annotation.min.js", "scalearena-charts.js")
 STATUS_COLORS = {"ok": "#4c9f70", "rejected": "#d1495b", "killed": "#8e44ad", "timeout": "#edae49",
                  "too_long": "#3d7ea6", "error": "#555555"}
 MAX_POINTS = 1500
+LOAD_GREY = "#949494"  # offered-load shading and failures: never an autoscaler's colour
 
-sns.set_theme(context="notebook", style="whitegrid", font_scale=0.9)
-plt.rcParams.update({"figure.dpi": DPI, "savefig.dpi": DPI, "axes.titleweight": "bold", "legend.fontsize": 8,
-                     "legend.framealpha": 0.85, "axes.titlesize": 11})
-
-
-# seaborn's colour-blind palette without its grey (#949494: the grey of failures and of the offered-load
-# shading), its pale pink and yellow (hard to see as thin lines) moved last; then darker shades, those
-# least like the first seven first (gold, teal, plum before navy, dark green, dark red).
-_CB = sns.color_palette("colorblind").as_hex()
+# seaborn's "colorblind" palette (0173b2 ... 56b4e9) without its grey (#949494: the grey of
+# failures and of the offered-load shading), its pale pink and yellow (hard to see as thin lines)
+# moved last; then darker shades, those least like the first seven first (gold, teal, plum before
+# navy, dark green, dark red).
+_CB = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133",
+       "#56b4e9"]
 SERIES_COLORS = [c for c in _CB if c not in ("#949494", "#fbafe4", "#ece133")] + \
     ["#b8850a", "#006374", "#591e71", "#001c7f", "#12711c", "#8c0800", "#fbafe4", "#ece133"]
 TimeUnit = tuple[float, str]  # divisor from seconds, axis label
@@ -46,41 +52,10 @@ def palette(names: Sequence[str]) -> dict[str, str]:
     return {n: SERIES_COLORS[i % len(SERIES_COLORS)] for i, n in enumerate(names)}
 
 
-# Called with each figure after it is drawn, before it is closed (the legibility test collects clipped text).
-RENDER_AUDITS: list[Callable[[plt.Figure], None]] = []
-
-
-def clipped_texts(fig: plt.Figure, tolerance_px: float = 1.0) -> list[str]:
-    """Legend entries, titles, axis labels and annotations that extend past the figure's edges once drawn:
-    such text is cut off in the PNG. Compares each text's rendered extent with the canvas. (Tick labels
-    are left out: matplotlib keeps undrawn ones beyond the axis limits.)"""
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas; the stub types the base class
-    texts: list[matplotlib.text.Text] = [t for lg in fig.legends for t in lg.get_texts()] + list(fig.texts)
-    for ax in fig.axes:
-        legend = ax.get_legend()
-        texts += list(legend.get_texts()) if legend else []
-        side_titles = [ax._left_title, ax._right_title]  # type: ignore[attr-defined]  # matplotlib keeps them private
-        texts += [ax.title, *side_titles, ax.xaxis.label, ax.yaxis.label, *ax.texts]
-    box = fig.bbox
-    out = []
-    for text in texts:
-        if not text.get_visible() or not text.get_text().strip():
-            continue
-        ext = text.get_window_extent(renderer)
-        if (ext.x0 < box.x0 - tolerance_px or ext.x1 > box.x1 + tolerance_px or ext.y0 < box.y0 - tolerance_px
-                or ext.y1 > box.y1 + tolerance_px):
-            out.append(text.get_text())
-    return out
-
-
-def to_data_uri(fig: plt.Figure, tight: bool = False) -> str:
-    """PNG data URI. Figures set their own margins: ``bbox_inches="tight"`` draws twice (slow)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight" if tight else None)
-    for audit in RENDER_AUDITS:
-        audit(fig)
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+def time_axis(seconds: float) -> TimeUnit:
+    """Divisor and axis label: minutes for runs longer than 10 min, else seconds. A page calls this once,
+    with its longest run, and hands the result to every figure so the unit never switches on a page."""
+    return (60.0, "time (min)") if seconds > 600 else (1.0, "time (s)")
 
 
 def thin(df: pd.DataFrame, max_rows: int = MAX_POINTS) -> pd.DataFrame:
@@ -94,16 +69,63 @@ def thin(df: pd.DataFrame, max_rows: int = MAX_POINTS) -> pd.DataFrame:
     return df.iloc[idx]
 
 
-def empty_figure(title: str, message: str, height: float = 2.0) -> str:
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
-    ax.set_axis_off()
-    ax.set_title(title)
-    fig.subplots_adjust(top=0.8)
-    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
-    return to_data_uri(fig)
+@cache
+def page_scripts() -> str:
+    """The JavaScript every page with figures inlines (read once per process)."""
+    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in SCRIPTS)
 
 
-def time_axis(seconds: float) -> TimeUnit:
-    """Divisor and axis label: minutes for runs longer than 10 min, else seconds. A page calls this once,
-    with its longest run, and hands the result to every figure so the unit never switches on a page."""
-    return (60.0, "time (min)") if seconds > 600 else (1.0, "time (s)")
+def nums(values: Any, digits: int = 3) -> list[float | None]:
+    """JSON-ready numbers, rounded (a figure needs no more) with NaN as null (a gap in a line)."""
+    a = np.round(np.asarray(values, dtype=float), digits)
+    return [None if v != v else v for v in a.tolist()]  # v != v: NaN
+
+
+def dataset(label: str, x: Any, y: Any, color: str, *, digits: int = 3, **opts: Any) -> dict[str, Any]:
+    """A line (default) or other dataset over numeric x; ``opts`` are Chart.js dataset options."""
+    return {"label": label, "xy": [nums(x, digits), nums(y, digits)], "borderColor": color,
+            "backgroundColor": color, "pointRadius": 0, "borderWidth": 1.6, **opts}
+
+
+def axis(title: str, **opts: Any) -> dict[str, Any]:
+    """A linear axis with a title; ``opts``: Chart.js scale options (min, position, fmt, ...). A ``min`` or
+    ``max`` that is not a round number bounds the axis without printing it as a tick."""
+    ticks = {"includeBounds": False, **opts.pop("ticks", {})}
+    return {"type": "linear", "title": {"display": True, "text": title}, "ticks": ticks, **opts}
+
+
+def panel(datasets: list[dict[str, Any]], scales: dict[str, Any], *, height: int = 320, title: str = "",
+          kind: str = "line", span: int = 1, labels: list[str] | None = None, **options: Any) -> dict[str, Any]:
+    """One Chart.js chart: datasets, scales and options, plus the page's layout keys."""
+    spec: dict[str, Any] = {"type": kind, "data": {"datasets": datasets}, "height": height, "span": span,
+                            "title": title, "options": {"scales": scales, **options}}
+    if labels is not None:
+        spec["data"]["labels"] = labels
+    return spec
+
+
+def annotation_line(value: float, color: str, *, vertical: bool = False, dash: Sequence[int] = (6, 4),
+                    width: float = 1.2, scale: str | None = None) -> dict[str, Any]:
+    """A horizontal (or vertical) rule across the chart (chartjs-plugin-annotation line)."""
+    key = scale or ("x" if vertical else "y")
+    return {"type": "line", "scaleID": key, "value": value, "borderColor": color, "borderWidth": width,
+            "borderDash": list(dash)}
+
+
+def legend_item(label: str, color: str, kind: str = "line", key: str | None = None) -> dict[str, Any]:
+    """An HTML legend entry; ``kind``: line, dash, dot, box, hatch-<cause>, marker, star, ring.
+    ``key`` ties it to the datasets it shows and hides (click)."""
+    return {"label": label, "color": color, "kind": kind, "key": key}
+
+
+def figure(fid: str, title: str, caption: str, panels: list[dict[str, Any]],
+           legend: list[dict[str, Any]] | None = None, columns: int = 1) -> dict[str, Any]:
+    """What a template needs to place one figure: its panels in a grid, its legend and caption."""
+    return {"id": fid, "title": title, "caption": caption, "panels": panels, "legend": legend or [],
+            "columns": columns}
+
+
+def empty_figure(fid: str, title: str, message: str, caption: str = "") -> dict[str, Any]:
+    """A figure with nothing to draw: the reason in words instead of an empty chart."""
+    return {"id": fid, "title": title, "caption": caption, "panels": [], "legend": [], "columns": 1,
+            "empty": message}

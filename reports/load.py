@@ -78,6 +78,12 @@ class Run:
     def requests(self) -> pd.DataFrame:
         return _read_parquet(self.dir / "requests.parquet", REQUEST_COLUMNS)
 
+    def request_columns(self, columns: tuple[str, ...]) -> pd.DataFrame:
+        """Only these columns of requests.parquet (the whole frame when it is already loaded)."""
+        if "requests" in self.__dict__:
+            return self.requests[list(columns)]
+        return _read_parquet(self.dir / "requests.parquet", columns, only=columns)
+
     @cached_property
     def timeseries(self) -> pd.DataFrame:
         return _read_parquet(self.dir / "timeseries.parquet", TIMESERIES_COLUMNS)
@@ -115,11 +121,19 @@ class ResultSet:
         return sorted({r.scenario for r in self.runs}, key=natural_key)
 
 
-def _read_parquet(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+def _read_parquet(path: Path, columns: tuple[str, ...], only: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The file's table with every one of ``columns`` (missing ones null); ``only``: read just those
+    (a file written before a column existed gives it as nulls)."""
     if not path.is_file():
         return pd.DataFrame(columns=list(columns))
     try:
-        df = pd.read_parquet(path)
+        if only is not None:
+            import pyarrow.parquet as pq
+
+            names = set(pq.read_schema(path).names)
+            df = pd.read_parquet(path, columns=[c for c in only if c in names])
+        else:
+            df = pd.read_parquet(path)
     except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ... for a damaged file
         raise UserError(f"cannot read parquet: {type(e).__name__}: {e}", where=str(path),
                         expected="a parquet file written by scalearena") from None

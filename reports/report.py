@@ -34,10 +34,11 @@ from scalearena.reports.results import atomic_write_bytes
 
 from . import run_plots, suite_decide, suite_plots, verdict_plots
 from .catalog import BY_ID, best_index, cost_metric, cost_tooltip, table_metrics
-from .figures import TimeUnit, palette, time_axis
+from .figures import TimeUnit, page_scripts, palette, time_axis
 from .load import ResultSet, Run, load_results, natural_key
 
 TEMPLATES = Path(__file__).parent / "templates"
+CHARTJS_VERSION = "4.6.1"  # reports/static/chart.umd.min.js
 MAX_DECISION_ROWS = 400
 RUN_INPUTS = ("summary.json", "requests.parquet", "timeseries.parquet", "decisions.jsonl")
 _HASH_META = re.compile(rb'<meta name="scalearena-inputs" content="([0-9a-f]{64})">')
@@ -46,10 +47,10 @@ Progress = Callable[[str, int, int], None]  # (step, done, total)
 
 @cache
 def renderer_fingerprint() -> str:
-    """SHA-256 over this package's code and templates: a changed renderer re-renders every page."""
+    """SHA-256 over this package's code, templates and scripts: a changed renderer re-renders every page."""
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).parent
-    for path in sorted([*here.glob("*.py"), *TEMPLATES.glob("*.html")]):
+    for path in sorted([*here.glob("*.py"), *TEMPLATES.glob("*.html"), *(here / "static").glob("*.js")]):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
@@ -90,9 +91,12 @@ def fmt(value: Any, spec: str = "{}") -> str:
         return str(value)
 
 
+@cache
 def environment() -> Environment:
+    """One jinja2 environment per process (templates compile once)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(fmt=fmt, version=__version__, causes=FAILURE_CAUSES)
+    env.globals.update(fmt=fmt, version=__version__, causes=FAILURE_CAUSES, chartjs_version=CHARTJS_VERSION)
+    env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
     return env
 
 
@@ -163,22 +167,12 @@ def page_time_unit(runs: list[Run]) -> TimeUnit:
 def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
     s = run.summary
     slo = s.get("slo") or {}
-    req, ts = run.requests, run.timeseries
+    req, ts = run.request_columns(run_plots.REQUEST_COLUMNS), run.timeseries
     unit = page_time_unit([run])
-    figures = [
-        ("overview", "Replicas, offered load and KV usage", run_plots.overview(ts, s, unit),
-         "Ready replicas per variant (left axis), offered load (right) and mean KV-cache usage of ready pods "
-         "(outer right) — the WVA paper's Fig. 2 view."),
-        ("replicas", "Replicas per variant", run_plots.replicas_by_variant(ts, unit),
-         "Ready replicas stacked per variant; dashed: billed pods (holding GPUs); dotted: desired replicas."),
-        ("queue", "Queue and TTFT", run_plots.queue_and_ttft(ts, req, slo, unit),
-         "Top: requests waiting in engines and held at the gateway. Bottom: TTFT of each successful request "
-         "by arrival time, its p99 per time bin, and the TTFT SLO."),
-        ("cdf", "Latency CDFs", run_plots.latency_cdfs(req, slo),
-         "Empirical CDFs over successful requests, with p50, p99 and the SLO."),
-        ("workload", "Workload", run_plots.workload(req, float(s.get("duration_s") or 0.0), unit),
-         "Arrivals per second coloured by how each request ended; token-length histograms."),
-    ]
+    pt = run_plots.per_time(ts)
+    figures = [run_plots.overview(ts, s, unit, pt), run_plots.replicas_by_variant(ts, unit, pt),
+               run_plots.queue_and_ttft(ts, req, slo, unit, pt), run_plots.latency_cdfs(req, slo),
+               run_plots.workload(req, float(s.get("duration_s") or 0.0), unit)]
     rows, truncated = decision_rows(run.decisions, div=unit[0])
     counts = dict(s.get("decisions") or {})
     counts.setdefault("scale_up", 0)
@@ -198,13 +192,13 @@ def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
               for e in (raw_events if isinstance(raw_events, list) else [])]
     return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants, "color": color,
             "time_unit": "min" if unit[0] == 60.0 else "s", "usd": cost_metric([s]).id == "cost_usd",
-            "figures": [{"id": i, "title": t, "uri": u, "caption": c} for i, t, u, c in figures],
+            "figures": figures,
             "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events}
 
 
 def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None, color: str | None = None) -> str:
     return environment().get_template("run.html").render(**run_context(run, color), suite_link=suite_link,
-                                                         inputs_hash=inputs)
+                                                         inputs_hash=inputs, scripts=page_scripts())
 
 
 def _write_html(path: Path, html: str) -> None:
@@ -279,15 +273,11 @@ def _scenario_section(name: str, rs: ResultSet, colors: dict[str, str], unit: Ti
              "color": colors.get(r.autoscaler), "href": "./" + (r.dir / "report.html").relative_to(root).as_posix(),
              "cells": cells[i]} for i, r in enumerate(runs)]
     cost = next((m for m in metrics if m.id == "cost_usd"), BY_ID["gpu_hours"])
-    figures = [{"title": f"{name}: autoscalers side by side", "uri": suite_plots.grouped_bars(name, runs, colors, cost),
-                "caption": "Per sweep point, one bar per autoscaler: goodput, failures by cause (hatched: "
-                           "killed ////, timeout ...., error xxxx), mean TTFT, mean ITL, cost, energy (TDP)."}]
+    figures = [suite_plots.grouped_bars(name, runs, colors, cost)]
     for sweep in sorted({r.sweep for r in runs}, key=lambda s: natural_key(s or "")):
         group = [r for r in runs if r.sweep == sweep]
         title = f"{name}{' / ' + sweep if sweep else ''}: ready replicas over time"
-        figures.append({"title": title, "uri": suite_plots.replicas_over_time(title, group, colors, unit),
-                        "caption": "Total ready replicas of each autoscaler (lines dodged by up to ±0.15 replica so "
-                                   "equal counts stay visible); shaded: offered load."})
+        figures.append(suite_plots.replicas_over_time(title, group, colors, unit))
     return {"name": name, "rows": rows, "figures": figures, "has_sweep": any(r.sweep for r in runs),
             "description": "", "decision": _decision(name, rs, runs, colors, cost, target)}
 
@@ -312,21 +302,26 @@ def render_suite(rs: ResultSet, inputs: str | None = None, min_attainment: float
         scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted(colors.items()), colors=colors,
         headings=[{"label": m.label, "unit": m.unit, "id": m.id} for m in metrics], suite=rs.suite,
         suite_scalars=scalars, suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str),
-        headline=headline, inputs_hash=inputs)
+        headline=headline, inputs_hash=inputs, scripts=page_scripts())
 
 
-def _render_runs(tasks: list[tuple[str, str, str]], jobs: int, progress: Progress) -> list[str | None]:
-    """Render the given run pages, ``jobs`` processes at a time, reporting each finished page."""
+def _render_pages(tasks: list[tuple[str, str, str]], jobs: int, progress: Progress,
+                  suite_page: Callable[[], None]) -> list[str | None]:
+    """Render the given run pages, ``jobs`` processes at a time, reporting each finished page; the
+    suite page (``suite_page``) is written in this process meanwhile (it needs only the summaries)."""
     errors: list[str | None] = []
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
-            for err in pool.map(_write_run_job, tasks):
+            pending = pool.map(_write_run_job, tasks)
+            suite_page()
+            for err in pending:
                 errors.append(err)
                 progress("run pages", len(errors), len(tasks))
     else:
         for t in tasks:
             errors.append(_write_run_job(t))
             progress("run pages", len(errors), len(tasks))
+        suite_page()
     return errors
 
 
@@ -350,14 +345,16 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
         digests.append(digest)
         if force or stored_hash(r.dir / "report.html") != digest:
             tasks.append((str(r.dir), link, colors[r.autoscaler]))
-    report("run pages", 0, len(tasks))
-    errors = _render_runs(tasks, jobs or min(len(tasks), os.cpu_count() or 1), report)
-    for err in filter(None, errors):
-        print(f"warning: run report failed: {err}")
     out = root / "report.html"
     suite_digest = inputs_hash([root / "suite.json"], *digests, f"min_attainment={min_attainment}")
-    report("suite page", 0, 1)
-    if force or stored_hash(out) != suite_digest:
-        _write_html(out, render_suite(rs, suite_digest, min_attainment))
+
+    def suite_page() -> None:
+        if force or stored_hash(out) != suite_digest:
+            _write_html(out, render_suite(rs, suite_digest, min_attainment))
+
+    report("run pages", 0, len(tasks))
+    errors = _render_pages(tasks, jobs or min(len(tasks), os.cpu_count() or 1), report, suite_page)
+    for err in filter(None, errors):
+        print(f"warning: run report failed: {err}")
     report("suite page", 1, 1)
     return out

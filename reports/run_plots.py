@@ -4,212 +4,262 @@ Types follow the WVA paper: replicas + offered traffic + mean KV usage on
 twin axes (its Fig. 2), replicas per variant (Fig. 3); then queue and TTFT
 over time, TTFT/ITL CDFs and the workload that was offered. Replica counts
 are drawn as steps ending at each sample (the sample stands for the interval
-before it, the integration rule of reports.usage). The page passes one time
-unit (``TimeUnit``) to every figure so minutes and seconds never mix.
+before it, the integration rule of reports.usage: Chart.js ``stepped: "after"``
+draws the vertical first, helpers.canvas.js ``_steppedLineTo``). The page passes
+one time unit (``TimeUnit``) to every figure so minutes and seconds never mix.
+Each function returns a figure spec (reports/figures.py), drawn by the browser.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .figures import STATUS_COLORS, WIDTH_IN, TimeUnit, empty_figure, palette, thin, time_axis, to_data_uri
+from .figures import (
+    STATUS_COLORS,
+    TimeUnit,
+    annotation_line,
+    axis,
+    dataset,
+    empty_figure,
+    figure,
+    legend_item,
+    palette,
+    panel,
+    thin,
+    time_axis,
+)
+
+# The requests.parquet columns the figures read (the page reads no others: less to decode).
+REQUEST_COLUMNS = ("arrival_s", "status", "ttft_ms", "itl_ms", "input_tokens", "output_tokens",
+                   "requested_output_tokens")
+PRE = "after"  # Chart.js name of matplotlib's where="pre" (see the module docstring)
+KV_RED = "#c44e52"
+Y_WIDTH = 72  # px: stacked panels of one figure share their x positions
 
 
-def _per_time(ts: pd.DataFrame) -> pd.DataFrame:
-    """One row per sample time: totals over variants, per-model values counted once."""
-    g = ts.groupby("t_s", sort=True)
-    out = pd.DataFrame({
-        "ready": g["ready_replicas"].sum(),
-        "billed": g["ready_replicas"].sum() + g["pending_replicas"].sum() + g["terminating_replicas"].sum(),
-        "spec": g["spec_replicas"].sum(),
-        "waiting": g["waiting"].sum(),
+def per_time(ts: pd.DataFrame) -> pd.DataFrame:
+    """One row per sample time: totals over variants, per-model values (offered load, gateway queue)
+    counted once, and the ready-weighted mean KV usage in %. numpy bincounts, not pandas groupby: this
+    runs for every run page and groupby over string columns was half of a page's cost."""
+    if ts.empty:
+        return pd.DataFrame(columns=["t_s", "ready", "billed", "spec", "waiting", "offered_rps", "router_queue",
+                                     "kv_mean"])
+    times, at = np.unique(ts["t_s"].to_numpy(dtype=float), return_inverse=True)
+    n = times.size
+
+    def total(col: str | np.ndarray) -> np.ndarray:
+        w = ts[col].to_numpy(dtype=float) if isinstance(col, str) else col
+        return np.bincount(at, weights=w, minlength=n)
+
+    ready = ts["ready_replicas"].to_numpy(dtype=float)
+    _, model = np.unique(ts["model"].to_numpy(dtype=str), return_inverse=True)
+    _, first = np.unique(at * (int(model.max()) + 1) + model, return_index=True)  # first row of (t, model)
+    once = np.zeros(len(ts), dtype=bool)
+    once[first] = True
+    kv = pd.to_numeric(ts["kv_usage_mean"], errors="coerce").to_numpy(dtype=float)
+    known = ~np.isnan(kv)
+    den = total(np.where(known, ready, 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kv_mean = np.where(den > 0, total(np.where(known, kv * ready, 0.0)) / den * 100.0, np.nan)
+    return pd.DataFrame({
+        "t_s": times, "ready": total(ready),
+        "billed": total(ready + ts["pending_replicas"].to_numpy(dtype=float)
+                        + ts["terminating_replicas"].to_numpy(dtype=float)),
+        "spec": total("spec_replicas"), "waiting": total("waiting"),
+        "offered_rps": total(np.where(once, ts["offered_rps"].to_numpy(dtype=float), 0.0)),
+        "router_queue": total(np.where(once, ts["router_queue"].to_numpy(dtype=float), 0.0)),
+        "kv_mean": kv_mean,
     })
-    per_model = ts.groupby(["t_s", "model"])[["offered_rps", "router_queue"]].first().groupby("t_s").sum()
-    out["offered_rps"] = per_model["offered_rps"]
-    out["router_queue"] = per_model["router_queue"]
-    kv = pd.to_numeric(ts["kv_usage_mean"], errors="coerce")
-    weight = ts["ready_replicas"].where(kv.notna(), 0)
-    num = (kv.fillna(0) * weight).groupby(ts["t_s"]).sum()
-    den = weight.groupby(ts["t_s"]).sum()
-    out["kv_mean"] = (num / den.replace(0, np.nan)) * 100.0
-    return out.reset_index()
 
 
-def overview(ts: pd.DataFrame, summary: dict[str, Any], unit: TimeUnit | None = None) -> str:
+def _x(unit: TimeUnit, end_s: float, titled: bool = True) -> dict[str, Any]:
+    x = axis(unit[1], min=0, max=round(end_s / unit[0], 3))
+    x["title"]["display"] = titled
+    return x
+
+
+def overview(ts: pd.DataFrame, summary: dict[str, Any], unit: TimeUnit | None = None,
+             pt: pd.DataFrame | None = None) -> dict[str, Any]:
     """Fig. 2 type: replicas per variant (left), offered load and mean KV usage (right)."""
     title = "Replicas, offered load and KV-cache usage"
+    caption = ("Ready replicas per variant (left axis), offered load (right) and mean KV-cache usage of ready pods "
+               "(outer right) — the WVA paper's Fig. 2 view.")
     if ts.empty:
-        return empty_figure(title, "no timeseries recorded")
-    div, xlabel = unit or time_axis(float(ts["t_s"].max()))
+        return empty_figure("overview", title, "no timeseries recorded", caption)
+    end = float(ts["t_s"].max())
+    div, _ = unit = unit or time_axis(end)
     variants = sorted(ts["variant"].unique())
     colors = palette(variants)
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.8))
+    data = []
     for v in variants:
         g = thin(ts[ts["variant"] == v].sort_values("t_s"))
-        ax.step(g["t_s"] / div, g["ready_replicas"], where="pre", color=colors[v], lw=2, label=f"replicas {v}")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("ready replicas")
-    # matplotlib's stubs type the base Locator.set_params() without kwargs; the default AutoLocator takes them.
-    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # stub too narrow
-    pt = thin(_per_time(ts))
-    ax2 = ax.twinx()
-    ax2.plot(pt["t_s"] / div, pt["offered_rps"], color="#333333", lw=1.2, ls="--", label="offered load")
-    ax2.set_ylabel("offered load (req/s)")
-    ax2.grid(False)
-    ax3 = ax.twinx()
-    ax3.spines["right"].set_position(("axes", 1.08))
-    ax3.plot(pt["t_s"] / div, pt["kv_mean"], color="#c44e52", lw=1.0, alpha=0.8, label="mean KV usage")
-    ax3.set_ylim(0, 105)
-    ax3.set_ylabel("mean KV-cache usage (%)", color="#c44e52")
-    ax3.grid(False)
-    handles = sum((a.get_legend_handles_labels()[0] for a in (ax, ax2, ax3)), [])
-    labels = sum((a.get_legend_handles_labels()[1] for a in (ax, ax2, ax3)), [])
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(len(labels), 6))
-    ax.set_ylim(bottom=0)
-    ax2.set_ylim(bottom=0)
-    ax.set_title(title)
-    fig.subplots_adjust(left=0.06, right=0.86, bottom=0.26, top=0.91)
-    return to_data_uri(fig)
+        data.append(dataset(f"replicas {v}", g["t_s"] / div, g["ready_replicas"], colors[v], stepped=PRE,
+                            borderWidth=2.2, key=f"v:{v}", yAxisID="y"))
+    pt = thin(per_time(ts) if pt is None else pt)
+    data.append(dataset("offered load (req/s)", pt["t_s"] / div, pt["offered_rps"], "#333333", borderDash=[5, 4],
+                        borderWidth=1.3, key="load", yAxisID="y2"))
+    data.append(dataset("mean KV usage (%)", pt["t_s"] / div, pt["kv_mean"], KV_RED, borderWidth=1.1,
+                        key="kv", yAxisID="y3", digits=1))
+    scales = {"x": _x(unit, end), "y": axis("ready replicas", min=0, fmt="int", position="left"),
+              "y2": axis("offered load (req/s)", min=0, position="right", grid={"drawOnChartArea": False}),
+              "y3": axis("mean KV-cache usage (%)", min=0, max=100, position="right",
+                         grid={"drawOnChartArea": False}, ticks={"color": KV_RED})}
+    scales["y3"]["title"]["color"] = KV_RED
+    legend = [legend_item(f"replicas {v}", colors[v], "line", f"v:{v}") for v in variants]
+    legend += [legend_item("offered load", "#333333", "dash", "load"),
+               legend_item("mean KV usage", KV_RED, "thin", "kv")]
+    return figure("overview", title, caption, [panel(data, scales, height=380)], legend)
 
 
-def replicas_by_variant(ts: pd.DataFrame, unit: TimeUnit | None = None) -> str:
+def replicas_by_variant(ts: pd.DataFrame, unit: TimeUnit | None = None, pt: pd.DataFrame | None = None
+                        ) -> dict[str, Any]:
     """Fig. 3 type: ready replicas stacked per variant; billed (incl. starting/terminating) and desired."""
     title = "Replicas per variant"
+    caption = "Ready replicas stacked per variant; dashed: billed pods (holding GPUs); dotted: desired replicas."
     if ts.empty:
-        return empty_figure(title, "no timeseries recorded")
-    div, xlabel = unit or time_axis(float(ts["t_s"].max()))
-    wide = ts.pivot_table(index="t_s", columns="variant", values="ready_replicas", aggfunc="sum").fillna(0)
-    wide = thin(wide.sort_index())
-    colors = palette(sorted(wide.columns))
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.2))
-    x = wide.index.to_numpy(dtype=float) / div
-    bottom = np.zeros(len(wide))
-    for v in sorted(wide.columns):
-        top = bottom + wide[v].to_numpy(dtype=float)
-        ax.fill_between(x, bottom, top, step="pre", color=colors[v], alpha=0.75, lw=0, label=f"ready {v}")
-        bottom = top
-    pt = thin(_per_time(ts))
-    ax.step(pt["t_s"] / div, pt["billed"], where="pre", color="#222222", lw=1.2, ls="--",
-            label="billed (ready + starting + terminating)")
-    ax.step(pt["t_s"] / div, pt["spec"], where="pre", color="#888888", lw=1.0, ls=":", label="desired (spec)")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("replicas")
-    # matplotlib's stubs type the base Locator.set_params() without kwargs; the default AutoLocator takes them.
-    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # stub too narrow
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.26), ncol=min(len(wide.columns) + 2, 6))
-    ax.set_title(title)
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.33, top=0.9)
-    return to_data_uri(fig)
+        return empty_figure("replicas", title, "no timeseries recorded", caption)
+    end = float(ts["t_s"].max())
+    div, _ = unit = unit or time_axis(end)
+    times, at = np.unique(ts["t_s"].to_numpy(dtype=float), return_inverse=True)
+    names, variant = np.unique(ts["variant"].to_numpy(dtype=str), return_inverse=True)
+    wide = np.zeros((times.size, names.size))
+    np.add.at(wide, (at, variant), ts["ready_replicas"].to_numpy(dtype=float))
+    keep = thin(pd.DataFrame({"i": np.arange(times.size)}))["i"].to_numpy()
+    colors = palette(list(names))
+    x = times[keep] / div
+    data = [dataset(f"ready {v}", x, wide[keep, j], colors[v] + "bf", stepped=PRE, fill="origin" if j == 0 else "-1",
+                    borderWidth=0, stack="ready", key=f"v:{v}")
+            for j, v in enumerate(names)]
+    pt = thin(per_time(ts) if pt is None else pt)
+    data.append(dataset("billed (ready + starting + terminating)", pt["t_s"] / div, pt["billed"], "#222222",
+                        stepped=PRE, borderDash=[5, 4], borderWidth=1.3, stack="billed", key="billed"))
+    data.append(dataset("desired (spec)", pt["t_s"] / div, pt["spec"], "#888888", stepped=PRE, borderDash=[2, 3],
+                        borderWidth=1.3, stack="spec", key="spec"))
+    scales = {"x": _x(unit, end), "y": axis("replicas", min=0, fmt="int", stacked=True)}
+    legend = [legend_item(f"ready {v}", colors[v], "box", f"v:{v}") for v in names]
+    legend += [legend_item("billed (ready + starting + terminating)", "#222222", "dash", "billed"),
+               legend_item("desired (spec)", "#888888", "dot", "spec")]
+    return figure("replicas", title, caption, [panel(data, scales, height=320)], legend)
 
 
-def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any], unit: TimeUnit | None = None) -> str:
+def _log_axis_needed(values: np.ndarray) -> bool:
+    return values.size > 0 and float(values.max()) > 20 * max(float(np.median(values)), 1e-9)
+
+
+def queue_and_ttft(ts: pd.DataFrame, req: pd.DataFrame, slo: dict[str, Any], unit: TimeUnit | None = None,
+                   pt: pd.DataFrame | None = None) -> dict[str, Any]:
     """Queue (engines + gateway) over time above TTFT of each ok request by arrival time."""
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(WIDTH_IN, 5.0), sharex=True)
+    title = "Queue and time to first token"
+    caption = ("Top: requests waiting in engines and held at the gateway. Bottom: TTFT of each successful request "
+               "by arrival time, its p99 per time bin, and the TTFT SLO.")
     end = max(float(ts["t_s"].max()) if not ts.empty else 0.0,
               float(req["arrival_s"].max()) if not req.empty else 0.0)
-    div, xlabel = unit or time_axis(end)
+    div, _ = unit = unit or time_axis(end)
+    top: list[dict[str, Any]] = []
     if not ts.empty:
-        pt = thin(_per_time(ts))
-        ax.plot(pt["t_s"] / div, pt["waiting"], lw=1.4, label="waiting in engines")
-        ax.plot(pt["t_s"] / div, pt["router_queue"], lw=1.4, label="held at gateway")
-        ax.legend(loc="upper left")
-    ax.set_ylabel("queued requests")
-    ax.set_title("Queue and time to first token")
+        pt = thin(per_time(ts) if pt is None else pt)
+        top = [dataset("waiting in engines", pt["t_s"] / div, pt["waiting"], "#4c72b0", key="waiting"),
+               dataset("held at gateway", pt["t_s"] / div, pt["router_queue"], "#dd8452", key="gateway")]
+    panels = [panel(top, {"x": _x(unit, end, titled=False), "y": axis("queued requests", min=0, width=Y_WIDTH)},
+                    height=230)]
     ok = req[(req["status"] == "ok") & req["ttft_ms"].notna()]
+    legend = [legend_item("waiting in engines", "#4c72b0", "line", "waiting"),
+              legend_item("held at gateway", "#dd8452", "line", "gateway")]
+    bottom: list[dict[str, Any]] = []
+    annotations: dict[str, Any] = {}
+    y = axis("TTFT (ms)", min=0, width=Y_WIDTH)
     if not ok.empty:
         pts = thin(ok.sort_values("arrival_s"), 3000)
-        bx.scatter(pts["arrival_s"] / div, pts["ttft_ms"], s=4, alpha=0.35, color="#4c72b0", label="TTFT (ok)")
+        bottom.append(dataset("TTFT (ok)", pts["arrival_s"] / div, pts["ttft_ms"], "#4c72b059", type="scatter",
+                              pointRadius=1.6, borderWidth=0, key="ttft", digits=1))
         width = max(end / 60.0, 1.0)
-        bins = (ok["arrival_s"] // width) * width + width / 2
-        p99 = ok.groupby(bins)["ttft_ms"].quantile(0.99)
-        bx.plot(p99.index / div, p99.values, color="#dd8452", lw=1.6, label=f"p99 per {width:.0f} s")
-        if slo.get("ttft_ms"):
-            bx.axhline(float(slo["ttft_ms"]), color="#c44e52", ls="--", lw=1, label="TTFT SLO")
-        if ok["ttft_ms"].max() > 20 * max(ok["ttft_ms"].median(), 1e-9):
-            _log_axis(bx.yaxis, bx.set_yscale)
-        bx.legend(loc="upper left", ncol=3)
-    else:
-        bx.text(0.5, 0.5, "no successful requests", ha="center", va="center", transform=bx.transAxes)
-    bx.set_ylabel("TTFT (ms)")
-    bx.set_xlabel(xlabel)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.1, top=0.93, hspace=0.12)
-    return to_data_uri(fig)
+        arrival = ok["arrival_s"].to_numpy(dtype=float)
+        bins = (arrival // width) * width + width / 2
+        p99 = ok["ttft_ms"].groupby(bins).quantile(0.99)
+        bottom.append(dataset(f"p99 per {width:.0f} s", p99.index.to_numpy() / div, p99.to_numpy(), "#dd8452",
+                              key="p99", digits=1))
+        legend += [legend_item("TTFT of each ok request", "#4c72b0", "marker", "ttft"),
+                   legend_item(f"p99 per {width:.0f} s", "#dd8452", "line", "p99")]
+        if _log_axis_needed(ok["ttft_ms"].to_numpy(dtype=float)):
+            y = axis("TTFT (ms)", type="logarithmic", fmt="log125", width=Y_WIDTH)
+    if slo.get("ttft_ms"):
+        annotations["slo"] = annotation_line(float(slo["ttft_ms"]), KV_RED)
+        legend.append(legend_item(f"TTFT SLO {float(slo['ttft_ms']):,.0f} ms", KV_RED, "dash"))
+    panels.append(panel(bottom, {"x": _x(unit, end), "y": y}, height=270,
+                        plugins={"annotation": {"annotations": annotations}}))
+    if ok.empty:
+        panels[-1]["title"] = "no successful requests"
+    return figure("queue", title, caption, panels, legend)
 
 
-def _log_axis(axis: Any, set_scale: Any) -> None:
-    """Log scale labelled at 1-2-5 steps in plain numbers (1,000 not 10^3) and unlabelled minor ticks, so labels never collide."""
-    set_scale("log")
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
-
-
-def _ecdf(ax: plt.Axes, values: pd.Series, slo: float | None, unit_label: str, title: str) -> None:
+def _ecdf(values: pd.Series, slo: float | None, label: str, name: str) -> dict[str, Any]:
     a = np.sort(pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float))
-    ax.set_title(title)
-    ax.set_xlabel(unit_label)
-    ax.set_ylabel("share of ok requests")
     if a.size == 0:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-        return
-    if a.size > 4000:
-        a = a[np.linspace(0, a.size - 1, 4000).astype(int)]
-    ax.step(a, np.linspace(1 / a.size, 1.0, a.size), where="post", lw=1.6)
-    for q, ls in ((0.5, ":"), (0.99, "-.")):
-        v = float(np.quantile(a, q))
-        ax.axvline(v, color="#666666", ls=ls, lw=0.9, label=f"p{int(q * 100)} {v:,.0f}")
+        return panel([], {"x": axis(label), "y": axis("share of ok requests", min=0, max=1)}, height=300,
+                     title=f"{name}: no data")
+    p50, p99 = float(np.quantile(a, 0.5)), float(np.quantile(a, 0.99))
+    shares = np.linspace(1 / a.size, 1.0, a.size)
+    if a.size > 2000:
+        idx = np.linspace(0, a.size - 1, 2000).astype(int)
+        a, shares = a[idx], shares[idx]
+    marks = {"p50": annotation_line(p50, "#666666", vertical=True, dash=(2, 3), width=1.0),
+             "p99": annotation_line(p99, "#666666", vertical=True, dash=(8, 3, 2, 3), width=1.0)}
+    title = f"{name} distribution — p50 {p50:,.0f} · p99 {p99:,.0f}"
     if slo:
-        ax.axvline(slo, color="#c44e52", ls="--", lw=1.2, label=f"SLO {slo:,.0f}")
-    if a[-1] > 20 * max(a[len(a) // 2], 1e-9):
-        _log_axis(ax.xaxis, ax.set_xscale)
-    ax.set_ylim(0, 1.02)
-    ax.legend(loc="lower right")
+        marks["slo"] = annotation_line(float(slo), KV_RED, vertical=True, width=1.4)
+        title += f" · SLO {float(slo):,.0f}"
+    x = axis(label, type="logarithmic", fmt="log125") if _log_axis_needed(a) else axis(label, min=0)
+    data = [dataset(name, a, shares, "#4c72b0", stepped="before", digits=4, clip=False)]
+    return panel(data, {"x": x, "y": axis("share of ok requests", min=0, max=1)}, height=300, title=title,
+                 plugins={"annotation": {"annotations": marks}})
 
 
-def latency_cdfs(req: pd.DataFrame, slo: dict[str, Any]) -> str:
+def latency_cdfs(req: pd.DataFrame, slo: dict[str, Any]) -> dict[str, Any]:
     ok = req[req["status"] == "ok"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH_IN, 3.2))
-    _ecdf(ax, ok["ttft_ms"], slo.get("ttft_ms"), "TTFT (ms)", "TTFT distribution")
-    _ecdf(bx, ok["itl_ms"], slo.get("itl_ms"), "mean inter-token latency (ms)", "ITL distribution")
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.16, top=0.9, wspace=0.22)
-    return to_data_uri(fig)
+    legend = [legend_item("p50", "#666666", "dot"), legend_item("p99", "#666666", "dash"),
+              legend_item("SLO", KV_RED, "dash")]
+    return figure("cdf", "Latency CDFs", "Empirical CDFs over successful requests, with p50, p99 and the SLO.",
+                  [_ecdf(ok["ttft_ms"], slo.get("ttft_ms"), "TTFT (ms)", "TTFT"),
+                   _ecdf(ok["itl_ms"], slo.get("itl_ms"), "mean inter-token latency (ms)", "ITL")], legend, columns=2)
 
 
-def workload(req: pd.DataFrame, duration_s: float, unit: TimeUnit | None = None) -> str:
+def _histogram(values: pd.Series, color: str, label: str) -> dict[str, Any]:
+    v = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+    counts, edges = np.histogram(v, bins=40) if v.size else (np.zeros(1), np.array([0.0, 1.0]))
+    data = [dataset(label, edges, np.append(counts, counts[-1]), color, stepped="before", fill="origin",
+                    backgroundColor=color + "d9", borderWidth=0)]
+    return panel(data, {"x": axis(label, min=float(edges[0]), max=float(edges[-1])), "y": axis("requests", min=0)},
+                 height=230)
+
+
+def workload(req: pd.DataFrame, duration_s: float, unit: TimeUnit | None = None) -> dict[str, Any]:
     """Arrivals per second by final status, and the token-length histograms."""
+    title = "Workload"
+    caption = "Arrivals per second coloured by how each request ended; token-length histograms."
     if req.empty:
-        return empty_figure("Workload", "no requests were sent")
-    fig = plt.figure(figsize=(WIDTH_IN, 5.2))
-    grid = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
-    ax = fig.add_subplot(grid[0, :])
+        return empty_figure("workload", title, "no requests were sent", caption)
     end = max(duration_s, float(req["arrival_s"].max()))
-    div, xlabel = unit or time_axis(end)
+    div, _ = unit = unit or time_axis(end)
     width = max(end / 120.0, 1.0)
     edges = np.arange(0.0, end + width, width)
-    bottom = np.zeros(len(edges) - 1)
-    for status, color in STATUS_COLORS.items():
-        counts, _ = np.histogram(req.loc[req["status"] == status, "arrival_s"], bins=edges)
+    arrival = req["arrival_s"].to_numpy(dtype=float)
+    status = req["status"].to_numpy()
+    data: list[dict[str, Any]] = []
+    legend: list[dict[str, Any]] = []
+    for s, color in STATUS_COLORS.items():
+        counts, _ = np.histogram(arrival[status == s], bins=edges)
         if counts.any():
-            top = bottom + counts / width
-            ax.fill_between(edges / div, np.append(bottom, bottom[-1]), np.append(top, top[-1]), step="post",
-                            color=color, lw=0, label=status)
-            bottom = top
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"arrivals (req/s, {width:.0f} s bins)")
-    ax.set_title("Offered load by final request status")
-    ax.legend(loc="upper left", ncol=5)
-    for col, (name, pos) in enumerate((("input_tokens", grid[1, 0]), ("output_tokens", grid[1, 1]))):
-        bx = fig.add_subplot(pos)
-        values = pd.to_numeric(req[name], errors="coerce").dropna()
-        if name == "output_tokens" and req["requested_output_tokens"].notna().any():
-            values = pd.to_numeric(req["requested_output_tokens"], errors="coerce").dropna()
-        bx.hist(values, bins=40, color=["#4c72b0", "#55a868"][col], alpha=0.85, histtype="stepfilled")
-        bx.set_xlabel(("input (prompt)" if col == 0 else "output") + " tokens per request")
-        bx.set_ylabel("requests")
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.09, top=0.94, hspace=0.42, wspace=0.18)
-    return to_data_uri(fig)
+            rate = np.append(counts, counts[-1]) / width
+            data.append(dataset(s, edges / div, rate, color, stepped="before", fill="origin" if not data else "-1",
+                                backgroundColor=color, borderWidth=0, stack="arrivals", key=f"s:{s}"))
+            legend.append(legend_item(s, color, "box", f"s:{s}"))
+    top = panel(data, {"x": _x(unit, end), "y": axis(f"arrivals (req/s, {width:.0f} s bins)", min=0, stacked=True)},
+                height=270, span=2, title="Offered load by final request status")
+    out_col = "output_tokens"
+    if "requested_output_tokens" in req and req["requested_output_tokens"].notna().any():
+        out_col = "requested_output_tokens"
+    panels = [top, _histogram(req["input_tokens"], "#4c72b0", "input (prompt) tokens per request"),
+              _histogram(req[out_col], "#55a868", "output tokens per request")]
+    return figure("workload", title, caption, panels, legend, columns=2)

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 LEVEL = 0.95  # confidence level of every interval
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
     """Two-sided Student-t critical value (e.g. df 4 -> 2.776); NaN for df <= 0."""
+    from scipy import stats as sps  # imported when needed: scipy.stats costs ~1 s of start-up per process
+
     return float(sps.t.ppf(0.5 + level / 2, df)) if df > 0 else math.nan
 
 
@@ -107,4 +108,6 @@ def welch(a: Sequence[float | None], b: Sequence[float | None]) -> float | None:
         return None
     if np.var(xa) == 0 and np.var(xb) == 0:
         return 1.0 if np.mean(xa) == np.mean(xb) else 0.0
+    from scipy import stats as sps
+
     return float(sps.ttest_ind(xa, xb, equal_var=False).pvalue)

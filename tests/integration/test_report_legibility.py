@@ -4,11 +4,12 @@ The demo suite (reports.demo: arithmetic, not the simulator) with eight
 autoscalers, among them long names, is rendered; then each page is opened in
 Debian's ``chromium`` with a probe script injected into a copy of it that
 writes measurements into the DOM (read back with ``--dump-dom``): page and
-key-table widths against the viewport, text cut off inside its box, images
-that failed to decode, and console errors. Text inside the figures is checked
-where it is drawn: every figure's texts must lie inside its canvas
-(``figures.clipped_texts``). Skipped, saying why, when no Chromium is
-installed (``make test`` installs it when it can: scripts/ensure-chromium.sh).
+key-table widths against the viewport, text cut off inside its box (legend
+entries are HTML: their text extent against their box), images that failed to
+decode, console errors, and the figures themselves: every Chart.js canvas drew
+a chart (pixels painted, a plot area of sensible size, every axis inside the
+canvas). Skipped, saying why, when no Chromium is installed (``make test``
+installs it when it can: scripts/ensure-chromium.sh).
 """
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.reports import figures
 from scalearena.reports.compare import compare
 from scalearena.reports.compare_output import write_compare_html
 from scalearena.reports.demo import write_demo_results
@@ -43,13 +43,27 @@ PROBE_TAIL = """<script>window.addEventListener("load", () => {
   }).map(el => el.tagName + "." + el.className);
   const scrolled = [...document.querySelectorAll(".scroll")].filter(d => d.querySelector("table.summary"))
     .filter(d => d.scrollWidth > d.clientWidth + 1).map(d => d.querySelector("table").className);
-  const clipped = [...document.querySelectorAll("th, td, .kpi, figcaption, h1, h2, h3, nav a, .badge, .chip")]
+  const clipped = [...document.querySelectorAll("th, td, .kpi, figcaption, h1, h2, h3, nav a, .badge, .chip, "
+                                                + "ul.legend li, .fig-title")]
     .filter(el => getComputedStyle(el).overflow !== "visible" && el.scrollWidth > el.clientWidth + 1)
     .map(el => el.textContent.slice(0, 40));
   const images = [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt);
+  const canvases = [...document.querySelectorAll("figure.chart canvas")];
+  const charts = canvases.map(c => [c, window.Chart && Chart.getChart(c)]);
+  const undrawn = charts.filter(([c, ch]) => !ch).map(([c]) => c.getAttribute("aria-label"));
+  const blank = charts.filter(([c, ch]) => ch).filter(([c]) => {
+    const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let painted = 0; for (let i = 3; i < px.length; i += 4) { if (px[i]) painted++; }
+    return painted < 500; }).map(([c]) => c.getAttribute("aria-label"));
+  const squashed = charts.filter(([c, ch]) => ch).filter(([c, ch]) => {
+    const a = ch.chartArea; return a.right - a.left < 80 || a.bottom - a.top < 60; }).map(([c]) => c.getAttribute("aria-label"));
+  const axesOut = charts.filter(([c, ch]) => ch).flatMap(([c, ch]) => Object.values(ch.scales)
+    .filter(s => s.left < -1 || s.top < -1 || s.right > ch.width + 1 || s.bottom > ch.height + 1)
+    .map(s => c.getAttribute("aria-label") + ":" + s.id));
   const p = document.createElement("pre"); p.id = "probe";
   p.textContent = JSON.stringify({pageWidth: document.documentElement.scrollWidth, viewport: vw, wide, scrolled,
-                                  clipped, images, errors: window.__errors});
+                                  clipped, images, errors: window.__errors, canvases: canvases.length,
+                                  undrawn, blank, squashed, axesOut});
   document.body.appendChild(p);
 });</script>"""
 
@@ -76,27 +90,15 @@ def measure(page: Path, width: int, tmp: Path) -> dict:
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     out = tmp_path_factory.mktemp("legibility")
-    clipped: list[tuple[str, list[str]]] = []
-
-    def audit(fig):
-        texts = figures.clipped_texts(fig)
-        if texts:
-            clipped.append((fig.axes[0].get_title() if fig.axes else "?", texts))
-
-    figures.RENDER_AUDITS.append(audit)
-    try:
-        base = write_demo_results(out / "base", seed=1, autoscalers=AUTOSCALERS)
-        cur = write_demo_results(out / "cur", seed=2, lag_scale=1.5, autoscalers=AUTOSCALERS)
-        suite = write_suite_report(cur, jobs=1)  # in-process, so the audit sees every figure
-        cmp_page = write_compare_html(compare(base, cur), cur / "compare.html")
-    finally:
-        figures.RENDER_AUDITS.remove(audit)
+    base = write_demo_results(out / "base", seed=1, autoscalers=AUTOSCALERS)
+    cur = write_demo_results(out / "cur", seed=2, lag_scale=1.5, autoscalers=AUTOSCALERS)
+    suite = write_suite_report(cur, jobs=1)
+    cmp_page = write_compare_html(compare(base, cur), cur / "compare.html")
     run_page = cur / "demo-rates" / "wva-headroom" / "rate-5" / "report.html"
-    return {"suite": suite, "run": run_page, "compare": cmp_page, "clipped": clipped, "tmp": out}
+    return {"suite": suite, "run": run_page, "compare": cmp_page, "tmp": out}
 
 
-def test_no_figure_text_is_cut_off(pages):
-    assert pages["clipped"] == []
+EXPECTED_PANELS = {"run": 9, "suite": None, "compare": 0}  # run: 1 + 1 + 2 + 2 + 3 panels of five figures
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -110,3 +112,8 @@ def test_page_fits_the_viewport_without_errors(pages, which, width):
     assert m["clipped"] == []
     assert m["images"] == []
     assert m["errors"] == []
+    assert m["undrawn"] == [] and m["blank"] == [] and m["squashed"] == [] and m["axesOut"] == []
+    if EXPECTED_PANELS[which] is not None:
+        assert m["canvases"] == EXPECTED_PANELS[which]
+    else:
+        assert m["canvases"] > 0

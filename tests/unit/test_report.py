@@ -3,6 +3,8 @@
 Result folders are built by hand here (RunWriter + a few records), not by the
 simulator. The golden file pins the structure of the pages — sections,
 tables, figures — never pixels. Rewrite it with SCALEARENA_UPDATE_GOLDEN=1.
+Figures are Chart.js specs in ``<script type="application/json">`` elements; the only
+executable script of a page is the inlined chart code (reports/figures.page_scripts).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 from scalearena.contracts.records import RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision, Reason
+from scalearena.reports.figures import page_scripts
 from scalearena.reports.load import load_results
 from scalearena.reports.report import decision_rows, write_run_report, write_suite_report
 from scalearena.reports.results import RunWriter, run_dir
@@ -69,7 +72,9 @@ class _Structure(HTMLParser):
         self.h2: list[str] = []
         self.ids: list[str] = []
         self._in_h2 = False
-        self.scripts = 0
+        self._script: str | None = None  # type of the <script> being read
+        self.code: list[str] = []  # executable scripts
+        self.specs: list[str] = []  # JSON figure specs
 
     def handle_starttag(self, tag, attrs):
         self.tags[tag] = self.tags.get(tag, 0) + 1
@@ -80,27 +85,41 @@ class _Structure(HTMLParser):
         if a.get("id") and tag in ("section", "figure", "h2"):
             self.ids.append(a["id"])
         if tag == "script":
-            self.scripts += 1
+            self._script = a.get("type") or "text/javascript"
+            assert a.get("src") is None, "scripts must be inlined"
+            (self.specs if self._script == "application/json" else self.code).append("")
         if tag == "img":
             assert a["src"].startswith("data:image/png;base64,"), "figures must be inlined"
+        if tag == "canvas":
+            self.tags["panel"] = self.tags.get("panel", 0) + 1
 
     def handle_endtag(self, tag):
         if tag == "h2":
             self._in_h2 = False
+        if tag == "script":
+            self._script = None
 
     def handle_data(self, data):
         if self._in_h2:
             self.h2[-1] += data.strip()
+        if self._script is not None:
+            (self.specs if self._script == "application/json" else self.code)[-1] += data
 
     def summary(self) -> dict:
         return {"h2": self.h2, "ids": self.ids,
-                "count": {t: self.tags.get(t, 0) for t in ("table", "img", "figure", "section", "details", "a")}}
+                "count": {t: self.tags.get(t, 0)
+                          for t in ("table", "img", "figure", "section", "details", "a", "panel")}}
 
 
 def _structure(html: str) -> dict:
+    """The page's outline; checks on the way that the only code is the inlined chart code and that
+    every figure spec is JSON with one Chart.js config per canvas."""
     p = _Structure()
     p.feed(html)
-    assert p.scripts == 0
+    assert p.code == [page_scripts()]
+    panels = [json.loads(spec) for spec in p.specs]
+    assert sum(len(x) for x in panels) == p.tags.get("panel", 0)
+    assert all("<" not in spec for spec in p.specs)  # jinja's tojson escapes < > & (no </script> inside)
     return p.summary()
 
 
@@ -127,8 +146,8 @@ def test_hostile_names_are_escaped(tmp_path):
     run_html = (d / "report.html").read_text()
     for html in (run_html, suite_html):
         assert EVIL not in html
-        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-        assert _structure(html)  # and no <script> element at all
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html or "\\u003cscript\\u003e" in html
+        assert _structure(html)  # and no <script> but the chart code
 
 
 def test_run_without_requests_or_timeseries(tmp_path):
@@ -137,8 +156,9 @@ def test_run_without_requests_or_timeseries(tmp_path):
     w = RunWriter(tmp_path / "idle" / "static", meta)
     w.finish()
     html = write_run_report(tmp_path / "idle" / "static").read_text()
-    assert "no timeseries recorded" not in html  # messages are inside the PNGs, not the text
-    assert _structure(html)["count"]["img"] == 5
+    # nothing to draw: each figure says why in words, with no chart panel
+    assert html.count("no timeseries recorded") == 2 and html.count("no requests were sent") == 1
+    assert _structure(html)["count"]["figure"] == 5
     assert load_results(tmp_path).runs[0].summary["requests_total"] == 0
 
 
