@@ -149,13 +149,18 @@ def delta_heatmap(c: Comparison) -> dict[str, object] | None:
         for m in metric_ids:
             v = grid.get((key, m))
             if v is None:
-                cells.append({"text": "", "bg": "#ffffff", "title": f"{key} {m}: no change known"})
+                cells.append({"text": "", "bg": "#ffffff", "fg": "#1f2328", "title": f"{key} {m}: no change known"})
             else:
-                cells.append({"text": "0" if round(v) == 0 else f"{v:+.0f}", "bg": heat_color(v),
+                cells.append({"text": "0" if round(v) == 0 else f"{v:+.0f}", "bg": heat_color(v), "fg": _ink(v),
                               "title": f"{key} {m}: {v:+.2f} % {'worse' if v > 0 else 'better' if v < 0 else ''}"})
         rows.append({"key": key, "cells": cells})
     return {"metrics": metric_ids, "rows": rows, "clip": HEATMAP_CLIP_PCT,
-            "scale": [{"label": f"{x:+.0f}", "bg": heat_color(x)} for x in (-100, -50, 0, 50, 100)]}
+            "scale": [{"label": f"{x:+.0f}", "bg": heat_color(x), "fg": _ink(x)} for x in (-100, -50, 0, 50, 100)]}
+
+
+def _ink(v: float, lim: float = HEATMAP_CLIP_PCT) -> str:
+    """Text colour readable on ``heat_color(v)``: white on the two dark ends of the scale."""
+    return "#ffffff" if abs(v) > 0.7 * lim else "#1f2328"
 
 
 def write_compare_html(c: Comparison, path: Path, verbose: bool = False) -> Path:
