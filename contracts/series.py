@@ -13,6 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+# The namespace label every backend's series carry (the kube backend's namespace; sim and local use the
+# same value), so an object's ``namespace="${NAMESPACE}"`` selector means the same everywhere.
+NAMESPACE = "scalearena"
+
 # vLLM (vllm/v1/metrics/loggers.py) and llm-d-inference-sim, which copies the names.
 KV_USAGE = "vllm:kv_cache_usage_perc"
 NUM_WAITING = "vllm:num_requests_waiting"
@@ -48,6 +52,10 @@ KSM_REPLICAS = "kube_deployment_status_replicas"
 KSM_REPLICAS_READY = "kube_deployment_status_replicas_ready"
 KSM_REPLICAS_UNAVAILABLE = "kube_deployment_status_replicas_unavailable"
 KSM_SPEC_REPLICAS = "kube_deployment_spec_replicas"
+
+# scalearena's gateway (serve-router, manifests/base/gateway.yaml; the sim's gateway queue): requests held for
+# lack of a ready engine, per model (what a ScaledObject reads to scale from zero).
+ROUTER_QUEUE = "scalearena_router_queue_size"
 
 SeriesType = Literal["gauge", "counter", "histogram"]
 _VLLM = ("namespace", "pod", "model_name")
@@ -103,6 +111,8 @@ CATALOGUE: tuple[SeriesSpec, ...] = (
                "prompt tokens per request (the simulator writes _sum and _count only)"),
     SeriesSpec(OBJECTIVE_OUTPUT_TOKENS, "histogram", _OBJ, _GIE_SRC,
                "output tokens per completed request (the simulator writes _sum and _count only)"),
+    SeriesSpec(ROUTER_QUEUE, "gauge", ("namespace", "model_name"), "scalearena gateway (serve-router)",
+               "requests held at the gateway while no engine of the model is ready"),
     SeriesSpec(KSM_REPLICAS, "gauge", _KSM, _KSM_SRC, "pods targeted by the deployment"),
     SeriesSpec(KSM_REPLICAS_READY, "gauge", _KSM, _KSM_SRC, "ready pods of the deployment"),
     SeriesSpec(KSM_REPLICAS_UNAVAILABLE, "gauge", _KSM, _KSM_SRC, "pods not yet (or no longer) available"),

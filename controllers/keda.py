@@ -22,7 +22,10 @@ Comparisons are strict (``Before``) except the initial cooldown's: the object's 
 is the first poll's and CreationTimestamp has whole seconds, truncated, so KEDA sees it as
 already past at a first poll in the same second.
 
-Triggers (``keda_scaler``): a signal name or PromQL, read once per HPA sync; a failed read counts
+The policy is called at the faster of the two loops (``period_s``, the HPA's 15 s sync, and
+``polling_interval_s``); each loop runs when it is due, so a 5 s poll activates between syncs.
+
+Triggers (``keda_scaler``): a signal name or PromQL, read at each poll and each HPA sync; a failed read counts
 toward ``fallback`` per trigger, as KEDA's health status per metric does. ``scaling_modifiers``
 (``keda_formula``): one composite metric replaces the triggers in the generated HPA, as KEDA
 does. The single-trigger fields (``query``, ``threshold``, ...) are shorthand for ``triggers``
@@ -124,7 +127,11 @@ class KEDAConfig(AutoscalerConfig):
 
     @model_validator(mode="after")
     def _consistent(self) -> KEDAConfig:
-        if self.triggers is not None and (clash := sorted(self.model_fields_set & set(SHORTHAND))):
+        # a shorthand field at its default is no clash: a dumped config (suite.json, a re-validated
+        # scenario) carries them all
+        defaults = {f: type(self).model_fields[f].default for f in SHORTHAND}
+        set_here = {f for f in self.model_fields_set & set(SHORTHAND) if getattr(self, f) != defaults[f]}
+        if self.triggers is not None and (clash := sorted(set_here)):
             raise ValueError(f"set either triggers or the shorthand {', '.join(clash)}, not both")
         names = [t.name for t in self.trigger_list if t.name]
         if len(set(names)) != len(names):
@@ -151,6 +158,7 @@ class _State:
     hpa: HPAEngine
     failures: dict[str, int] = field(default_factory=dict)
     next_poll: float | None = None
+    next_sync: float | None = None
     last_active: float | None = None
     created: float | None = None
 
@@ -198,8 +206,14 @@ class KEDA(AutoscalerBase):
             self._states[name] = _State(HPAEngine(self._metrics, c.tolerance, behavior, labels=self._metric_labels))
         return self._states[name]
 
+    @property
+    def period_s(self) -> float:
+        """Called at the faster of the two loops: KEDA's poll and the generated HPA's sync."""
+        return min(self.config.period_s, self.config.polling_interval_s)
+
     def decide(self, now: float, view: ClusterView) -> list[Decision]:
-        return [self._decide(now, view, v) for v in view.variants]
+        out = [self._decide(now, view, v) for v in view.variants]
+        return [d for d in out if d is not None]
 
     def _read(self, view: ClusterView, v: VariantView, st: _State) -> tuple[_Reading, list[str]]:
         values: dict[str, float | None] = {}
@@ -237,20 +251,27 @@ class KEDA(AutoscalerBase):
         t = self._triggers[index]
         return t.metric_type == "AverageValue" and st.failures.get(self._labels[index], 0) > fb.failure_threshold
 
-    def _decide(self, now: float, view: ClusterView, v: VariantView) -> Decision:
+    def _decide(self, now: float, view: ClusterView, v: VariantView) -> Decision | None:
         c, st, current = self.config, self._state(v.name), v.spec_replicas
         if st.created is None:
             st.created = now
+        poll_due = st.next_poll is None or now >= st.next_poll - 1e-9
+        sync_due = st.next_sync is None or now >= st.next_sync - 1e-9
+        if not (poll_due or sync_due):
+            return None
         reading, errors = self._read(view, v, st)
         fallbacks = [self._fallback_for(st, i) for i in range(len(self._metrics))]
         trig = self._trigger_reason(reading, errors, st, any(fallbacks))
 
-        if st.next_poll is None or now >= st.next_poll - 1e-9:
+        if poll_due:
             st.next_poll = now + c.polling_interval_s
             act = self._scale_loop(now, v, st, reading)
             if act is not None:
                 desired, reason = act
                 return Decision(v.name, current, desired, (trig, reason))
+        if not sync_due:
+            return None  # a poll that changed nothing, between two HPA syncs
+        st.next_sync = now + c.period_s
 
         def external(m: ExternalMetric) -> float:
             i = next(k for k, x in enumerate(self._metrics) if x is m)

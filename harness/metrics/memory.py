@@ -20,7 +20,7 @@ names and labels of contracts/series.py (vLLM gauges, the success, token and
 prefix-cache counters and the latency histograms per pod, labelled
 ``namespace``, ``pod``, ``model_name``, ``variant``; the llm-d EPP's pool
 gauges per model and its in-flight tokens per endpoint; kube-state-metrics
-per Deployment), and over what recording rules (``add_rules``)
+per Deployment; the gateway's queue per model), and over what recording rules (``add_rules``)
 derive from them; the engine follows Prometheus exactly (closed windows,
 extrapolated ``increase``), which the fixed methods above predate.
 
@@ -50,6 +50,7 @@ from scalearena.contracts.series import (
     KSM_REPLICAS_UNAVAILABLE,
     KSM_SPEC_REPLICAS,
     KV_USAGE,
+    NAMESPACE,
     NUM_RUNNING,
     NUM_WAITING,
     OBJECTIVE_INPUT_TOKENS,
@@ -59,6 +60,7 @@ from scalearena.contracts.series import (
     PREFIX_CACHE_QUERIES,
     PROMPT_TOKENS,
     REQUEST_SUCCESS,
+    ROUTER_QUEUE,
     TTFT_HIST,
 )
 from scalearena.controllers.base import PodMetrics
@@ -105,7 +107,7 @@ _HISTS: dict[str, tuple[Callable[[Sample], tuple[float, ...]], tuple[float, ...]
 class MemoryMetrics:
     """In-memory ``harness.control.ports.MetricsSource`` (and ``controllers.base.MetricsReader``)."""
 
-    def __init__(self, staleness_s: float = 300.0, retention_s: float = 1800.0, namespace: str = "scalearena") -> None:
+    def __init__(self, staleness_s: float = 300.0, retention_s: float = 1800.0, namespace: str = NAMESPACE) -> None:
         self.staleness_s = staleness_s
         self.retention_s = max(retention_s, staleness_s)
         self.now = 0.0  # set by the owner (evaluate_at) before a controller queries
@@ -158,15 +160,18 @@ class MemoryMetrics:
             self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
 
     def record_pool(self, model: str, t: float, queued: int, saturation: float, in_flight: int,
-                    objective: tuple[float, float, float, float] | None = None) -> None:
+                    objective: tuple[float, float, float, float] | None = None, gateway: int = 0) -> None:
         """The llm-d EPP's pool gauges for one model's InferencePool (named after the model), scraped at t:
         requests held in flow control, the saturation detector's value, requests dispatched and not done;
         ``objective``: the EPP's request counters so far (requests received, their prompt tokens, output tokens
-        and count of completed requests), as ``inference_objective_*`` (histograms as _sum / _count)."""
+        and count of completed requests), as ``inference_objective_*`` (histograms as _sum / _count); and the
+        gateway's own queue gauge (``gateway``: held while no engine of the model is ready)."""
         lab = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "inference_pool": model}
         for name, value in ((EPP_QUEUE_SIZE, queued), (EPP_POOL_SATURATION, saturation),
                             (EPP_REQUEST_RUNNING, in_flight)):
             self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
+        key = make_labels(ROUTER_QUEUE, {"namespace": self.namespace, "model_name": model})
+        self._unflushed_deployments.append((key, to_ms(t), float(gateway)))
         if objective is None:
             return
         obj = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "target_model_name": model}

@@ -31,10 +31,15 @@ import requests
 from urllib3.util.retry import Retry
 
 from scalearena.contracts.errors import MetricsUnavailable
-from scalearena.contracts.series import CACHE_CONFIG, GPU_UTIL, KV_USAGE, NUM_RUNNING, NUM_WAITING
+from scalearena.contracts.series import (
+    CACHE_CONFIG,
+    GPU_UTIL,
+    KV_USAGE,
+    NUM_RUNNING,
+    NUM_WAITING,
+    ROUTER_QUEUE,
+)
 from scalearena.controllers.base import PodMetrics
-
-ROUTER_QUEUE = "scalearena_router_queue_size"  # requests held at the gateway per model (scale-from-zero)
 
 
 def promql_duration(seconds: float) -> str:

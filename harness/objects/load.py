@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from scalearena.contracts.errors import UserError
 
 from ..safe_yaml import parse_yaml, parse_yaml_all, read_text
@@ -57,15 +59,61 @@ class Doc:
 
 
 def substitute(text: str, env: dict[str, str], where: str) -> str:
-    """envsubst: ``${VAR}`` and ``$VAR`` replaced by ``env[VAR]``; an unset one is a UserError."""
+    """envsubst: ``${VAR}`` and ``$VAR`` replaced by ``env[VAR]``; an unset one is a UserError naming the
+    line and, where the file parses as YAML, the object and the field that holds it."""
     def value(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         if name not in env:
             line = text.count("\n", 0, m.start()) + 1
-            raise UserError(f"line {line}: ${{{name}}} has no value", where=where,
-                            expected=f"{name} under this autoscaler's env:")
+            found = locate(text, m.start())
+            obj, field = found if found is not None else (None, None)
+            raise UserError(f"{field + ': ' if field else ''}${{{name}}} has no value (line {line})",
+                            where=f"{where}: {obj}" if obj else where, expected=f"{name} under this autoscaler's env:")
         return env[name]
     return _VAR.sub(value, text)
+
+
+def locate(text: str, offset: int) -> tuple[str, str] | None:
+    """(``Kind/name`` of the document, dotted path of the field) holding character ``offset`` of the raw text.
+
+    ``yaml.compose_all`` builds the node tree with source marks and constructs nothing (an alias stays one
+    shared node), so it is safe on untrusted text; None when the text does not parse."""
+    try:
+        docs = [d for d in yaml.compose_all(text) if d is not None]
+    except yaml.YAMLError:
+        return None
+    for i, doc in enumerate(docs):
+        if doc.start_mark.index <= offset <= doc.end_mark.index:
+            return _label(doc, i), ".".join(_path(doc, offset))
+    return None
+
+
+def _path(node: yaml.Node, offset: int) -> list[str]:
+    path: list[str] = []
+    while True:
+        if isinstance(node, yaml.MappingNode):
+            pairs = [(k, v) for k, v in node.value if k.start_mark.index <= offset <= v.end_mark.index]
+            if not pairs:
+                return path
+            key, node = pairs[0]
+            path.append(str(key.value))
+        elif isinstance(node, yaml.SequenceNode):
+            items = [(j, v) for j, v in enumerate(node.value) if v.start_mark.index <= offset <= v.end_mark.index]
+            if not items:
+                return path
+            j, node = items[0]
+            path.append(str(j))
+        else:
+            return path
+
+
+def _label(doc: yaml.Node, index: int) -> str:
+    fields = {str(k.value): v for k, v in doc.value} if isinstance(doc, yaml.MappingNode) else {}
+    kind = fields.get("kind")
+    md = fields.get("metadata")
+    name = next((v.value for k, v in md.value if k.value == "name"), None) if isinstance(md, yaml.MappingNode) else None
+    label = f"{kind.value}/" if isinstance(kind, yaml.ScalarNode) else ""
+    return label + (str(name) if isinstance(name, str) else f"document {index + 1}")
 
 
 def classify(data: Any, file: str, index: int) -> Doc:
@@ -77,8 +125,11 @@ def classify(data: Any, file: str, index: int) -> Doc:
         category = KINDS.get(key)
         if category is None:
             known = ", ".join(f"{a} {k}" for a, k in KINDS)
-            raise UserError(f"unsupported object apiVersion {key[0]!r} kind {key[1]!r}", where=where,
-                            expected=f"one of {known}")
+            kinds = {k for _, k in KINDS}
+            field = "apiVersion" if key[1] in kinds else "kind"  # a known kind at another version: its apiVersion
+            name = Doc(file, index, "", data).name
+            raise UserError(f"{field}: unsupported object apiVersion {key[0]!r} kind {key[1]!r}",
+                            where=f"{file}: {key[1]}/{name}", expected=f"one of {known}")
         if category == "adapter":
             data = _adapter_config_map(data, where)
         return Doc(file, index, category, data)

@@ -15,6 +15,7 @@ import promql_parser as pp
 
 from .errors import PromQLParseError, UnsupportedPromQL
 from .functions import MATH_FUNCTIONS, RANGE_FUNCTIONS
+from .position import describe, error_position
 
 SUPPORTED_FUNCTIONS = frozenset(
     {*RANGE_FUNCTIONS, *MATH_FUNCTIONS, "quantile_over_time", "histogram_quantile", "clamp", "clamp_min",
@@ -39,6 +40,10 @@ def parse_supported(query: str) -> Any:
         message = str(e)
         unknown = re.search(r"unknown function with name '([^']+)'", message)
         pos = position_of(query, unknown.group(1)) if unknown else None
+        if pos is None:  # promql-parser gives no position: find the token it stops at (position.py)
+            pos = error_position(query)
+            if message == "invalid promql query":  # the grammar's bare error: say what it stopped at
+                message = describe(query, pos)
         raise PromQLParseError(f"PromQL parse error: {message}", query=query, position=pos) from None
     _check_subset(query, node)
     return node

@@ -28,11 +28,14 @@ TIME_SCALE = 5.0
 
 def run_local(scenario_path: Path, autoscaler: str, out: Path, overrides: list[str] | None = None):
     sc = load_scenario(scenario_path, overrides or [])
-    cfg = sc.autoscaler(autoscaler)
+    return run_local_config(sc, sc.autoscaler(autoscaler), out)
+
+
+def run_local_config(sc, cfg, out: Path, time_scale: float = TIME_SCALE):
     meta = {"scenario": sc.name, "autoscaler": cfg.label, "cluster": "local", "seed": sc.seed,
             "duration_s": sc.duration_s, "slo": sc.slo.model_dump(mode="json"), "variants": []}
     writer = RunWriter(out, meta)
-    LocalBackend(time_scale=TIME_SCALE).run(sc, cfg, writer)
+    LocalBackend(time_scale=time_scale).run(sc, cfg, writer)
     summary = writer.finish()
     return sc, summary, pd.read_parquet(out / "requests.parquet"), pd.read_parquet(out / "timeseries.parquet")
 

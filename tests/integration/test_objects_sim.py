@@ -13,8 +13,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from scalearena.harness.backends.kube.keda import keda_objects
 from scalearena.harness.backends.kube.scenario import hpa_objects
 from scalearena.harness.backends.sim import SimBackend
 from scalearena.harness.scenario import scenario_from_data
@@ -62,3 +64,77 @@ def test_the_hpa_preset_and_its_objects_decide_alike(tmp_path: Path) -> None:
             best = max(math.ceil(m["usage"] / m["target"] * m["with_metrics"] - 1e-9) for m in metric)
             assert d["desired_replicas"] == best, d
     assert checked >= 1
+
+
+KEDA_PRESETS = [
+    {"kind": "keda"},  # the paper's preset: queue signal, threshold 3, no behavior (the HPA's legacy path)
+    {"kind": "keda", "polling_interval_s": 15, "triggers": [
+        {"name": "queue", "query": "queue", "threshold": 1},
+        {"name": "running", "query": "running_sum", "threshold": 16}],
+     "scaling_modifiers": {"formula": "max(queue / 1, running / 16)", "target": 1},
+     "fallback": {"failure_threshold": 3, "replicas": 2, "behavior": "currentReplicasIfHigher"},
+     "behavior": {"scale_up": {"stabilization_window_seconds": 0,
+                               "policies": [{"type": "Pods", "value": 2, "period_seconds": 30}]}}},
+]
+
+
+@pytest.mark.parametrize("preset", KEDA_PRESETS, ids=["shorthand", "formula"])
+def test_the_keda_preset_and_its_scaledobject_decide_alike(tmp_path: Path, preset: dict[str, Any]) -> None:
+    """The ScaledObject kube/keda.py renders for the preset (what CLUSTER=kind applies), read back as a
+    ``kubernetes`` autoscaler, runs its PromQL triggers on the in-memory engine and decides as the preset
+    does from its signals, at every sync."""
+    sc = scenario_from_data({**SCENARIO, "autoscalers": [preset]}, "<test>")
+    (tmp_path / "so.yaml").write_text(yaml.safe_dump_all(keda_objects(sc, sc.autoscalers[0])))
+    data = {**SCENARIO, "autoscalers": [preset, {"kind": "kubernetes", "name": "mine", "objects": ["so.yaml"]}]}
+    sc = scenario_from_data(data, "<test>", tmp_path)
+    preset_d = _decisions(sc, sc.autoscalers[0], tmp_path / "preset")
+    mine = _decisions(sc, sc.autoscalers[1], tmp_path / "mine")
+    assert [(d["t_s"], d["desired_replicas"]) for d in mine] == [(d["t_s"], d["desired_replicas"]) for d in preset_d]
+    assert max(d["desired_replicas"] for d in mine) > 1  # the step to 5 RPS scales it out
+    # the object's triggers are PromQL read through the metrics source, the preset's are signals
+    first = next(r for r in mine[-1]["reasons"] if r["rule"] in ("trigger", "trigger_error"))
+    assert all("vllm:num_requests" in t["query"] for t in first["values"]["triggers"].values())
+    assert [r["rule"] for r in mine[-1]["reasons"]][0] == "object"
+
+
+def test_a_scaledobject_scales_from_zero_on_the_scraped_gateway_queue(tmp_path: Path) -> None:
+    """minReplicaCount 0: nothing runs until the gateway queue (scalearena_router_queue_size, scraped every
+    15 s) shows the held requests; KEDA's loop activates to 1, and back to 0 after the cooldown."""
+    so = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: from-zero}
+spec:
+  scaleTargetRef: {name: va}
+  pollingInterval: 5
+  cooldownPeriod: 60
+  minReplicaCount: 0
+  maxReplicaCount: 4
+  triggers:
+    - type: prometheus
+      metadata:
+        query: sum(scalearena_router_queue_size{model_name="m"}) + (sum(vllm:num_requests_running) or vector(0))
+        threshold: "4"
+"""
+    (tmp_path / "so.yaml").write_text(so)
+    variant = {**SCENARIO["cluster"]["variants"][0], "min_replicas": 0, "initial_replicas": 0}
+    data = {**SCENARIO, "cluster": {"variants": [variant]}, "duration_s": 200, "drain_s": 200,
+            "workload": {**SCENARIO["workload"], "arrivals": {"kind": "stepped", "steps": [
+                {"duration_s": 40, "rate_rps": 0}, {"duration_s": 60, "rate_rps": 1}, {"duration_s": 100, "rate_rps": 0}]}},
+            "autoscalers": [{"kind": "kubernetes", "name": "mine", "objects": ["so.yaml"]}]}
+    sc = scenario_from_data(data, "<test>", tmp_path)
+    ds = _decisions(sc, sc.autoscalers[0], tmp_path / "run")
+    ups = [d for d in ds if any(r["rule"] == "keda_activate" for r in d["reasons"])]
+    downs = [d for d in ds if any(r["rule"] == "keda_deactivate" for r in d["reasons"])]
+    # seed 2 scrapes at 7.80 + 15k s (the seeded scrape phase); the first request arrives at 43.4 s and is
+    # held at the gateway; the scrape at 37.8 s saw none, the one at 52.8 s sees the held requests, and the
+    # next 5 s poll (55 s, between two 15 s HPA syncs) activates 0 -> 1
+    assert ups and ups[0]["t_s"] == 55.0 and ups[0]["desired_replicas"] == 1
+    assert not [d for d in ds if d["t_s"] < 55.0 and d["desired_replicas"] > 0]
+    # deactivation: the sync at 90 s reads the scrape at 82.8 s (active: requests running); so does the poll at
+    # 95 s; the poll at 100 s reads the scrape at 97.8 s (nothing running or held: inactive, as the sync at
+    # 105 s shows). Last active poll 95 s; the first poll more than cooldownPeriod 60 s later is 160 s.
+    trig = {d["t_s"]: r["values"]["active"] for d in ds for r in d["reasons"] if r["rule"] == "trigger"}
+    assert (trig[90.0], trig[105.0]) == (True, False)
+    assert downs and (downs[0]["t_s"], downs[0]["desired_replicas"]) == (160.0, 0)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["requests_ok"] == summary["requests_total"] > 0

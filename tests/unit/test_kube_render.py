@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.backends.kube.keda import keda_objects
 from scalearena.harness.backends.kube.patch import apply_json6902, strategic_merge
 from scalearena.harness.backends.kube.render import render
 from scalearena.harness.backends.kube.scenario import (
     engine_args,
     hpa_objects,
-    keda_objects,
     variant_objects,
     wva_objects,
 )

@@ -17,8 +17,9 @@ import yaml
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.backends.kube.backend import KubeBackend
+from scalearena.harness.backends.kube.keda import keda_objects
 from scalearena.harness.backends.kube.knobs import quantity
-from scalearena.harness.backends.kube.scenario import hpa_objects, keda_objects, wva_objects
+from scalearena.harness.backends.kube.scenario import hpa_objects, wva_objects
 from scalearena.harness.backends.kube.validate import object_errors
 from scalearena.harness.scenario import load_scenario
 from scalearena.harness.suite import load_suite

@@ -78,12 +78,13 @@ def test_envsubst_fills_both_forms_and_refuses_an_unset_name() -> None:
     assert substitute("a: ${X}\nb: $Y-1\nc: $$ $1", {"X": "1", "Y": "two"}, "f.yaml") == "a: 1\nb: two-1\nc: $$ $1"
     with pytest.raises(UserError) as e:
         substitute("a: 1\nb: ${MISSING}\n", {}, "f.yaml")
-    assert str(e.value) == "f.yaml: line 2: ${MISSING} has no value (expected MISSING under this autoscaler's env:)"
+    assert str(e.value) == "f.yaml: document 1: b: ${MISSING} has no value (line 2) (expected MISSING under this " \
+        "autoscaler's env:)"
 
 
 def test_a_document_of_an_unknown_kind_is_named() -> None:
-    with pytest.raises(UserError, match=r"f.yaml: document 2: unsupported object apiVersion 'apps/v1' kind "
-                                        r"'Deployment'"):
+    with pytest.raises(UserError, match=r"f.yaml: Deployment/document 2: kind: unsupported object apiVersion "
+                                        r"'apps/v1' kind 'Deployment'"):
         classify({"apiVersion": "apps/v1", "kind": "Deployment"}, "f.yaml", 1)
     assert classify({"groups": []}, "r.yaml", 0).category == "rules"
     assert classify({"externalRules": []}, "a.yaml", 0).category == "adapter"
@@ -407,3 +408,70 @@ def test_a_resource_metric_and_a_renamed_pod_label(tmp_path: Path) -> None:
         0.0, view(0.0, variant("va", spec=2, pods=ps), metrics=fake))
     # (900 + 300) milli / 2 = 600 m per pod / 500 m = 1.2 -> ceil(1.2 x 2) = 3
     assert d.desired_replicas == 3
+
+
+SCALED_OBJECT = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: my-so
+  namespace: ${NAMESPACE}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: va-qwen}
+  pollingInterval: 15
+  minReplicaCount: 1
+  maxReplicaCount: 8
+  fallback: {failureThreshold: 3, replicas: 1, behavior: currentReplicasIfHigher}
+  advanced:
+    horizontalPodAutoscalerConfig:
+      behavior:
+        scaleUp:
+          stabilizationWindowSeconds: 0
+          policies: [{type: Percent, value: 100, periodSeconds: 15}]
+    scalingModifiers:
+      formula: "max(queue, running / 16)"
+      target: "1"
+  triggers:
+    - type: prometheus
+      name: queue
+      metadata:
+        serverAddress: http://prometheus.scalearena.svc:9090
+        query: sum(model:requests_queued:sum{namespace="${NAMESPACE}"}) or vector(0)
+        threshold: "1"
+    - type: prometheus
+      name: running
+      metadata:
+        serverAddress: http://prometheus.scalearena.svc:9090
+        query: sum(vllm:num_requests_running{namespace="${NAMESPACE}"}) or vector(0)
+        threshold: "16"
+"""
+
+
+def test_scalearena_render_applies_a_scaledobject_as_written(tmp_path: Path) -> None:
+    """`scalearena render --cluster kind`: the ScaledObject goes out exactly as written (placeholders filled),
+    its recording rules become the in-cluster Prometheus' rule file, no prometheus-adapter is added (KEDA
+    serves the external metrics) and the plan asks for the KEDA operator."""
+    import yaml
+    from click.testing import CliRunner
+
+    from scalearena.harness.backends.kube.byo import uses_keda
+    from scalearena.harness.backends.kube.cli import render
+    from scalearena.harness.scenario import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "so.yaml").write_text(SCALED_OBJECT)
+    scenario = (root / "workloads" / "scenarios" / "byo-objects.yaml").read_text()
+    objects = f"      - {tmp_path / 'so.yaml'}\n      - {root / 'manifests/autoscalers/examples/rules.yaml'}\n"
+    scenario = scenario.replace("name: my-hpa", "name: my-so").split("    objects:\n")[0] + "    objects:\n" + \
+        objects + "    env: {NAMESPACE: scalearena, MODEL: qwen3-0.6b}\n" + "slo:" + scenario.split("\nslo:")[1]
+    (tmp_path / "s.yaml").write_text(scenario)
+    assert uses_keda(load_scenario(tmp_path / "s.yaml").autoscaler("my-so"))
+    done = CliRunner().invoke(render, [str(tmp_path / "s.yaml"), "--cluster", "kind", "--autoscaler", "my-so",
+                                       "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    objs = [yaml.safe_load(f.read_text()) for f in sorted((tmp_path / "out" / "my-so").iterdir())]
+    (so,) = [o for o in objs if o["kind"] == "ScaledObject"]
+    assert so == yaml.safe_load(SCALED_OBJECT.replace("${NAMESPACE}", "scalearena"))
+    assert not [o for o in objs if o["kind"] in ("HorizontalPodAutoscaler", "APIService")]
+    (prom,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config"]
+    assert yaml.safe_load(prom["data"]["scalearena-rules.yml"])["groups"][0]["rules"][0]["record"] == \
+        "model:requests_queued:sum"

@@ -58,6 +58,7 @@ from .cluster import (
 )
 from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
 from .honesty import Readiness, check_run
+from .keda import keda_objects
 from .knobs import refuse_unrendered
 from .load import InClusterLoad, choose_load, locust_objects
 from .render import Obj, render
@@ -65,7 +66,6 @@ from .sampling import Sampler
 from .scenario import (
     NAMESPACE,
     hpa_objects,
-    keda_objects,
     variant_objects,
     wva_controller_settings,
     wva_objects,

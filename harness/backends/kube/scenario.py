@@ -7,7 +7,8 @@ overlay's variant Deployments are templates: each scenario variant takes the
 template of its GPU type (else the first), gets its own name, labels, replica
 count, GPU count, node selector and engine flags, and the overlay's own
 variants are dropped. The autoscaler objects (VariantAutoscaling + actuating
-HPA, HPA, ScaledObject) are rendered per variant from the autoscaler config.
+HPA, HPA; the ScaledObject in keda.py) are rendered per variant from the
+autoscaler config.
 
 Engine flags mirror the scenario's engine section in the spelling of the
 engine the template runs: llm-d-inference-sim (kind) or vLLM (gpu-pool).
@@ -20,31 +21,20 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_BATCH
+from scalearena.contracts.series import NAMESPACE as SERIES_NAMESPACE
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.scenario import Scenario, VariantSpec
 
 from .knobs import hpa_behavior, plain, prom_duration, quantity
 from .render import Obj
 
-NAMESPACE = "scalearena"
+NAMESPACE = SERIES_NAMESPACE  # the scenario's Deployments, and the namespace label of their series
 ENGINE_IMAGE = "scalearena/serve-engine:dev"  # Dockerfile.engine
 GPU_PRODUCT = {  # scalearena GPU type -> nvidia.com/gpu.product node label (GPU feature discovery)
     "A100-80GB": "NVIDIA-A100-SXM4-80GB", "A100-40GB": "NVIDIA-A100-SXM4-40GB", "H100-SXM": "NVIDIA-H100-80GB-HBM3",
     "H100-PCIE": "NVIDIA-H100-PCIe", "H200": "NVIDIA-H200", "L40S": "NVIDIA-L40S", "L4": "NVIDIA-L4",
 }
 WVA_METRIC = [{"type": "External"}]  # the actuation HPA reads wva_desired_replicas (External): zero allowed
-KEDA_QUERIES = {  # controllers/signals.py signal -> PromQL over the scrape labels of manifests/base
-    "waiting_sum": "sum(vllm:num_requests_waiting{{{sel}}})",
-    "running_sum": "sum(vllm:num_requests_running{{{sel}}})",
-    "kv_sum": "sum(vllm:kv_cache_usage_perc{{{sel}}})",
-    "kv_mean": "avg(vllm:kv_cache_usage_perc{{{sel}}})",
-    "gateway_queue": "sum(scalearena_router_queue_size{{model_name=\"{model}\"}}) or vector(0)",
-    "queue": "(sum(vllm:num_requests_waiting{{{sel}}}) or vector(0))"
-             " + (sum(scalearena_router_queue_size{{model_name=\"{model}\"}}) or vector(0))",
-    "inflight_sum": "(sum(vllm:num_requests_waiting{{{sel}}}) or vector(0))"
-                    " + (sum(vllm:num_requests_running{{{sel}}}) or vector(0))"
-                    " + (sum(scalearena_router_queue_size{{model_name=\"{model}\"}}) or vector(0))",
-}
 
 
 def _ms(x: float) -> str:
@@ -285,40 +275,3 @@ def hpa_objects(sc: Scenario, cfg: AutoscalerConfig) -> list[Obj]:
         objs.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
                      "metadata": _meta(v.name, v.name), "spec": spec})
     return objs
-
-
-def keda_objects(sc: Scenario, cfg: AutoscalerConfig) -> list[Obj]:
-    c = cfg.model_dump()
-    signal = c.get("query", "queue")
-    if signal not in KEDA_QUERIES:
-        raise UserError(f"keda query {signal!r} has no PromQL here", where="autoscalers[keda].query",
-                        expected="one of " + ", ".join(KEDA_QUERIES))
-    behavior = hpa_behavior(cfg.behavior)  # type: ignore[attr-defined]
-    objs = []
-    for v in sc.cluster.variants:
-        sel = f'namespace="{NAMESPACE}",variant="{v.name}"'
-        meta = {"serverAddress": f"http://prometheus.{NAMESPACE}.svc:9090",
-                "query": KEDA_QUERIES[signal].format(sel=sel, model=v.model),
-                "threshold": plain(c["threshold"]), "activationThreshold": plain(c["activation_threshold"])}
-        spec: Obj = {"scaleTargetRef": _target(v), "pollingInterval": _whole_s(c["polling_interval_s"], "keda",
-                                                                               "polling_interval_s"),
-                     "cooldownPeriod": _whole_s(c["cooldown_period_s"], "keda", "cooldown_period_s"),
-                     "minReplicaCount": v.min_replicas, "maxReplicaCount": v.max_replicas,
-                     "triggers": [{"type": "prometheus", "name": signal.replace("_", "-"),
-                                   "metricType": c["metric_type"], "metadata": meta}]}
-        if behavior:
-            spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
-        if c.get("fallback"):
-            spec["fallback"] = {"failureThreshold": c["fallback"]["failure_threshold"],
-                                "replicas": c["fallback"]["replicas"]}
-        objs.append({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": _meta(v.name, v.name),
-                     "spec": spec})
-    return objs
-
-
-def _whole_s(x: float, kind: str, field: str) -> int:
-    """KEDA's intervals are whole seconds (int32 in the CRD): refuse what would be silently rounded."""
-    if x != int(x) or x < 1 and field == "polling_interval_s":
-        raise UserError(f"{field} = {x:g} s cannot be written to a ScaledObject", where=f"autoscalers[{kind}].{field}",
-                        expected="whole seconds (>= 1 for pollingInterval)")
-    return int(x)

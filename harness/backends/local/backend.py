@@ -36,6 +36,7 @@ from typing import Any
 import requests as http
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.series import NAMESPACE
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.interrupts import Interrupted
@@ -154,7 +155,7 @@ class LocalRun:
         for variant, ports in self.pods.slots.items():  # fixed slots (see pods.PodSet)
             for i, port in enumerate(ports):
                 self.prom.set_engine(f"{variant}-slot{i}", f"{LOOPBACK}:{port}",
-                                     {"variant": variant, "namespace": "local"}, pod_label=False)
+                                     {"variant": variant, "namespace": NAMESPACE}, pod_label=False)
         self.prom.start()
         argv = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "router", "--port",
                 str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",

@@ -245,9 +245,10 @@ class Simulation(RequestFlow, PodLifecycle):
                 ))
         for model, (saturation, in_flight, endpoints) in pools.items():
             # no ready endpoint: the detector fails closed at 1.0
-            queued = len(self.gateway.get(model, ())) + len(self.flows.get(model, ()))
+            held = len(self.gateway.get(model, ()))
+            queued = held + len(self.flows.get(model, ()))
             self.metrics.record_pool(model, t, queued, saturation if endpoints else 1.0,
-                                     int(in_flight), _objective(self._objective.get(model)))
+                                     int(in_flight), _objective(self._objective.get(model)), held)
         self.metrics.end_scrape(t)
         nxt = t + self.sc.metrics.scrape_interval_s
         if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:

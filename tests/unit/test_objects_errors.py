@@ -1,0 +1,134 @@
+"""Every bad-input case of issue 12 for a ScaledObject (and the HPA's query path): one UserError naming the
+file, the object (Kind/name), the field path and, for a query, the character position.
+
+Expected positions of syntax errors are the real Prometheus parser's (``promtool check rules`` on the same
+expressions, Prometheus 2.42: "1:22: parse error: unexpected end of input" is 0-based character 21).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scalearena.contracts.errors import UserError
+from scalearena.controllers.kubernetes import KubernetesConfig
+from scalearena.harness.objects import compile_objects
+from scalearena.harness.promql.position import error_position
+
+SO = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: my-so
+  namespace: ${NAMESPACE}
+spec:
+  scaleTargetRef: {name: va}
+  triggers:
+    - type: prometheus
+      name: queue
+      metadata:
+        query: QUERY
+        threshold: "3"
+"""
+Q = 'sum(llm_d_epp_flow_control_queue_size{namespace="${NAMESPACE}"}) or vector(0)'
+
+
+def compile_so(tmp_path: Path, text: str) -> KubernetesConfig:
+    (tmp_path / "so.yaml").write_text(text)
+    cfg = KubernetesConfig(objects=["so.yaml"], env={"NAMESPACE": "ns"})
+    return compile_objects(cfg, tmp_path, {"va": "m"})
+
+
+def so(query: str = Q, extra: str = "") -> str:
+    return SO.replace("QUERY", f"'{query}'") + extra
+
+
+CASES = [
+    ("unknown apiVersion", so().replace("keda.sh/v1alpha1", "keda.sh/v1beta1"),
+     "so.yaml: ScaledObject/my-so: apiVersion: unsupported object apiVersion 'keda.sh/v1beta1' kind 'ScaledObject'"),
+    ("unknown kind", so().replace("kind: ScaledObject", "kind: ScaledJob"),
+     "so.yaml: ScaledJob/my-so: kind: unsupported object apiVersion 'keda.sh/v1alpha1' kind 'ScaledJob'"),
+    ("missing field", so().replace('        threshold: "3"\n', ""),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.threshold: required field is missing"),
+    ("unknown field", so(extra="  pollingInterva: 5\n"),
+     "so.yaml: ScaledObject/my-so: spec.pollingInterva: unknown field"),
+    # 'sum(' 4 + llm_d_epp_flow_control_queue_size 33 + '{namespace="ns"}' 16 + ')' 1 + ' or vector(0)' 13
+    # + ' +' 2 = 69 characters: cut short, the error is at the end (69)
+    ("query the parser rejects", so(Q + " +"),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.query: PromQL parse error: unexpected end of input "
+     "at character 69 of"),
+    ("query with a bad token", so("sum by (a b) (x)"),
+     "spec.triggers.0.metadata.query: PromQL parse error: unexpected 'b' at character 10 of 'sum by (a b) (x)'"),
+    ("function outside the subset", so("predict_linear(x[5m], 60)"),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.query: function predict_linear() is outside the "
+     "supported PromQL subset at character 0 of"),
+    ("unresolved ${VAR} (block style)", so().replace("scaleTargetRef: {name: va}",
+                                                     "scaleTargetRef:\n    name: ${TARGET}"),
+     "so.yaml: ScaledObject/my-so: spec.scaleTargetRef.name: ${TARGET} has no value (line 8)"),
+    ("formula that does not parse", so(extra="  advanced:\n    scalingModifiers:\n      formula: 'queue * (2'\n"
+                                             "      target: '1'\n"),
+     "so.yaml: ScaledObject/my-so: spec.advanced.scalingModifiers.formula: formula 'queue * (2' does not parse: "
+     "unexpected end of formula (column 11)"),
+    ("formula naming no trigger", so(extra="  advanced:\n    scalingModifiers:\n      formula: 'queu / 2'\n"
+                                           "      target: '1'\n"),
+     "so.yaml: ScaledObject/my-so: spec.advanced.scalingModifiers.formula:"),
+    ("trigger type", so().replace("type: prometheus", "type: cpu"),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.type: trigger type 'cpu' is not supported"),
+    ("threshold not a number", so().replace('threshold: "3"', 'threshold: "three"'),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.threshold: 'three' is not a number"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "message"), CASES, ids=[c[0] for c in CASES])
+def test_each_bad_scaledobject_is_one_error_with_file_object_and_field(tmp_path: Path, case: str, text: str,
+                                                                        message: str) -> None:
+    with pytest.raises(UserError) as e:
+        compile_so(tmp_path, text)
+    assert message in str(e.value), str(e.value)
+
+
+def test_an_unresolved_placeholder_in_flow_style_still_names_file_line_and_object(tmp_path: Path) -> None:
+    text = so().replace("{name: va}", "{name: '${TARGET}'}")
+    with pytest.raises(UserError) as e:
+        compile_so(tmp_path, text)
+    assert str(e.value).startswith("so.yaml: ScaledObject/my-so: spec.scaleTargetRef.name: ${TARGET} has no value "
+                                   "(line 7)")
+
+
+def test_the_exit_code_is_2_with_one_line(tmp_path: Path) -> None:
+    from tests.unit.test_cli import scalearena
+
+    (tmp_path / "so.yaml").write_text(so(Q + " +"))
+    scenario = Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "byo-objects.yaml"
+    text = scenario.read_text().split("autoscalers:")[0] + (
+        "autoscalers:\n  - {kind: kubernetes, name: mine, objects: [so.yaml], env: {NAMESPACE: ns}}\n"
+        "slo: {ttft_ms: 1000, itl_ms: 50}\n")
+    (tmp_path / "s.yaml").write_text(text.replace("name: va-qwen", "name: va"))
+    done = scalearena("validate", str(tmp_path / "s.yaml"))
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: {tmp_path / 'so.yaml'}: ScaledObject/my-so: spec.triggers.0.metadata.query: "
+                           "PromQL parse error: unexpected end of input at character 69 of"), line
+
+
+# (query, 0-based position Prometheus 2.42 reports for it, via promtool check rules)
+PROMETHEUS_POSITIONS = [
+    ("sum(x) or vector(0) +", 21),  # 1:22: unexpected end of input
+    ("sum by (a b) (x)", 10),  # 1:11: unexpected identifier "b" in grouping opts
+    ("x +* y", 3),  # 1:4: unexpected <op:*>
+    ('sum(x{a="b"', 11),  # 1:12: unexpected end of input inside braces
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), PROMETHEUS_POSITIONS)
+def test_syntax_error_positions_match_prometheus(query: str, expected: int) -> None:
+    assert error_position(query) == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("histogram_quantile(0.9, sum by (le) (rate(x_bucket[1m]))) / 0.5 )", 64),  # the stray ")" at the end
+    ('label_replace(x, "a", "b", "c", "d") + * 2', 39),  # "*" after "+"
+    ("clamp_max(x, 2)[45s:15s] + 1", 25),  # a range vector in arithmetic: "+" is where it cannot go on
+    ("topk(3, x", 9),  # cut short
+])
+def test_syntax_error_positions_in_calls_and_subqueries(query: str, expected: int) -> None:
+    assert error_position(query) == expected
