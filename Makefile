@@ -9,6 +9,7 @@ OUT ?= results/$(CLUSTER)
 SUITE ?= $(if $(filter kind,$(CLUSTER)),workloads/suites/kind.yaml,workloads/suites/paper.yaml)
 JOBS ?=
 TIME_SCALE ?= 1
+LOCUST_WORKERS ?= 1
 SEEDS ?= 5
 
 .PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins
@@ -31,7 +32,7 @@ ifeq ($(CLUSTER),kind)
 	  rc=$$?; $(BIN)/scalearena kind down; exit $$rc
 else
 	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
-	  $(if $(filter local,$(CLUSTER)),--backend-option time_scale=$(TIME_SCALE))
+	  $(if $(filter local,$(CLUSTER)),--backend-option time_scale=$(TIME_SCALE) --backend-option locust_workers=$(LOCUST_WORKERS))
 endif
 
 kind-up: $(STAMP)

@@ -14,6 +14,14 @@ share, and it imports neither locust nor gevent.
   Times in records are scenario seconds since the run start (wall seconds x
   time scale); ``lag_ms`` (actual minus scheduled send) is in wall ms — the
   load generator's own precision, which the time scale does not change.
+* **Several load processes** (Locust's master/worker mode) split the
+  schedule deterministically: worker ``i`` of ``N`` sends exactly the
+  requests with ``request_id % N == i`` and writes ``records-<i>.jsonl``;
+  ``merge_records`` joins the files and reports any request id found twice.
+  They share one start: each worker writes its ready marker
+  (``ready_marker``) once its user runs, and waits for the start file, which
+  the harness writes with scenario time 0 (``t0``) when every marker is
+  there, so a slow worker import cannot shift one worker's schedule.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ ENV_TIMEOUT_S = "SCALEARENA_TIMEOUT_S"  # client timeout per request, scenario s
 ENV_WORKER_INDEX = "SCALEARENA_WORKER_INDEX"  # this process's share: request_id % count == index
 ENV_WORKER_COUNT = "SCALEARENA_WORKER_COUNT"
 ENV_END_S = "SCALEARENA_END_S"  # run end (duration + drain), scenario seconds: in flight then = timeout
+ENV_START_FILE = "SCALEARENA_START_FILE"  # several workers: t0 comes from this JSON file, not ENV_T0
 ENV_API = "SCALEARENA_API"  # completions | chat
 ENV_PROMPT = "SCALEARENA_PROMPT"  # words (prompt of N words) | field (extension field only)
 
@@ -84,15 +93,52 @@ def read_schedule(path: Path, worker_index: int = 0, worker_count: int = 1) -> I
         for line in f:
             if line.strip():
                 spec = spec_from_json(line)
-                if spec.request_id % worker_count == worker_index:
+                if worker_of(spec.request_id, worker_count) == worker_index:
                     yield spec
 
 
-def read_records(paths: Iterable[Path]) -> dict[int, dict[str, Any]]:
-    """Every finished request from the records files, by request_id (a torn last line is skipped)."""
+def worker_of(request_id: int, worker_count: int) -> int:
+    """The worker that sends this request: the schedule's deterministic split."""
+    return request_id % worker_count
+
+
+def ready_marker(start_file: Path, worker_index: int) -> Path:
+    """The file worker ``worker_index`` creates once its user runs and waits for the start."""
+    return start_file.with_name(f"{start_file.name}.ready-{worker_index}")
+
+
+def write_start(start_file: Path, t0: float) -> None:
+    """Hand every waiting worker scenario time 0 (epoch seconds), atomically (temp + rename)."""
+    tmp = start_file.with_name(start_file.name + ".tmp")
+    tmp.write_text(json.dumps({"t0": t0}), encoding="utf-8")
+    tmp.replace(start_file)
+
+
+def read_start(start_file: Path) -> float | None:
+    """The start file's t0, or None while it is not written."""
+    try:
+        return float(json.loads(start_file.read_text(encoding="utf-8"))["t0"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+
+
+def record_index(path: Path) -> int:
+    """The worker index in ``records-<index>.jsonl`` (-1 for another name): files sort numerically."""
+    tail = Path(path).stem.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def merge_records(paths: Iterable[Path]) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """Every finished request from the records files, by request_id, and the ids reported more than once.
+
+    Files are read in worker order (a torn last line is skipped); a duplicate keeps the first worker's
+    row. With the deterministic split no id can come from two workers, so a duplicate is a defect of
+    the load generator, which the caller reports rather than hides.
+    """
     out: dict[int, dict[str, Any]] = {}
-    for p in paths:
-        if not Path(p).is_file():
+    dup: list[int] = []
+    for p in sorted((Path(x) for x in paths), key=lambda x: (record_index(x), str(x))):
+        if not p.is_file():
             continue
         with open(p, encoding="utf-8") as f:
             for line in f:
@@ -100,8 +146,17 @@ def read_records(paths: Iterable[Path]) -> dict[int, dict[str, Any]]:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-                out[int(row["request_id"])] = row
-    return out
+                rid = int(row["request_id"])
+                if rid in out:
+                    dup.append(rid)
+                else:
+                    out[rid] = row
+    return out, sorted(dup)
+
+
+def read_records(paths: Iterable[Path]) -> dict[int, dict[str, Any]]:
+    """Every finished request from the records files, by request_id (see ``merge_records``)."""
+    return merge_records(paths)[0]
 
 
 RECORD_FIELDS = {

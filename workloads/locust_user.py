@@ -21,9 +21,15 @@ Run it two ways (both read the SCALEARENA_* variables, see
 workloads/load_handoff.py):
 * library mode, what the local backend does:
   ``python -m scalearena.workloads.locust_user --host URL --csv PREFIX``
-* Locust's own CLI, for distributed mode beyond one process's capacity:
+* Locust's own master/worker mode, beyond one process's capacity (what the
+  local backend starts with ``--backend-option locust_workers=N``, see
+  harness/backends/locust_process.py; by hand: docs/local.md):
   ``locust -f workloads/locust_user.py --headless --master ...`` plus workers
-  with distinct SCALEARENA_WORKER_INDEX (docs/local.md).
+  with distinct SCALEARENA_WORKER_INDEX. The master hands each worker one
+  user; the user sends that worker's share of the schedule. When a worker
+  quits, Locust's master re-dispatches its user to a worker still running;
+  that second user in a process sends nothing (``OpenLoopUser.dispatched``),
+  so no request goes out twice.
 
 Importing this module imports locust, which monkey-patches the standard
 library for gevent: never import it from the harness process.
@@ -62,12 +68,28 @@ class Settings:
         self.worker_index = int(e.get(load.ENV_WORKER_INDEX, "0"))
         self.worker_count = int(e.get(load.ENV_WORKER_COUNT, "1"))
         self.records = Path(e.get(load.ENV_RECORDS, "records-{worker}.jsonl").replace("{worker}", str(self.worker_index)))
+        start = e.get(load.ENV_START_FILE)
+        self.start_file = Path(start) if start else None  # t0 from this file, once every worker is ready
         self.t0 = float(e.get(load.ENV_T0, "0")) or time.time() + 0.5
         self.time_scale = float(e.get(load.ENV_TIME_SCALE, "1"))
         self.timeout_s = float(e.get(load.ENV_TIMEOUT_S, "120"))
         self.api = e.get(load.ENV_API, "completions")
         self.prompt = e.get(load.ENV_PROMPT, "words")
         self.end_s = float(e.get(load.ENV_END_S, "inf"))  # run end (duration + drain), scenario seconds
+
+    def wait_for_start(self, limit_s: float = 600.0) -> bool:
+        """With a start file: say this worker is ready, then wait (gevent) until the harness writes t0.
+        False when it never comes (the harness gave up on another worker)."""
+        if self.start_file is None:
+            return True
+        load.ready_marker(self.start_file, self.worker_index).touch()
+        deadline = time.time() + limit_s
+        while (t0 := load.read_start(self.start_file)) is None:
+            if time.time() > deadline:
+                return False
+            gevent.sleep(0.01)
+        self.t0 = t0
+        return True
 
     def scen(self, wall: float) -> float:
         """Wall epoch seconds -> scenario seconds since the run start."""
@@ -81,6 +103,7 @@ class OpenLoopUser(FastHttpUser):
     network_timeout = 600.0
     connection_timeout = 10.0
     settings: Settings | None = None
+    dispatched = False  # this process's share went out (a re-dispatched second user sends nothing)
 
     def on_start(self) -> None:
         if OpenLoopUser.settings is None:
@@ -96,6 +119,12 @@ class OpenLoopUser(FastHttpUser):
     @task
     def run_schedule(self) -> None:
         cfg = self.cfg
+        if OpenLoopUser.dispatched:
+            raise StopUser()
+        OpenLoopUser.dispatched = True
+        if not cfg.wait_for_start():
+            self._quit()
+            raise StopUser()
         for spec in load.read_schedule(cfg.schedule, cfg.worker_index, cfg.worker_count):
             due = cfg.t0 + spec.arrival_s / cfg.time_scale
             delay = due - time.time()
@@ -107,10 +136,21 @@ class OpenLoopUser(FastHttpUser):
         end_wall = min(cfg.t0 + cfg.end_s / cfg.time_scale, last_due + cfg.timeout_s / cfg.time_scale + 1.0)
         self.inflight.join(timeout=max(0.0, end_wall - time.time()))
         self.inflight.kill(exception=RunEnded, block=True, timeout=10.0)  # still in flight at the end: timeout
-        runner = self.environment.runner
-        if runner is not None:
-            gevent.spawn_later(0.1, runner.quit)
+        self._quit()
         raise StopUser()
+
+    def _quit(self) -> None:
+        """This process is done: library mode stops; a worker tells the master (the last one ends the run)."""
+        self.out.flush()
+        runner = self.environment.runner
+        if runner is None:
+            return
+        # a worker's quit does not send the stats of its last report interval (3 s): send them first, so the
+        # master's CSV counts every request (WorkerRunner._send_stats, what the worker does on the master's quit)
+        final_report = getattr(runner, "_send_stats", None)
+        if callable(final_report) and getattr(runner, "client", None) is not None:
+            final_report()
+        gevent.spawn_later(0.1, runner.quit)
 
     # -- one request ---------------------------------------------------------------------------------
     def body(self, spec: Any) -> tuple[str, dict[str, Any]]:

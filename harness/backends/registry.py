@@ -41,6 +41,11 @@ class LocalOptions(_Options):
     prompt: Literal["words", "field"] = Field(
         default="words", description="How the prompt length reaches the engine: a prompt of N words, or only "
                                      "the scalearena_prompt_tokens extension field.")
+    locust_workers: int = Field(
+        default=1, ge=1, le=64,
+        description="Load generator processes: 1 runs Locust in one process (about 500 req/s here); N > 1 runs "
+                    "Locust's master/worker mode with N workers, each sending a deterministic share of the "
+                    "schedule (request_id % N), records merged. Give each worker a core of its own.")
 
 
 class KubeOptions(_Options):
@@ -80,7 +85,7 @@ def _sim(o: SimOptions) -> Any:
 def _local(o: LocalOptions) -> Any:
     from .local.backend import LocalBackend
 
-    return LocalBackend(time_scale=o.time_scale, api=o.api, prompt=o.prompt)
+    return LocalBackend(time_scale=o.time_scale, api=o.api, prompt=o.prompt, locust_workers=o.locust_workers)
 
 
 def _kube(mode: str) -> Callable[[KubeOptions], Any]:
@@ -96,7 +101,8 @@ KUBE_ENV = {"image_prefix": "SCALEARENA_IMAGE_PREFIX", "gateway": "SCALEARENA_GA
             "load_workers": "SCALEARENA_LOAD_WORKERS"}
 BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry("sim", SimOptions, {}, _sim),
-    "local": BackendEntry("local", LocalOptions, {"time_scale": "SCALEARENA_TIME_SCALE"}, _local),
+    "local": BackendEntry("local", LocalOptions, {"time_scale": "SCALEARENA_TIME_SCALE",
+                                                  "locust_workers": "SCALEARENA_LOCUST_WORKERS"}, _local),
     "kind": BackendEntry("kind", KubeOptions, KUBE_ENV, _kube("kind")),
     "cluster": BackendEntry("cluster", KubeOptions, KUBE_ENV, _kube("cluster")),
 }

@@ -64,7 +64,18 @@ def test_flag_parsing_and_unknown_cluster() -> None:
 
 def test_built_backends_carry_the_options() -> None:
     local = build_backend("local", {"time_scale": "4", "api": "chat"})
-    assert (local.time_scale, local.api, local.prompt) == (4.0, "chat", "words")
+    assert (local.time_scale, local.api, local.prompt, local.locust_workers) == (4.0, "chat", "words", 1)
+    assert build_backend("local", {"locust_workers": "3"}).locust_workers == 3
+
+
+def test_locust_workers_from_the_flag_or_the_environment_within_bounds() -> None:
+    assert resolve_options("local", {}, env={"SCALEARENA_LOCUST_WORKERS": "4"}) == LocalOptions(locust_workers=4)
+    assert resolve_options("local", {"locust_workers": "2"}, env={"SCALEARENA_LOCUST_WORKERS": "4"}).locust_workers == 2
+    for bad in ("0", "65", "two"):
+        with pytest.raises(UserError, match="locust_workers"):
+            resolve_options("local", {"locust_workers": bad}, env={})
+    with pytest.raises(UserError, match="unknown option 'locust_workers' for --cluster sim"):
+        resolve_options("sim", {"locust_workers": "2"}, env={})
     kube = build_backend("cluster", {"image_prefix": "reg.example/org", "gateway": "epp", "keep": "true"})
     assert (kube.mode, kube.image_prefix, kube.gateway, kube.keep) == ("cluster", "reg.example/org", "epp", True)
 

@@ -61,13 +61,14 @@ class LocalBackend:
     """``Backend`` for ``--cluster local``.
 
     Options (validated and documented in backends/registry.py ``LocalOptions``): ``time_scale``,
-    ``api`` (completions | chat), ``prompt`` (words | field).
+    ``api`` (completions | chat), ``prompt`` (words | field), ``locust_workers`` (load processes).
     """
 
-    def __init__(self, time_scale: float = 1.0, api: str = "completions", prompt: str = "words") -> None:
+    def __init__(self, time_scale: float = 1.0, api: str = "completions", prompt: str = "words",
+                 locust_workers: int = 1) -> None:
         """Options as validated by backends/registry.py (LocalOptions)."""
         self.time_scale = float(time_scale)
-        self.api, self.prompt = api, prompt
+        self.api, self.prompt, self.locust_workers = api, prompt, int(locust_workers)
 
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, progress: Any = None) -> None:
         LocalRun(scenario, autoscaler, writer, progress, self).run()
@@ -180,7 +181,8 @@ class LocalRun:
         self.locust = LocustProcess(
             self.dir, self.router_url, end_s=self.end_s, timeout_s=self.sc.client.timeout_s, time_scale=self.scale,
             options={load.ENV_API: self.opts.api, load.ENV_PROMPT: self.opts.prompt}, csv=self.dir / "locust",
-            spawn=lambda argv, env: self.sup.start("locust", argv, env=env).proc)  # the supervisor also owns it
+            spawn=lambda name, argv, env: self.sup.start(name, argv, env=env).proc,  # the supervisor also owns it
+            workers=self.opts.locust_workers)
         self.clock.t0 = self.locust.start(self.requests, lead_s=2.0)
         while time.time() < self.t0:
             time.sleep(0.01)
@@ -226,7 +228,7 @@ class LocalRun:
         """Every scheduled request exactly once: Locust's record, else an unsent `error` record."""
         if not final and self.locust is not None:
             self.locust.stop(3.0)  # flushes what it has; records are line-buffered
-        rows = load.read_records(sorted(self.dir.glob("records-*.jsonl")))
+        rows, duplicates = load.merge_records(self.dir.glob("records-*.jsonl"))
         end = self.now() if self.t0 else 0.0
         lags = sorted(r["lag_ms"] for r in rows.values() if r.get("lag_ms") is not None)
         recs = []
@@ -239,10 +241,14 @@ class LocalRun:
                 return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3)
             self.writer.meta["send_lag_ms"] = {"p50": pct(0.50), "p99": pct(0.99), "max": round(lags[-1], 3)}
         self.writer.meta["unreported_requests"] = sum(1 for s in self.requests if s.request_id not in rows)
+        self.writer.meta["locust_workers"] = self.opts.locust_workers
+        if duplicates:  # the load generator sent a request twice: counted once, and said
+            self.writer.meta["duplicate_records"] = len(duplicates)
         (self.dir / "local.json").write_text(json.dumps({
             "time_scale": self.scale, "t0_wall": self.t0, "router": self.router_url, "prometheus": self.prom.url,
             "send_lag_ms": self.writer.meta.get("send_lag_ms"), "events": self.writer.meta.get("events", []),
             "unreported_requests": self.writer.meta["unreported_requests"],
+            "locust_workers": self.opts.locust_workers, "duplicate_records": duplicates[:100],
         }, indent=2, default=str))
 
 
