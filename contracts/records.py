@@ -34,6 +34,7 @@ class RequestRecord:
     e2e_ms: float  # end_s - arrival_s
     scheduled_s: float | None = None  # open-loop schedule time (local/kube; send lag = arrival_s - scheduled_s)
     requested_output_tokens: int | None = None  # output tokens asked for (max_tokens)
+    prefill_pod: str | None = None  # P/D: the pod that prefilled it (``pod`` decoded it); None: aggregated
 
 
 REQUEST_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RequestRecord))

@@ -98,7 +98,8 @@ CATALOGUE: tuple[SeriesSpec, ...] = (
     SeriesSpec(EPP_POOL_SATURATION, "gauge", _EPP, _EPP_SRC, "pool saturation, 0..1+ (above 1: throttling)"),
     SeriesSpec(EPP_REQUEST_RUNNING, "gauge", _EPP, _EPP_SRC, "requests in flight across the pool"),
     SeriesSpec(EPP_INFLIGHT_TOKENS, "gauge", (*_EPP, "endpoint_name", "producer_name"), _EPP_SRC,
-               "tokens in flight per endpoint (producer_name=inflight-load-producer)"),
+               "uncached prompt tokens routed to the endpoint, until their first token (producer_name="
+               "inflight-load-producer)"),
     SeriesSpec(EPP_TTFT_HIST, "histogram", (*_EPP, "target_model_name"), _EPP_SRC, "observed TTFT per request"),
     SeriesSpec(EPP_PREDICTED_TTFT_HIST, "histogram", (*_EPP, "target_model_name"), _EPP_SRC,
                "predicted TTFT per request"),

@@ -39,6 +39,23 @@ request in its flow queues until a later ``route`` finds room. Within one
 refresh slot each request sent to a pod counts as one more waiting there, so a
 freed pool takes queue_threshold requests per pod per slot, not the whole queue
 at once on a stale snapshot.
+
+Prefill/decode disaggregation (variants of ``role: prefill`` / ``decode``), as llm-d's
+disagg-profile-handler runs its two scheduling profiles: the decode profile picks among the
+model's ``decode`` and ``both`` pods first (the scorers above); then the P/D decider
+(llm-d-inference-scheduler ``prefix-based-pd-decider``: with ``non_cached_tokens`` N > 0, a prompt
+shorter than N, or whose part the chosen decode pod is not believed to hold is shorter than N, is
+served decode-only; N = 0 always disaggregates) sends it through a prefill pod, picked by the same
+scorers among the ``prefill`` pods. No ready prefill pod: decode-only (upstream's ProcessResults
+keeps the decode result when the prefill profile fails). Admission looks at both pools: a request
+is rejected (or held) when every decode pod, or every prefill pod, is saturated. The prefix index
+remembers the prompt on both pods (the decode pod receives the prompt's KV).
+
+In-flight tokens (llm-d EPP ``inflight-load-producer``, the series ``llm_d_epp_inflight_tokens``):
+each routed request books its prompt tokens the target is not believed to hold (prompt - prefix
+match) on every pod it was scheduled to (decode and, for P/D, prefill); the caller releases them
+when the first token reaches the client (upstream: StartOfStream, with
+addEstimatedOutputTokens false, its default) or when the request ends without one.
 """
 from __future__ import annotations
 
@@ -68,13 +85,20 @@ class RoutedPod:
     indexed_blocks: int = 0
     sent: int = 0  # requests routed here in the current refresh slot (flow control's saturation test)
     owner: Any = None  # the backend's pod object
+    role: str = "both"  # llm-d.ai/role: both | prefill | decode
+    inflight_tokens: int = 0  # uncached prompt tokens routed here whose first token has not come back
+
+
+Booking = tuple[tuple[RoutedPod, int], ...]  # (pod, in-flight tokens booked on it)
 
 
 @dataclass(frozen=True)
 class Route:
     kind: Literal["pod", "reject", "queue", "hold"]
-    pod: RoutedPod | None = None
+    pod: RoutedPod | None = None  # the pod that decodes (and streams) the request
     scores: dict[str, float] | None = None
+    prefill: RoutedPod | None = None  # P/D: the pod that prefills it first (None: served by ``pod`` alone)
+    booked: Booking = ()  # in-flight tokens to release at the first token (``Router.release``)
 
 
 class Router:
@@ -83,20 +107,24 @@ class Router:
         self.w = spec.scorers
         self.adm = spec.admission
         self.rng = random.Random(seed)
-        self._pods: dict[str, list[RoutedPod]] = {}  # model -> ready pods (insertion order)
+        self._pods: dict[str, list[RoutedPod]] = {}  # model -> ready decode / both pods (insertion order)
+        self._prefill: dict[str, list[RoutedPod]] = {}  # model -> ready prefill pods
         self._slot: dict[str, int] = {}
         self._base: dict[str, tuple[list[float], float, list[int], bool]] = {}
         self._index: dict[Any, dict[str, RoutedPod]] = {}  # prefix key -> pods believed to hold it
 
     # ---- membership -------------------------------------------------------------------------------
     def add_pod(self, model: str, pod: RoutedPod) -> None:
-        self._pods.setdefault(model, []).append(pod)
-        self._slot.pop(model, None)
+        pools, key = self._pool(model, pod.role)
+        pools.setdefault(model, []).append(pod)
+        self._slot.pop(key, None)
 
     def remove_pod(self, model: str, pod: RoutedPod) -> None:
-        pods = self._pods.get(model, [])
+        pools, key = self._pool(model, pod.role)
+        pods = pools.get(model, [])
         if pod in pods:
             pods.remove(pod)
+        pod.inflight_tokens = 0  # upstream prunes a removed endpoint's series (llm-d-router#2577)
         for key in pod.prefixes:
             holders = self._index.get(key)
             if holders is not None:
@@ -105,10 +133,20 @@ class Router:
                     del self._index[key]
         pod.prefixes.clear()
         pod.indexed_blocks = 0
-        self._slot.pop(model, None)
+        self._slot.pop(key, None)
+
+    def _pool(self, model: str, role: str) -> tuple[dict[str, list[RoutedPod]], str]:
+        """The pods map and refresh key of a role's pool (decode and both pods share the model's)."""
+        return (self._prefill, f"{model}\x00prefill") if role == "prefill" else (self._pods, model)
 
     def ready_pods(self, model: str) -> list[RoutedPod]:
         return self._pods.get(model, [])
+
+    @staticmethod
+    def release(booked: Booking) -> None:
+        """The first token reached the client (or the request ended): drop its in-flight tokens."""
+        for pod, n in booked:
+            pod.inflight_tokens = max(0, pod.inflight_tokens - n)
 
     # ---- picking ----------------------------------------------------------------------------------
     def route(self, now: float, req: RequestSpec, units: Units | None = None) -> Route:
@@ -116,41 +154,70 @@ class Router:
         pods = self._pods.get(req.model)
         if not pods:
             return Route("queue")
-        base, _, ties, all_saturated = self._refresh(now, req.model, pods)
-        if self.adm.kind == "saturation" and all_saturated:
+        refreshed = self._refresh(now, req.model, pods)
+        prefill = self._prefill.get(req.model)
+        pf = self._refresh(now, f"{req.model}\x00prefill", prefill) if prefill else None
+        if self.adm.kind == "saturation" and (refreshed[3] or (pf is not None and pf[3])):
             return Route("reject")
         if self.adm.kind == "flow_control" and self.saturated(req.model):
             return Route("hold")
         if units is None:
             units = prefix_units(req)
         keys, sizes = chain_keys(units, 1) if units else ((), ())  # sizes: tokens per unit
+        total = max(1, req.input_tokens, sum(sizes))
+        pod = self._pick(pods, refreshed, keys, sizes, total)
+        matched = self._matched(pod, keys, sizes) if keys else 0
+        p_pod = None
+        if pf is not None and prefill and self._disaggregate(req.input_tokens, matched):
+            p_pod = self._pick(prefill, pf, keys, sizes, total)
+        booked: list[tuple[RoutedPod, int]] = [(pod, max(0, req.input_tokens - matched))]
+        if p_pod is not None:
+            booked.append((p_pod, max(0, req.input_tokens - (self._matched(p_pod, keys, sizes) if keys else 0))))
+        for target, n in booked:
+            if keys:
+                self._remember(target, keys, sizes)
+            target.sent += 1
+            target.inflight_tokens += n
+        return Route("pod", pod, prefill=p_pod, booked=tuple(booked))
+
+    def _pick(self, pods: list[RoutedPod], refreshed: tuple[list[float], float, list[int], bool],
+              keys: tuple[int, ...], sizes: tuple[int, ...], total: int) -> RoutedPod:
+        """The highest weighted score of one pool (prefix affinity among the pods believed to hold the
+        prompt's first unit), ties broken by the seeded random choice."""
+        base, _, ties, _ = refreshed
         if keys and self.w.prefix_cache > 0.0:
             cand: dict[int, float] = {}
             holders = self._index.get(keys[0])
             if holders:
                 pos = {p.name: i for i, p in enumerate(pods)}
-                total = max(1, req.input_tokens, sum(sizes))
                 for name, p in holders.items():
                     i = pos.get(name)
                     if i is not None:
                         cand[i] = base[i] + self.w.prefix_cache * self._matched(p, keys, sizes) / total
             best = max([base[ties[0]], *cand.values()])
             choice = sorted({i for i in ties if base[i] >= best} | {i for i, s in cand.items() if s >= best})
-            pod = pods[choice[0] if len(choice) == 1 else self.rng.choice(choice)]
-        else:
-            pod = pods[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
-        if keys:
-            self._remember(pod, keys, sizes)
-        pod.sent += 1
-        return Route("pod", pod)
+            return pods[choice[0] if len(choice) == 1 else self.rng.choice(choice)]
+        return pods[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
+
+    def _disaggregate(self, prompt_tokens: int, matched: int) -> bool:
+        """prefix-based-pd-decider: P/D unless the prompt or its part not cached on the decode pod is short."""
+        n = self.spec.disaggregation.non_cached_tokens
+        return n <= 0 or (prompt_tokens >= n and prompt_tokens - matched >= n)
 
     def saturated(self, model: str) -> bool:
         """Flow control's saturation detector: every ready pod at waiting (plus what this slot sent it)
-        >= queue_threshold or KV usage >= kv_threshold (on the last refreshed snapshot)."""
+        >= queue_threshold or KV usage >= kv_threshold (on the last refreshed snapshot), in the decode
+        pool or in the prefill pool."""
         kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
-        return all(p.snapshot[0] + p.sent >= q_t or p.snapshot[2] >= kv_t for p in self._pods.get(model, ()))
+
+        def full(pods: list[RoutedPod]) -> bool:
+            return all(p.snapshot[0] + p.sent >= q_t or p.snapshot[2] >= kv_t for p in pods)
+
+        prefill = self._prefill.get(model)
+        return full(self._pods.get(model, [])) or bool(prefill and full(prefill))
 
     def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[float], float, list[int], bool]:
+        """One pool's snapshot scores (``model`` is the pool's key: the model, or its prefill pool's)."""
         slot = int(now / self.spec.refresh_s)
         if self._slot.get(model) == slot:
             return self._base[model]

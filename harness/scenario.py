@@ -8,7 +8,6 @@ field path and what was expected.
 """
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
@@ -35,6 +34,7 @@ from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.registry import REGISTRY
 from scalearena.workloads.spec import WorkloadSpec
 
+from .disagg_spec import ROLE_DESCRIPTION, DisaggregationSpec, KVTransferSpec, Role, check_roles
 from .engine.catalog import GPUSpec
 from .engine_spec import ConstantLatency as ConstantLatency  # re-exported: importers of the scenario schema
 from .engine_spec import EngineSpec as EngineSpec
@@ -43,7 +43,9 @@ from .engine_spec import RooflineLatency as RooflineLatency
 from .engine_spec import _Spec  # the one base of the scenario's models
 from .engine_spec import step_model as step_model
 from .hardware import GPUTypeSpec
-from .safe_yaml import parse_yaml, read_yaml
+from .overrides import apply_overrides as apply_overrides  # re-exported: suite.py, paper/plans.py
+from .overrides import parse_override as parse_override
+from .safe_yaml import read_yaml
 from .schema_help import format_validation_error as format_validation_error
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ class VariantSpec(_Spec):
         default=30.0, ge=0, description="Grace period; requests still running at its end fail as killed."
     )
     engine: EngineSpec = Field(description="Serving engine settings.")
+    role: Role = Field(default="both", description=ROLE_DESCRIPTION)
 
     @model_validator(mode="after")
     def _bounds(self) -> VariantSpec:
@@ -93,6 +96,7 @@ class ClusterSpec(_Spec):
     )
     gpu_types: dict[str, GPUTypeSpec] = Field(
         default_factory=dict, description="Own GPU types by name (datasheet figures); override catalog entries.")
+    kv_transfer: KVTransferSpec = Field(default_factory=KVTransferSpec, description="Prefill-to-decode KV hand-off.")
 
     @model_validator(mode="after")
     def _unique(self) -> ClusterSpec:
@@ -110,6 +114,7 @@ class ClusterSpec(_Spec):
                 err = PydanticCustomError("value_error", msg)  # raised at the variant's own field path
                 raise ValidationError.from_exception_data(
                     "ClusterSpec", [InitErrorDetails(type=err, loc=("variants", i, "gpu"), input=v.gpu)])
+        check_roles(self.variants, self.kv_transfer)
         return self
 
     def gpu(self, name: str) -> GPUSpec:
@@ -149,6 +154,7 @@ class RouterSpec(_Spec):
     scorers: ScorerWeights = Field(default_factory=ScorerWeights, description="Scorer weights.")
     admission: AdmissionSpec = Field(default_factory=AdmissionSpec, description="Admission control.")
     refresh_s: float = Field(default=0.05, gt=0, description="How often the router refreshes pod metrics, s.")
+    disaggregation: DisaggregationSpec = Field(default_factory=DisaggregationSpec, description="P/D decider.")
 
 
 # ---- faults ------------------------------------------------------------------------------------
@@ -308,40 +314,6 @@ class Scenario(_Spec):
 
 
 # ---- loading -----------------------------------------------------------------------------------
-
-
-def parse_override(item: str) -> tuple[list[str], Any]:
-    if "=" not in item:
-        raise UserError(f"--set {item!r}: missing '='", expected="dotted.key=value")
-    key, raw = item.split("=", 1)
-    if not key:
-        raise UserError(f"--set {item!r}: empty key", expected="dotted.key=value")
-    return key.split("."), parse_yaml(raw, f"--set {key}")
-
-
-def apply_overrides(data: Any, overrides: list[str], where: str = "--set") -> Any:
-    """Apply ``dotted.key=value`` overrides; list items are addressed by index."""
-    data = copy.deepcopy(data)
-    for item in overrides:
-        keys, value = parse_override(item)
-        node = data
-        for i, k in enumerate(keys):
-            last = i == len(keys) - 1
-            if isinstance(node, list):
-                if not k.isdigit() or int(k) >= len(node):
-                    raise UserError(f"--set {item!r}: {'.'.join(keys[: i + 1])} is not a list index", where=where)
-                if last:
-                    node[int(k)] = value
-                else:
-                    node = node[int(k)]
-            elif isinstance(node, dict):
-                if last:
-                    node[k] = value
-                else:
-                    node = node.setdefault(k, {})
-            else:
-                raise UserError(f"--set {item!r}: {'.'.join(keys[:i])} is not a mapping", where=where)
-    return data
 
 
 def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> Scenario:

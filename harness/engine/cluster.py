@@ -48,6 +48,7 @@ class Pod:
     last_busy: float = 0.0  # engine busy_s at the previous scrape
     last_scrape: float | None = None
     sample_busy: float = 0.0  # engine busy_s at the previous timeseries sample
+    link_free_s: float = 0.0  # P/D prefill pod: when its KV link has sent everything queued on it
 
 
 @dataclass(eq=False)
@@ -60,6 +61,7 @@ class Deployment:
     replicas: int
     pods: list[Pod] = field(default_factory=list)
     counter: int = 0
+    kv_hold_timeout_s: float = 480.0  # P/D: cluster.kv_transfer.abort_timeout_s
 
     @property
     def name(self) -> str:
@@ -75,7 +77,16 @@ class Deployment:
     def new_engine(self) -> Engine:
         e = self.spec.engine
         return Engine(self.latency, self.num_gpu_blocks, e.block_size, e.max_num_seqs, e.max_waiting_queue,
-                      e.max_model_len, e.max_num_batched_tokens, e.enable_prefix_caching)
+                      e.max_model_len, e.max_num_batched_tokens, e.enable_prefix_caching, self.kv_hold_timeout_s)
+
+    def pod_name(self) -> str:
+        """``<variant>-<n>``; a prefill or decode variant whose name lacks its role gets it inserted
+        (``<variant>-<role>-<n>``), so llm-d's role selectors (pod=~".*decode.*",
+        endpoint_name=~".*prefill.*") find its pods."""
+        role = self.spec.role
+        if role == "both" or role in self.spec.name:
+            return f"{self.spec.name}-{self.counter}"
+        return f"{self.spec.name}-{role}-{self.counter}"
 
     def victims(self, n: int) -> list[Pod]:
         """The ``n`` pods a ReplicaSet deletes first (see module docstring)."""

@@ -120,6 +120,12 @@ class KubeBackend:
         return f"{self.image_prefix.rstrip('/')}/{name.split('/', 1)[1]}"
 
     def plan(self, sc: Scenario, autoscaler: AutoscalerConfig) -> list[Obj]:
+        for i, v in enumerate(sc.cluster.variants):
+            if v.role != "both":  # bad input, never silently served aggregated
+                raise UserError(f"role {v.role!r}: prefill/decode disaggregation is not rendered for Kubernetes "
+                                "(no llm-d routing sidecar, NIXL KV transfer or P/D EPP profiles in manifests/)",
+                                where=f"cluster.variants[{i}].role", expected="role: both on CLUSTER=kind/cluster, "
+                                "or run P/D on sim/local")
         overlay = "kind" if self.mode == "kind" else "gpu-pool"
         objs = with_gateway(self.gateway, sc, variant_objects(sc, render(self.manifests / "overlays" / overlay)),
                             self.manifests)

@@ -1,8 +1,9 @@
 """The simulator's event loop: one heap of events on a virtual clock.
 
 ``Simulation`` pops events in (time, kind priority, sequence) order and hands
-each to its handler; requests (requests.RequestFlow) and pods
-(pods.PodLifecycle) are mixins over the same state. Scrapes fill
+each to its handler; requests (requests.RequestFlow), their prefill/decode
+hand-off (handoff.Handoff) and pods (pods.PodLifecycle) are mixins over the
+same state. Scrapes fill
 ``MemoryMetrics`` on their own phase; decisions and samples go through the
 control plane (harness.control.plane.ControlPlane), the same one the local
 and kube backends run.
@@ -40,11 +41,13 @@ from .events import (
     FAULT,
     FLOW,
     GRACE_END,
+    KV_DONE,
     POD_READY,
     SAMPLE,
     SCRAPE,
     TIMEOUT,
 )
+from .handoff import Handoff
 from .pods import PodLifecycle
 from .requests import RequestFlow, _Req
 
@@ -70,7 +73,7 @@ class SimBackend:
         Simulation(scenario, autoscaler, writer, requests, progress).run()
 
 
-class Simulation(RequestFlow, PodLifecycle):
+class Simulation(RequestFlow, Handoff, PodLifecycle):
     def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: list,
                  progress: Progress | None = None, policy: Autoscaler | None = None) -> None:
         self.sc, self.config, self.writer, self.progress = sc, config, writer, progress
@@ -84,7 +87,9 @@ class Simulation(RequestFlow, PodLifecycle):
         self.deps: list[Deployment] = []
         for i, v in enumerate(sc.cluster.variants):
             lat, blocks = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"cluster.variants[{i}].engine")
-            self.deps.append(Deployment(v, lat, blocks, v.start_replicas))
+            self.deps.append(Deployment(v, lat, blocks, v.start_replicas,
+                                        kv_hold_timeout_s=sc.cluster.kv_transfer.abort_timeout_s))
+        self._kv_bytes = self.kv_sizes()
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
         self.gateway: dict[str, list[_Req]] = {m: [] for m in self.models}
         adm = sc.router.admission
@@ -165,6 +170,7 @@ class Simulation(RequestFlow, PodLifecycle):
             ENGINE: self.on_engine, POD_READY: self.on_ready, GRACE_END: self.on_grace_end,
             ARRIVAL: self.on_arrival, TIMEOUT: self.on_timeout, FAULT: self.on_fault, SCRAPE: self.on_scrape,
             DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample, FLOW: self.on_flow,
+            KV_DONE: self.on_kv_done,
         }
         heap, clock = self._heap, self.clock
         while heap:
@@ -241,7 +247,7 @@ class Simulation(RequestFlow, PodLifecycle):
                     t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
                     m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
                     float(m.prefix_cache_queries), float(m.prefix_cache_hits),
-                    float(m.prompt_tokens_total), float(m.generation_tokens_total), float(m.held_tokens),
+                    float(m.prompt_tokens_total), float(m.generation_tokens_total), float(pod.routed.inflight_tokens),
                 ))
         for model, (saturation, in_flight, endpoints) in pools.items():
             # no ready endpoint: the detector fails closed at 1.0

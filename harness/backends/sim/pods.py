@@ -44,6 +44,8 @@ class PodLifecycle:
 
         def record(self, req: Any, t: float, status: str, http: int, tokens: int) -> None: ...
 
+        def leave_partner(self, t: float, req: Any, pod: Pod, notify: bool) -> None: ...
+
     def dep(self, name: str) -> Deployment:
         for d in self.deps:
             if d.name == name:
@@ -61,10 +63,10 @@ class PodLifecycle:
         self.schedule_pending()
 
     def create_pod(self, d: Deployment) -> None:
-        name = f"{d.name}-{d.counter}"
+        name = d.pod_name()
         d.counter += 1
         engine = d.new_engine()
-        routed = RoutedPod(name, engine, d.spec.engine.block_size, capacity_blocks=d.num_gpu_blocks)
+        routed = RoutedPod(name, engine, d.spec.engine.block_size, capacity_blocks=d.num_gpu_blocks, role=d.spec.role)
         pod = Pod(name, d.name, d.spec.model, self.t, engine, routed, next(self._pod_seq))
         routed.owner = pod
         d.pods.append(pod)
@@ -118,10 +120,13 @@ class PodLifecycle:
         self.kill(pod, t, "killed", 0)
 
     def kill(self, pod: Pod, t: float, status: str, http: int) -> None:
-        for rid, tokens in pod.engine.kill_all(t):
-            req = pod.inflight.pop(rid, None)
-            if req is not None:
-                self.record(req, t, status, http, tokens)
+        victims = [(pod.inflight.pop(rid), tokens) for rid, tokens in pod.engine.kill_all(t) if rid in pod.inflight]
+        victims += [(req, 0) for req in pod.inflight.values()]  # P/D: held outside the engine (sidecar, kept KV)
+        pod.inflight.clear()
+        for req, tokens in victims:
+            self.record(req, t, status, http, tokens)
+        for req, _ in victims:  # then the other pod of a P/D pair drops them (all recorded first)
+            self.leave_partner(t, req, pod, notify=False)
         self.pod_gone(pod, t)
 
     def pod_gone(self, pod: Pod, t: float) -> None:

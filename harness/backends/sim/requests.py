@@ -20,13 +20,15 @@ from .events import ARRIVAL, ENGINE, FLOW, TIMEOUT
 
 
 class _Req:
-    __slots__ = ("spec", "pod", "first_token_s", "done")
+    __slots__ = ("spec", "pod", "first_token_s", "done", "prefill_pod", "booked")
 
     def __init__(self, spec: Any) -> None:
         self.spec = spec
-        self.pod: Pod | None = None
+        self.pod: Pod | None = None  # the pod that decodes and streams it
         self.first_token_s: float | None = None
         self.done = False
+        self.prefill_pod: Pod | None = None  # P/D: the pod that prefilled it (handoff.py)
+        self.booked: tuple = ()  # the router's in-flight tokens, released at the first token
 
 
 class RequestFlow:
@@ -51,6 +53,14 @@ class RequestFlow:
         def arm_fast(self, t: float) -> None: ...
 
         def pod_gone(self, pod: Pod, t: float) -> None: ...
+
+        def start_pd(self, t: float, req: _Req, decode: Pod, prefill: Pod) -> None: ...
+
+        def prefill_done(self, t: float, req: _Req) -> None: ...
+
+        def kv_pull(self, t: float, req: _Req, tokens: int) -> None: ...
+
+        def end_pd(self, t: float, req: _Req, status: str, http: int, notify: bool = True) -> None: ...
 
     def on_arrival(self, t: float, _: Any) -> None:
         spec = self.requests[self._next_arrival]
@@ -103,7 +113,15 @@ class RequestFlow:
                 q.append(req)
                 self.arm_fast(t)
             return
-        self.submit(t, req, route.pod.owner)  # type: ignore[union-attr]
+        self.send(t, req, route)
+
+    def send(self, t: float, req: _Req, route: Any) -> None:
+        """A routed request to its pod, or to its prefill pod first (P/D, handoff.py)."""
+        req.booked = route.booked
+        if route.prefill is not None:
+            self.start_pd(t, req, route.pod.owner, route.prefill.owner)
+        else:
+            self.submit(t, req, route.pod.owner)
 
     def submit(self, t: float, req: _Req, pod: Pod) -> None:
         spec = req.spec
@@ -136,7 +154,7 @@ class RequestFlow:
             route = self.router.route(t, fq.peek().spec)
             if route.kind != "pod":
                 break
-            self.submit(t, fq.pop(), route.pod.owner)  # type: ignore[union-attr]
+            self.send(t, fq.pop(), route)
 
     def on_flow(self, t: float, model: str) -> None:
         self._flow_tick.pop(model, None)
@@ -159,6 +177,10 @@ class RequestFlow:
             return
         pod = req.pod
         tokens = 0
+        if req.prefill_pod is not None and req.spec.request_id in pod.inflight:  # type: ignore[union-attr]
+            self.end_pd(t, req, "timeout", 0)  # both pods drop it; D's abort frees P's kept KV
+            self.drain(pod, t)  # type: ignore[arg-type]
+            return
         if pod is not None and req.spec.request_id in pod.inflight:
             tokens = pod.engine.abort(t, req.spec.request_id) or 0
             del pod.inflight[req.spec.request_id]
@@ -178,6 +200,9 @@ class RequestFlow:
             return
         req.done = True
         self.inflight -= 1
+        if req.booked:
+            self.router.release(req.booked)
+            req.booked = ()
         s = req.spec
         ft = req.first_token_s
         itl = None
@@ -194,6 +219,7 @@ class RequestFlow:
             variant=pod.variant if pod else None, pod=pod.name if pod else None,
             ttft_ms=None if ft is None else (ft - s.arrival_s) * 1000.0, itl_ms=itl,
             e2e_ms=(t - s.arrival_s) * 1000.0, requested_output_tokens=s.output_tokens,
+            prefill_pod=req.prefill_pod.name if req.prefill_pod else None,
         ))
 
     def on_engine(self, t: float, payload: tuple[Pod, int]) -> None:
@@ -209,8 +235,17 @@ class RequestFlow:
             req = pod.inflight.get(ev.rid)
             if req is None:
                 continue
+            if req.prefill_pod is pod:  # P/D, on its prefill pod: its one token is not streamed
+                if ev.kind == "finished":
+                    self.prefill_done(ev.t, req)
+                continue
             if ev.kind == "first_token":
                 req.first_token_s = ev.t
+                if req.booked:  # the EPP releases in-flight tokens at the first chunk (StartOfStream)
+                    self.router.release(req.booked)
+                    req.booked = ()
+            elif ev.kind == "kv_pull":
+                self.kv_pull(ev.t, req, ev.tokens)
             elif ev.kind == "finished":
                 del pod.inflight[ev.rid]
                 self._ok_total[pod.variant] += 1
