@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -130,6 +131,28 @@ class Oracle(AutoscalerBase):
             reasons.append(Reason("clamp", f"oracle: {best} clamped to [{v.min_replicas}, {v.max_replicas}]",
                                   {"min_replicas": v.min_replicas, "max_replicas": v.max_replicas}))
         return Decision(v.name, v.spec_replicas, desired, tuple(reasons))
+
+    def capacity_plan(self, variants: Sequence[VariantView], forecast: Sequence[ArrivalForecast],
+                      until_s: float) -> dict[str, Any] | None:
+        """The oracle's schedule (reports/provisioning.py): per variant, the replicas each aligned window
+        of ``window_s`` in [0, ``until_s``) needs ready — ``_allocate``'s hand-out for the window's
+        arrivals, clamped to the variant's bounds — and each variant's floor (``min_replicas``) for the
+        time after the plan. Its decisions run ahead of this by the cold start (``_provision``).
+        None when a model of ``variants`` has no forecast."""
+        fcs = {f.model: f for f in forecast}
+        by_model: dict[str, list[VariantView]] = {}
+        for v in variants:
+            by_model.setdefault(v.model, []).append(v)
+        if any(m not in fcs for m in by_model):
+            return None
+        n = max(1, math.ceil(until_s / self.config.window_s - 1e-9))
+        plan: dict[str, list[int]] = {v.name: [] for v in variants}
+        for model, vs in by_model.items():
+            for b in range(n):
+                alloc, _ = self._allocate(model, fcs[model], vs, b)
+                for v in vs:
+                    plan[v.name].append(clamp(alloc[v.name][0], v.min_replicas, v.max_replicas))
+        return {"window_s": self.config.window_s, "replicas": plan, "floor": {v.name: v.min_replicas for v in variants}}
 
     def _allocate(self, model: str, fc: ArrivalForecast, variants: list[VariantView], b: int) -> tuple[_Alloc, float]:
         """Replicas per variant for bucket ``b`` (memoised: the forecast and engines are fixed for a run)."""

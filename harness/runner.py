@@ -76,6 +76,7 @@ def run_meta(plan: RunPlan, cluster: str) -> dict[str, Any]:
         "seed": sc.seed,
         "duration_s": sc.duration_s,
         "slo": sc.slo.model_dump(mode="json"),
+        "attainment_target": sc.attainment_target,
         "sample_interval_s": sc.metrics.sample_interval_s,
         "scrape_interval_s": sc.metrics.scrape_interval_s,
         "variants": variant_meta(sc),

@@ -72,6 +72,12 @@ METRICS: tuple[Metric, ...] = (
            "{:.0f}"),
     Metric("cost_per_1m_output_tokens", ("efficiency", "cost_per_1m_output_tokens"), "Cost per 1M output tokens",
            "variantCost·h", "lower", "{:.3g}"),
+    Metric("under_provisioned_gpu_s", ("scaling", "vs_oracle", "under_provisioned_gpu_s"),
+           "Under-provisioned vs oracle", "GPU-s", "lower", "{:.0f}"),
+    Metric("over_provisioned_gpu_s", ("scaling", "vs_oracle", "over_provisioned_gpu_s"),
+           "Over-provisioned vs oracle", "GPU-s", "lower", "{:.0f}"),
+    Metric("slo_recovery_max_s", ("scaling", "slo_recovery", "recover_s", "max"), "SLO recovery after a step, max",
+           "s", "lower", "{:.0f}"),
 )
 BY_ID: dict[str, Metric] = {m.id: m for m in METRICS}
 

@@ -21,8 +21,11 @@ import pandas as pd
 
 from scalearena.contracts.records import FAILURE_CAUSES, REQUEST_COLUMNS, TIMESERIES_COLUMNS
 
+from .provisioning import vs_oracle
+from .recovery import slo_recovery
 from .scaling import efficiency_kpis, scaling_kpis
 from .usage import IDLE_POWER_FRACTION, integrate, sum_or_none
+from .verdict import DEFAULT_TARGET
 
 PERCENTILES = (50, 90, 99)
 SCALING_ACTIONS = ("scale_up", "scale_down")
@@ -122,6 +125,14 @@ def _timeseries_stats(ts: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _recovery(req: pd.DataFrame, slo: dict[str, Any], duration: float, meta: dict[str, Any]) -> dict[str, Any]:
+    """``scaling.slo_recovery`` at the scenario's attainment target (reports/recovery.py)."""
+    target = meta.get("attainment_target")
+    good = (req["status"] == "ok").to_numpy(dtype=bool) & meets_slo(req, slo).to_numpy(dtype=bool)
+    return slo_recovery(pd.to_numeric(req["arrival_s"]).to_numpy(dtype=float), good, duration,
+                        float(target) if isinstance(target, int | float) else DEFAULT_TARGET)
+
+
 def summarize(  # size: the summary.json schema as one literal; its keys read in DESIGN.md's order
     req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
@@ -210,7 +221,8 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
         "workload": {**_workload(req, duration), **_generation(meta)},
         "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
         "events": list(meta.get("events") or []),
-        "scaling": scaling_kpis(req, ts, decisions),
+        "scaling": {**scaling_kpis(req, ts, decisions), "vs_oracle": vs_oracle(ts, meta),
+                    "slo_recovery": _recovery(req, slo, duration, meta)},
     }
     summary["efficiency"] = efficiency_kpis(req, summary["cost"], summary["cost_usd"], summary["energy_kwh"])
     if req["scheduled_s"].notna().any():

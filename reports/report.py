@@ -153,6 +153,40 @@ def _kpis(s: dict[str, Any]) -> list[dict[str, str]]:
              "title": cost_tooltip(s) if i in ("cost_usd", "gpu_hours") else ""} for i in ids]
 
 
+def _pair(a: Any, b: Any, spec: str = "{:.0f}") -> str:
+    return f"{fmt(a, spec)} / {fmt(b, spec)}"
+
+
+def scaling_rows(s: dict[str, Any], div: float = 1.0) -> list[tuple[str, str]]:
+    """The run page's scaling KPIs (summary ``scaling`` and ``efficiency``; docs/metrics.md), as
+    (what, value) rows; step times in the page's unit (``div``), durations in seconds."""
+    sc, eff = s.get("scaling") or {}, s.get("efficiency") or {}
+    lag, vo, rec = (sc.get(k) or {} for k in ("decision_to_ready_lag_s", "vs_oracle", "slo_recovery"))
+    tf = "{:.1f} s" if div == 1.0 else "{:.2f} min"
+    steps = "; ".join(
+        f"at {fmt(st.get('t_s', 0) / div, tf)}: {fmt(st.get('rate_before_rps'), '{:.1f}')} → "
+        f"{fmt(st.get('rate_after_rps'), '{:.1f}')} req/s, "
+        + ("not recovered" if st.get("recover_s") is None else f"{fmt(st.get('recover_s'), '{:.0f}')} s")
+        for st in rec.get("steps") or []) or "no load step"
+    cost = "cost_usd" if eff.get("cost_usd_per_1m_output_tokens") is not None else "cost"
+    unit = "USD" if cost == "cost_usd" else "variantCost·h"
+    return [
+        ("scale-ups / scale-downs", _pair(sc.get("scale_up_count"), sc.get("scale_down_count"))),
+        ("largest step (replicas)", fmt(sc.get("largest_step"))),
+        (f"oscillations (reversals within {fmt(sc.get('oscillation_window_s'), '{:.0f}')} s)",
+         fmt(sc.get("oscillations"))),
+        ("decision to ready, p50 / p95 (s)", _pair(lag.get("p50"), lag.get("p95"))),
+        ("requests lost to scale-down (killed)", fmt(sc.get("requests_lost_to_scale_down"))),
+        ("under- / over-provisioned against the oracle's schedule (GPU-s)",
+         _pair(vo.get("under_provisioned_gpu_s"), vo.get("over_provisioned_gpu_s"))),
+        ("the oracle's schedule (GPU-s)", fmt(vo.get("oracle_gpu_s"), "{:.0f}")),
+        (f"recovery to {fmt(rec.get('target'), '{:.0%}')} SLO attainment after a load step", steps),
+        (f"cost per 1M output / total tokens ({unit})",
+         _pair(eff.get(f"{cost}_per_1m_output_tokens"), eff.get(f"{cost}_per_1m_total_tokens"), "{:.3g}")),
+        ("energy per 1M tokens (kWh, TDP)", fmt(eff.get("energy_kwh_per_1m_tokens"), "{:.3g}")),
+    ]
+
+
 def page_time_unit(runs: list[Run]) -> TimeUnit:
     """One time unit for a page, from its longest run (duration_s, else its last sample)."""
     longest = 0.0
@@ -193,7 +227,8 @@ def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
     return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants, "color": color,
             "time_unit": "min" if unit[0] == 60.0 else "s", "usd": cost_metric([s]).id == "cost_usd",
             "figures": figures,
-            "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events}
+            "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events,
+            "scaling": scaling_rows(s, unit[0])}
 
 
 def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None, color: str | None = None) -> str:

@@ -21,7 +21,7 @@ from scalearena.contracts.records import TimeseriesRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, clamp
 
 from .ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
-from .view import VariantInfo, build_view
+from .view import VariantInfo, build_view, oracle_plan
 
 
 class ControlPlane:
@@ -43,6 +43,9 @@ class ControlPlane:
         self._arrived = {m: 0 for m in self._arrivals}
         self._completed_prev: dict[str, int] = {}
         self.last_sample = 0.0
+        meta = getattr(writer, "meta", None)  # the oracle's schedule, for the summary's scaling.vs_oracle
+        if isinstance(meta, dict) and forecast and "oracle_plan" not in meta:
+            meta["oracle_plan"] = oracle_plan(self.variants, forecast)
 
     @property
     def fast_period_s(self) -> float | None:

@@ -82,6 +82,23 @@ def forecast_from_requests(requests: Sequence[Any], models: Iterable[str]) -> tu
     return tuple(out)
 
 
+def oracle_plan(variants: Sequence[VariantInfo], forecast: Sequence[ArrivalForecast]) -> dict[str, Any] | None:
+    """The oracle's schedule for a run (``Oracle.capacity_plan`` at its default settings, on the views
+    it would decide on: replica counts play no part in it), up to the last scheduled arrival; None
+    without a forecast. reports/provisioning.py compares every autoscaler's replicas with it."""
+    from scalearena.controllers.oracle import Oracle, OracleConfig
+
+    last = max((max(f.arrival_s) for f in forecast if len(f.arrival_s)), default=None)
+    if last is None:
+        return None
+    views = [VariantView(
+        name=i.name, model=i.model, gpu=i.gpu, gpus_per_replica=i.gpus_per_replica, cost=i.cost,
+        min_replicas=i.min_replicas, max_replicas=i.max_replicas, spec_replicas=0, ready=0, pending=0,
+        terminating=0, pods=(), metrics_available=True, startup_s=i.startup_s, engine=i.engine,
+        step_model=i.step_model) for i in variants]
+    return Oracle(OracleConfig()).capacity_plan(views, forecast, float(last) + 1e-6)
+
+
 def metrics_router_queue(metrics: Any, models: Iterable[str]) -> dict[str, int]:
     """Gateway queue per model from a source that exports it (the EPP's queue metric); unreadable -> absent."""
     fn = getattr(metrics, "router_queue", None)
