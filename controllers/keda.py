@@ -148,8 +148,9 @@ class KEDAConfig(AutoscalerConfig):
             if sm is not None and (sm.metric_type != "AverageValue" or sm.target != int(sm.target)):
                 raise ValueError("fallback with scaling_modifiers needs metric_type AverageValue and a whole-number "
                                  "target (KEDA parses it with ParseInt)")
-            if sm is None and all(t.metric_type != "AverageValue" for t in self.trigger_list):
-                raise ValueError("fallback is only supported with metric_type AverageValue (on at least one trigger)")
+            if any(t.metric_type != "AverageValue" for t in self.trigger_list):  # KEDA's CheckFallbackValid
+                raise ValueError("fallback can only be enabled for triggers with metric_type AverageValue (every "
+                                 "trigger; KEDA's admission webhook refuses the object otherwise)")
         return self
 
 
@@ -215,30 +216,36 @@ class KEDA(AutoscalerBase):
         out = [self._decide(now, view, v) for v in view.variants]
         return [d for d in out if d is not None]
 
-    def _read(self, view: ClusterView, v: VariantView, st: _State) -> tuple[_Reading, list[str]]:
+    def _read(self, view: ClusterView, v: VariantView, st: _State, count: bool) -> tuple[_Reading, list[str]]:
+        """Every trigger's value (None: failed). ``count``: an HPA sync, whose metric requests are what KEDA
+        counts toward fallback (``GetMetricsWithFallback`` runs in GetScaledObjectMetrics only; the poll loop's
+        ``getScaledObjectState`` reads the scalers without touching the health counters)."""
         values: dict[str, float | None] = {}
         errors = []
         for label, t in zip(self._labels, self._triggers, strict=True):
             try:
                 values[label] = read_trigger(view, v, t)
-                st.failures[label] = 0
+                if count:
+                    st.failures[label] = 0
             except MetricsUnavailable as e:
                 values[label] = None
-                st.failures[label] = st.failures.get(label, 0) + 1
+                if count:
+                    st.failures[label] = st.failures.get(label, 0) + 1
                 errors.append(f"{label}: {e}")
+            st.failures.setdefault(label, 0)
         error = any(x is None for x in values.values())
         if self._formula is None:
             active = any(x is not None and x > t.activation_threshold
                          for x, t in zip(values.values(), self._triggers, strict=True))
             return _Reading(values, None, error, active), errors
         composite = None
-        if not error:
-            try:
-                composite = self._formula.evaluate({k: x for k, x in values.items() if x is not None})
-            except (FormulaError, ArithmeticError) as e:
-                errors.append(f"formula: {e}")
+        try:  # a failed trigger is left out of the formula's env, as KEDA does: expr reads it as nil (`x ?? 0`)
+            composite = self._formula.evaluate(values)
+        except (FormulaError, ArithmeticError) as e:
+            errors.append(f"formula: {e}")
         assert self.config.scaling_modifiers is not None
-        active = composite is not None and composite > self.config.scaling_modifiers.activation_target
+        # getScaledObjectState: with a formula the object is active only when no trigger failed
+        active = not error and composite is not None and composite > self.config.scaling_modifiers.activation_target
         return _Reading(values, composite, error or composite is None, active), errors
 
     def _fallback_for(self, st: _State, index: int) -> bool:
@@ -246,8 +253,9 @@ class KEDA(AutoscalerBase):
         fb, sm = self.config.fallback, self.config.scaling_modifiers
         if fb is None:
             return False
-        if sm is not None:  # the composite metric falls back when any trigger does
-            return any(n > fb.failure_threshold for n in st.failures.values())
+        if sm is not None:  # the composite metric falls back when any AverageValue trigger does (isFallbackEnabled)
+            return any(st.failures.get(label, 0) > fb.failure_threshold
+                       for label, t in zip(self._labels, self._triggers, strict=True) if t.metric_type == "AverageValue")
         t = self._triggers[index]
         return t.metric_type == "AverageValue" and st.failures.get(self._labels[index], 0) > fb.failure_threshold
 
@@ -259,7 +267,7 @@ class KEDA(AutoscalerBase):
         sync_due = st.next_sync is None or now >= st.next_sync - 1e-9
         if not (poll_due or sync_due):
             return None
-        reading, errors = self._read(view, v, st)
+        reading, errors = self._read(view, v, st, count=sync_due)
         fallbacks = [self._fallback_for(st, i) for i in range(len(self._metrics))]
         trig = self._trigger_reason(reading, errors, st, any(fallbacks))
 

@@ -99,8 +99,9 @@ class Formula:
     tree: Tree  # type: ignore[type-arg]
     names: frozenset[str]  # the trigger names it reads
 
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        """The formula's value for ``values`` (every trigger name it reads must be present)."""
+    def evaluate(self, values: Mapping[str, float | None]) -> float:
+        """The formula's value for ``values``: every trigger name it reads, None (expr's nil) for a trigger
+        whose read failed; nil in arithmetic is an error, as in expr (``x ?? 0`` guards it)."""
         out = _eval(self.tree, dict(values))
         if isinstance(out, bool) or not isinstance(out, float | int):
             raise FormulaError(f"formula {self.source!r} returned {_kind(out)}, expected a number")
@@ -211,6 +212,8 @@ def _op(node: Any) -> str:
 
 
 def _kind(x: Any) -> str:
+    if x is None:
+        return "nil"
     return BOOLEAN if isinstance(x, bool) else NUM if isinstance(x, float | int) else type(x).__name__
 
 

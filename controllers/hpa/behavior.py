@@ -168,10 +168,19 @@ def normalize(
     ``maybeInitScaleDownStabilizationWindow``), so an HPA that has just taken
     over a running target waits a full scale-down window before shrinking it.
     """
-    reasons: list[Reason] = []
     if not st.seeded:
         st.recommendations.append((now, current))
         st.seeded = True
+    stabilised, reasons = stabilize(now, st, up, down, current, desired)
+    return limit_rate(now, st, up, down, current, stabilised, lo, hi, reasons)
+
+
+def stabilize(now: float, st: BehaviorState, up: ResolvedRules, down: ResolvedRules, current: int,
+              desired: int) -> tuple[int, list[Reason]]:
+    """``stabilizeRecommendationWithBehaviors``: the lowest recommendation inside the scale-up window and the
+    highest inside the scale-down window (``After(cutoff)``: strict) bound the move from ``current``;
+    ``desired`` is recorded, recommendations older than both windows dropped."""
+    reasons: list[Reason] = []
     up_rec, down_rec = desired, desired
     for t, rec in st.recommendations:
         if t > now - up.window_s:
@@ -181,7 +190,8 @@ def normalize(
     stabilised = min(max(current, up_rec), down_rec)
     st.recommendations.append((now, desired))
     keep = max(up.window_s, down.window_s)
-    st.recommendations = [r for r in st.recommendations if r[0] > now - keep]
+    # the one just recorded stays even with both windows at 0, as upstream keeps it (never read then)
+    st.recommendations = [r for r in st.recommendations if r[0] > now - keep or r[0] == now]
     if stabilised != desired:
         which = "scale-up" if desired > current else "scale-down"
         agg = "lowest" if desired > current else "highest"
@@ -191,12 +201,13 @@ def normalize(
             f"{which} stabilised: {agg} recommendation in the last {window} s is {stabilised} (wanted {desired})",
             {"recommendation": desired, "stabilised": stabilised, "window_s": window},
         ))
-    return _limit_rate(now, st, up, down, current, stabilised, lo, hi, reasons)
+    return stabilised, reasons
 
 
-def _limit_rate(now: float, st: BehaviorState, up: ResolvedRules, down: ResolvedRules, current: int,
-                stabilised: int, lo: int, hi: int, reasons: list[Reason]) -> tuple[int, list[Reason]]:
-    """The second half of ``normalize``: the scaling policies' rate limit, then the replica bounds."""
+def limit_rate(now: float, st: BehaviorState, up: ResolvedRules, down: ResolvedRules, current: int,
+               stabilised: int, lo: int, hi: int, reasons: list[Reason]) -> tuple[int, list[Reason]]:
+    """``convertDesiredReplicasWithBehaviorRate``: the scaling policies' rate limit (never past the current
+    count the wrong way), then the replica bounds; appends the binding rule to ``reasons``."""
     result = stabilised
     if stabilised > current:
         limit = max(scale_up_limit(current, st, up, now), current)

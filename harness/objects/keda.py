@@ -141,6 +141,13 @@ def translate_scaled_object(doc: Doc) -> tuple[KEDAConfig, int, int]:
         spec = ScaledObject.model_validate(doc.data).spec
     except ValidationError as e:
         raise format_validation_error(e, doc.where) from None
+    # KEDA's admission webhook (apis/keda/v1alpha1 CheckReplicaCountBoundsAreValid)
+    if spec.minReplicaCount > spec.maxReplicaCount:
+        raise UserError(f"spec.minReplicaCount: {spec.minReplicaCount} must be at most maxReplicaCount "
+                        f"{spec.maxReplicaCount}", where=doc.where)
+    if spec.idleReplicaCount is not None and spec.idleReplicaCount >= spec.minReplicaCount:
+        raise UserError(f"spec.idleReplicaCount: {spec.idleReplicaCount} must be less than minReplicaCount "
+                        f"{spec.minReplicaCount}", where=doc.where)
     data: dict[str, Any] = {
         "kind": "keda", "name": "keda", "polling_interval_s": float(spec.pollingInterval),
         "cooldown_period_s": float(spec.cooldownPeriod),
