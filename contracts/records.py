@@ -57,6 +57,7 @@ class TimeseriesRecord:
     offered_rps: float  # arrivals for this variant's model per second since the previous sample
     completed_rps: float  # requests of this variant finished ok per second since the previous sample
     router_queue: int  # requests for this model held at the gateway
+    standby_replicas: int = 0  # warm buffer and slept pods: hold GPUs (billed), not replicas, not serving
 
 
 TIMESERIES_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TimeseriesRecord))

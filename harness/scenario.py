@@ -42,11 +42,24 @@ from .engine_spec import LatencyModel as LatencyModel
 from .engine_spec import RooflineLatency as RooflineLatency
 from .engine_spec import _Spec  # the one base of the scenario's models
 from .engine_spec import step_model as step_model
+from .fault_spec import Fault as Fault
+from .fault_spec import MetricsOutage as MetricsOutage
+from .fault_spec import PodCrash as PodCrash
+from .fault_spec import SlowColdStart as SlowColdStart
 from .hardware import GPUTypeSpec
 from .overrides import apply_overrides as apply_overrides  # re-exported: suite.py, paper/plans.py
 from .overrides import parse_override as parse_override
 from .safe_yaml import read_yaml
 from .schema_help import format_validation_error as format_validation_error
+from .schema_help import raise_at
+from .startup_spec import (
+    ColdStartSpec,
+    NodePoolSpec,
+    SleepModeSpec,
+    check_cluster,
+    check_variant,
+    expected_startup_s,
+)
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
@@ -68,6 +81,19 @@ class VariantSpec(_Spec):
     )
     engine: EngineSpec = Field(description="Serving engine settings.")
     role: Role = Field(default="both", description=ROLE_DESCRIPTION)
+    cold_start: ColdStartSpec | None = Field(default=None, description="Start-up as phases (scheduling, image "
+                                             "pull, weight load, warm-up); null = startup_s as one phase.")
+    sleep_mode: SleepModeSpec | None = Field(default=None, description="vLLM sleep mode: a scale-down puts a "
+                                             "replica to sleep (GPUs kept), a scale-up wakes it in seconds.")
+    warm_buffer: int = Field(default=0, ge=0, le=MAX_REPLICAS, description="Pods kept started and Ready but out "
+                             "of the router; a scale-up takes one at once and a new one starts behind it.")
+
+    @model_validator(mode="after")
+    def _start_up(self) -> VariantSpec:
+        raise_at("VariantSpec", check_variant(self))
+        if self.cold_start is not None:  # startup_s: the phases' mean (the oracle's lead time, kube's probe delay)
+            object.__setattr__(self, "startup_s", expected_startup_s(self))
+        return self
 
     @model_validator(mode="after")
     def _bounds(self) -> VariantSpec:
@@ -97,6 +123,9 @@ class ClusterSpec(_Spec):
     gpu_types: dict[str, GPUTypeSpec] = Field(
         default_factory=dict, description="Own GPU types by name (datasheet figures); override catalog entries.")
     kv_transfer: KVTransferSpec = Field(default_factory=KVTransferSpec, description="Prefill-to-decode KV hand-off.")
+    node_pools: list[NodePoolSpec] = Field(default_factory=list, description="GPU nodes per GPU type, added and "
+                                           "removed as the cluster autoscaler does; a GPU type without one is "
+                                           "limited by gpu_capacity only.")
 
     @model_validator(mode="after")
     def _unique(self) -> ClusterSpec:
@@ -115,6 +144,7 @@ class ClusterSpec(_Spec):
                 raise ValidationError.from_exception_data(
                     "ClusterSpec", [InitErrorDetails(type=err, loc=("variants", i, "gpu"), input=v.gpu)])
         check_roles(self.variants, self.kv_transfer)
+        raise_at("ClusterSpec", check_cluster(self))
         return self
 
     def gpu(self, name: str) -> GPUSpec:
@@ -156,39 +186,6 @@ class RouterSpec(_Spec):
     refresh_s: float = Field(default=0.05, gt=0, description="How often the router refreshes pod metrics, s.")
     disaggregation: DisaggregationSpec = Field(default_factory=DisaggregationSpec, description="P/D decider.")
 
-
-# ---- faults ------------------------------------------------------------------------------------
-
-
-class _Window(_Spec):
-    """A fault active from start_s to end_s (an end before the start would never close it)."""
-
-    start_s: float = Field(ge=0, description="Window start, seconds.")
-    end_s: float = Field(gt=0, description="Window end, seconds; after start_s.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> _Window:
-        if self.end_s <= self.start_s:
-            raise ValueError(f"end_s {self.end_s:g} must be after start_s {self.start_s:g}")
-        return self
-
-
-class MetricsOutage(_Window):
-    kind: Literal["metrics_outage"] = Field(description="The metrics backend is unreachable for a window.")
-
-
-class PodCrash(_Spec):
-    kind: Literal["pod_crash"] = Field(description="One ready pod dies at once; its requests fail as error.")
-    at_s: float = Field(ge=0, description="When, seconds.")
-    variant: str | None = Field(default=None, description="Variant whose pod crashes; null = first variant.")
-
-
-class SlowColdStart(_Window):
-    kind: Literal["slow_cold_start"] = Field(description="Pods created in the window start this much slower.")
-    factor: float = Field(gt=1, description="Multiplier on startup_s.")
-
-
-Fault = Annotated[MetricsOutage | PodCrash | SlowColdStart, Field(discriminator="kind")]
 
 # ---- the rest ----------------------------------------------------------------------------------
 

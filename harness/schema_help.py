@@ -17,13 +17,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticUndefined
+from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticUndefined
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
 
 UNIT_SUFFIXES = (("_seconds", "s"), ("_s", "s"), ("_ms", "ms"), ("_rps", "req/s"), ("_percentage", "%"),
                  ("_pct", "%"), ("_tokens", "tokens"), ("_kwh", "kWh"), ("_w", "W"))
+
+
+def raise_at(title: str, errs: list[tuple[tuple[Any, ...], str]]) -> None:
+    """Raise ``errs`` (field path within the model being validated, message) from a model validator as one
+    ValidationError at those paths, so the user's one-line error names the field itself."""
+    if errs:
+        raise ValidationError.from_exception_data(title, [
+            InitErrorDetails(type=PydanticCustomError("value_error", f"Value error, {msg}"), loc=loc, input={})
+            for loc, msg in errs])
 
 
 def unit_of(name: str) -> str:

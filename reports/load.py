@@ -90,19 +90,27 @@ class Run:
 
     @cached_property
     def decisions(self) -> list[dict[str, Any]]:
-        path = self.dir / "decisions.jsonl"
-        if not path.is_file():
-            return []
-        rows = []
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except (ValueError, RecursionError):  # a run interrupted mid-line: keep what is whole
-                continue
-        return rows
+        return _read_jsonl(self.dir / "decisions.jsonl")
+
+    @cached_property
+    def pods(self) -> list[dict[str, Any]]:
+        """pods.jsonl: each pod's start-up phases (absent in older results: no rows)."""
+        return [r for r in _read_jsonl(self.dir / "pods.jsonl") if isinstance(r, dict) and "phases" in r]
+
+
+def _read_jsonl(path: Path) -> list[Any]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except (ValueError, RecursionError):  # a run interrupted mid-line: keep what is whole
+            continue
+    return rows
 
 
 @dataclass

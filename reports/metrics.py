@@ -225,6 +225,8 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
                     "slo_recovery": _recovery(req, slo, duration, meta)},
     }
     summary["efficiency"] = efficiency_kpis(req, summary["cost"], summary["cost_usd"], summary["energy_kwh"])
+    if meta.get("node_pools"):  # cluster.node_pools: the nodes billed, empty ones included
+        summary["node_pools"] = meta["node_pools"]
     if req["scheduled_s"].notna().any():
         lag_ms = (pd.to_numeric(req["arrival_s"]) - pd.to_numeric(req["scheduled_s"])) * 1000.0
         summary["send_lag_ms"] = {**pct_stats(lag_ms), "max": float(lag_ms.max())}

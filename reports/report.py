@@ -32,7 +32,7 @@ from scalearena import __version__
 from scalearena.contracts.records import FAILURE_CAUSES
 from scalearena.reports.results import atomic_write_bytes
 
-from . import run_plots, suite_decide, suite_plots, verdict_plots
+from . import run_plots, startup_plots, suite_decide, suite_plots, verdict_plots
 from .catalog import BY_ID, best_index, cost_metric, cost_tooltip, table_metrics
 from .figures import TimeUnit, page_scripts, palette, time_axis
 from .load import ResultSet, Run, load_results, natural_key
@@ -40,7 +40,7 @@ from .load import ResultSet, Run, load_results, natural_key
 TEMPLATES = Path(__file__).parent / "templates"
 CHARTJS_VERSION = "4.6.1"  # reports/static/chart.umd.min.js
 MAX_DECISION_ROWS = 400
-RUN_INPUTS = ("summary.json", "requests.parquet", "timeseries.parquet", "decisions.jsonl")
+RUN_INPUTS = ("summary.json", "requests.parquet", "timeseries.parquet", "decisions.jsonl", "pods.jsonl")
 _HASH_META = re.compile(rb'<meta name="scalearena-inputs" content="([0-9a-f]{64})">')
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 
@@ -207,6 +207,10 @@ def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
     figures = [run_plots.overview(ts, s, unit, pt), run_plots.replicas_by_variant(ts, unit, pt),
                run_plots.queue_and_ttft(ts, req, slo, unit, pt), run_plots.latency_cdfs(req, slo),
                run_plots.workload(req, float(s.get("duration_s") or 0.0), unit)]
+    end_s = max(float(s.get("duration_s") or 0.0), float(ts["t_s"].max()) if len(ts) else 0.0)
+    starts = startup_plots.timeline(run.pods, end_s, unit)
+    if starts is not None:
+        figures.append(starts)
     rows, truncated = decision_rows(run.decisions, div=unit[0])
     counts = dict(s.get("decisions") or {})
     counts.setdefault("scale_up", 0)
@@ -228,7 +232,8 @@ def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
             "time_unit": "min" if unit[0] == 60.0 else "s", "usd": cost_metric([s]).id == "cost_usd",
             "figures": figures,
             "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events,
-            "scaling": scaling_rows(s, unit[0])}
+            "scaling": scaling_rows(s, unit[0]),
+            "startup_rows": startup_plots.phase_table(run.pods)}
 
 
 def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None, color: str | None = None) -> str:

@@ -1,7 +1,8 @@
 """Results written as a run goes, atomically.
 
 Layout (DESIGN.md): ``OUT/<scenario>/<autoscaler>[/rate-<r>]/`` holding
-requests.parquet, timeseries.parquet, decisions.jsonl and summary.json.
+requests.parquet, timeseries.parquet, decisions.jsonl, pods.jsonl (each pod's
+start-up phases) and summary.json.
 
 Every file is replaced by write-to-temp + ``os.replace`` so a reader (or an
 interrupted run) never sees half a file. ``checkpoint()`` rewrites the parquet
@@ -102,7 +103,8 @@ class RunWriter:
         self._last_checkpoint = time.monotonic()
         self._dirty = False
         self._decisions_f = open(self.dir / "decisions.jsonl", "w", encoding="utf-8")  # noqa: SIM115
-        for stale in ("summary.json", "requests.parquet", "timeseries.parquet"):
+        self._pods_f: Any = None
+        for stale in ("summary.json", "requests.parquet", "timeseries.parquet", "pods.jsonl"):
             (self.dir / stale).unlink(missing_ok=True)
 
     # -- collection -------------------------------------------------------------------------------
@@ -124,6 +126,13 @@ class RunWriter:
         self._decisions_f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")
         self._decisions_f.flush()
 
+    def add_pod(self, row: dict[str, Any]) -> None:
+        """One pod's start-up phases and end (pods.jsonl, harness/startup.py), appended as it ends."""
+        if self._pods_f is None:
+            self._pods_f = open(self.dir / "pods.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+        self._pods_f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")
+        self._pods_f.flush()
+
     def add_event(self, t_s: float, kind: str, **details: Any) -> None:
         """A non-decision event worth keeping (fault injected, pod crashed, metrics outage)."""
         self.meta.setdefault("events", []).append({"t_s": round(t_s, 6), "kind": kind, **details})
@@ -141,6 +150,8 @@ class RunWriter:
             self.meta.update(extra_meta)
         summary = self._write(complete=True)
         self._decisions_f.close()
+        if self._pods_f is not None:
+            self._pods_f.close()
         return summary
 
     def abort(self, reason: str) -> None:
@@ -151,6 +162,8 @@ class RunWriter:
         finally:
             if not self._decisions_f.closed:
                 self._decisions_f.close()
+            if self._pods_f is not None and not self._pods_f.closed:
+                self._pods_f.close()
 
     def _write(self, complete: bool) -> dict[str, Any]:
         from scalearena.reports.metrics import summarize

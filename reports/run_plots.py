@@ -66,7 +66,8 @@ def per_time(ts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "t_s": times, "ready": total(ready),
         "billed": total(ready + ts["pending_replicas"].to_numpy(dtype=float)
-                        + ts["terminating_replicas"].to_numpy(dtype=float)),
+                        + ts["terminating_replicas"].to_numpy(dtype=float)
+                        + (ts["standby_replicas"].to_numpy(dtype=float) if "standby_replicas" in ts else 0.0)),
         "spec": total("spec_replicas"), "waiting": total("waiting"),
         "offered_rps": total(np.where(once, ts["offered_rps"].to_numpy(dtype=float), 0.0)),
         "router_queue": total(np.where(once, ts["router_queue"].to_numpy(dtype=float), 0.0)),

@@ -14,8 +14,10 @@ counts and busy fractions are weighted alike. A series sampled at 0, 5, ...,
 
 Billed replicas are the pods that hold GPUs: ready + pending (cold start:
 image pull and model load keep the GPU allocated) + terminating (the grace
-period still holds the GPU). On a real cluster a pending pod that is not yet
-scheduled holds no GPU; that over-count lasts only until scheduling.
+period still holds the GPU) + standby (warm buffer pods and slept replicas hold
+their GPUs while serving nothing). On a real cluster a pending pod that is not yet
+scheduled holds no GPU; that over-count lasts only until scheduling (with node pools,
+summary.json's ``node_pools`` bills the nodes themselves, empty ones included).
 """
 from __future__ import annotations
 
@@ -143,7 +145,9 @@ def integrate(ts: pd.DataFrame, meta: dict[str, Any]) -> Usage:
 
     df = ts.copy()
     df["w"] = df["t_s"].astype(float).map(weight_of)
-    df["billed"] = df["ready_replicas"] + df["pending_replicas"] + df["terminating_replicas"]
+    standby = pd.to_numeric(df["standby_replicas"], errors="coerce").fillna(0).astype(int) \
+        if "standby_replicas" in df else 0
+    df["billed"] = df["ready_replicas"] + df["pending_replicas"] + df["terminating_replicas"] + standby
     util = pd.to_numeric(df["gpu_util_mean"], errors="coerce")
     df["util_known"] = util.notna()
     df["util"] = util.fillna(1.0).clip(0.0, 1.0)

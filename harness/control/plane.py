@@ -124,7 +124,7 @@ class ControlPlane:
                 waiting=ld.waiting, running=ld.running, gpu_util_mean=sum(utils) / len(utils) if utils else None,
                 offered_rps=offered.get(info.model, 0) / dt if dt > 0 else 0.0,
                 completed_rps=completed / dt if dt > 0 else 0.0,
-                router_queue=int(queue.get(info.model, 0)),
+                router_queue=int(queue.get(info.model, 0)), standby_replicas=st.standby,
             )
             rows.append(row)
             self.emit_row(row)

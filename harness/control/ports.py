@@ -95,6 +95,7 @@ class ReplicaStatus(NamedTuple):
     terminating: int
     target_exists: bool = True  # False: the scale target is missing (Kubernetes only)
     starting: int = 0  # of ``pending``: containers running, not Ready yet (phase Running); the rest are Pending
+    standby: int = 0  # pods held ready or asleep besides the replicas (warm buffer, sleep mode): GPUs held
 
 
 class Actuator(Protocol):

@@ -28,6 +28,7 @@ from ..router import RoutedPod
 from .core import Engine
 
 PENDING, STARTING, READY, TERMINATING, GONE = "pending", "starting", "ready", "terminating", "gone"
+ASLEEP = "asleep"  # sleep mode: holds its GPUs, out of the router, wakes on a scale-up
 
 
 @dataclass(eq=False)
@@ -49,6 +50,15 @@ class Pod:
     last_scrape: float | None = None
     sample_busy: float = 0.0  # engine busy_s at the previous timeseries sample
     link_free_s: float = 0.0  # P/D prefill pod: when its KV link has sent everything queued on it
+    # start-up (harness/startup.py, harness/backends/sim/startup.py)
+    schedulable_s: float = 0.0  # the scheduler may bind it from then (creation + scheduling delay)
+    running_s: float = 0.0  # containers started (after the image pull): Running, not Ready until ready_s
+    node: Any = None  # harness.engine.nodes.Node it is bound to (node pools only)
+    node_wait_s: float | None = None  # when the cluster autoscaler first counted a node for it
+    standby: str | None = None  # "buffer" (warm buffer pod) or "asleep" (sleep mode); None: a replica
+    to_sleep: bool = False  # terminating into sleep instead of deletion
+    wakes: int = 0
+    record: dict[str, Any] = field(default_factory=dict)  # its pods.jsonl row
 
 
 @dataclass(eq=False)
@@ -62,6 +72,7 @@ class Deployment:
     pods: list[Pod] = field(default_factory=list)
     counter: int = 0
     kv_hold_timeout_s: float = 480.0  # P/D: cluster.kv_transfer.abort_timeout_s
+    standby: list[Pod] = field(default_factory=list)  # warm buffer and slept pods: GPUs held, not replicas
 
     @property
     def name(self) -> str:

@@ -97,16 +97,22 @@ def test_sim_reports_starting_pods_as_running_not_ready():
     from scalearena.harness.engine.cluster import PENDING, READY, STARTING
 
     class _Pod:
-        def __init__(self, name, state):
-            self.name, self.state = name, state
+        def __init__(self, name, state, running_s=0.0):
+            self.name, self.state, self.running_s = name, state, running_s
 
     class _Dep:
         replicas = 4
-        pods = [_Pod("a", READY), _Pod("b", STARTING), _Pod("c", PENDING), _Pod("d", STARTING)]
+        # "e" is bound but still pulling its image until t=20: ContainerCreating, phase Pending
+        pods = [_Pod("a", READY), _Pod("b", STARTING), _Pod("c", PENDING), _Pod("d", STARTING),
+                _Pod("e", STARTING, running_s=20.0)]
+        standby = [_Pod("f", READY)]
 
     class _Sim(PodLifecycle):
+        t = 10.0
+
         def dep(self, variant):
             return _Dep()
 
     st = _Sim.replicas(_Sim.__new__(_Sim), "v")
-    assert (st.ready, st.pending, st.starting) == (("a",), 3, 2)
+    # pending = b, c, d, e (not Ready); starting = b, d (containers running); standby f is no replica
+    assert (st.ready, st.pending, st.starting, st.standby) == (("a",), 4, 2, 1)

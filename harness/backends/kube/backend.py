@@ -44,6 +44,7 @@ from scalearena.reports.results import RunWriter
 
 from ...interrupts import Interrupted
 from ...scenario import Scenario
+from ...startup_spec import refuse_sim_only
 from .byo import user_objects, uses_keda
 from .cluster import (
     IMAGES,
@@ -131,6 +132,7 @@ class KubeBackend:
                             self.manifests)
         kind = autoscaler.kind
         refuse_unrendered(autoscaler)  # a knob the objects cannot carry is bad input, never silently dropped
+        refuse_sim_only(sc, self.mode)  # node pools, sleep mode, warm buffer: the simulator's only
         if kind == "wva":
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
                      if o["kind"] not in STATIC_WVA_KINDS and not o["metadata"]["name"].startswith(

@@ -41,6 +41,7 @@ from ...control.plane import ControlPlane
 from ...control.ports import LoadSample, ReplicaStatus, WallClock
 from ...control.view import forecast_from_requests, metrics_router_queue, scenario_variants
 from ...scenario import Scenario
+from ...startup import kube_pod_record
 from ..locust_process import LocustProcess
 from .scenario import NAMESPACE
 
@@ -66,6 +67,8 @@ class Sampler(LoopHooks):
         self._status: dict[str, ReplicaStatus] = {}  # variant -> its last read (load() filters by it)
         self._pod_ips: dict[str, tuple[str, str]] = {}  # pod IP -> (pod name, variant), from every pod read
         self._variants = scenario_variants(sc)
+        self._pods_seen: dict[str, tuple[dict[str, Any], str, bool, float]] = {}  # pod -> (last read, variant, ...)
+        self._variant_read: dict[str, float] = {}  # variant -> time of its last pod list
         self.control = self._plane(())
 
     def _plane(self, forecast: tuple[Any, ...]) -> ControlPlane:
@@ -90,11 +93,30 @@ class Sampler(LoopHooks):
             return None, []
         sel = dep.get("spec", {}).get("selector", {}).get("matchLabels", {})
         pods = self.api.list_pods(NAMESPACE, selector_string(sel))
+        now = self.clock.now()
+        self._variant_read[name] = now
         for p in pods:
             ip = (p.get("status") or {}).get("podIP")
             if ip:
                 self._pod_ips[ip] = (p["metadata"]["name"], name)
+            self._note_pod(p, name, now)
         return dep, pods
+
+    def _note_pod(self, p: dict[str, Any], variant: str, now: float) -> None:
+        """Keep the newest read of every pod (pods.jsonl from its conditions at the end, harness/startup.py)."""
+        pod = str((p.get("metadata") or {}).get("name"))
+        conds = (p.get("status") or {}).get("conditions") or []
+        seen = self._pods_seen.get(pod)
+        unschedulable = bool(seen and seen[2]) or any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+            for c in conds)
+        self._pods_seen[pod] = (p, variant, unschedulable, now)
+
+    def write_pods(self) -> None:
+        """One pods.jsonl row per pod seen; a pod missing from its variant's last read went after its own."""
+        for _, (obj, variant, unsched, t) in sorted(self._pods_seen.items()):
+            listed = t >= self._variant_read.get(variant, t)
+            self.writer.add_pod(kube_pod_record(obj, variant, self.clock.from_wall, unsched, None if listed else t))
 
     def replicas(self, variant: str) -> ReplicaStatus:
         dep, pods = self.read_variant(variant)
@@ -216,6 +238,7 @@ class Sampler(LoopHooks):
     def finish(self, record_files: list[Path], requests: list[Any]) -> None:
         rows = {k: self.resolve_pod(r) for k, r in load.read_records(record_files).items()}
         end = self.clock.now()
+        self.write_pods()
         for spec in requests:
             row = rows.get(spec.request_id)
             self.writer.add_request(load.to_request_record(row) if row else load.unsent_record(spec, end))

@@ -49,6 +49,7 @@ from ...control.loop import LoopHooks, WallLoop
 from ...control.plane import ControlPlane
 from ...control.ports import LoadSample, WallClock
 from ...control.view import forecast_from_requests, scenario_variants
+from ...startup_spec import refuse_sim_only
 from ..locust_process import LocustProcess
 from .pods import PENDING, PodSet
 from .prometheus import PrometheusProcess
@@ -79,6 +80,7 @@ class LocalRun:
                  opts: LocalBackend) -> None:
         from scalearena.workloads.generate import build_requests
 
+        refuse_sim_only(sc, "local")
         self.sc, self.config, self.writer, self.progress, self.opts = sc, config, writer, progress, opts
         self.scale = opts.time_scale
         self.dir = Path(writer.dir).resolve()  # children get absolute paths (a relative --out broke file-SD)
@@ -98,6 +100,7 @@ class LocalRun:
                                         promql=PromQL(time_scale=self.scale), clock=self.clock)
         self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event,
                            sc.cluster.gpu_types)
+        self.pods.seed = sc.seed  # cold_start phases are drawn per pod from it
         self.router_port = free_port()
         self.router_url = f"http://{LOOPBACK}:{self.router_port}"
         self._http = http.Session()

@@ -26,6 +26,7 @@ from typing import Any
 import requests
 
 from ...control.ports import ReplicaStatus
+from ...startup import total_cold_start_s
 from .supervisor import LOOPBACK, Supervisor, free_port
 
 PENDING, READY, TERMINATING, GONE = "pending", "ready", "terminating", "gone"
@@ -69,6 +70,7 @@ class PodSet:
         self.slots: dict[str, list[int]] = {v.name: [free_port() for _ in range(2 * v.max_replicas + 1)]
                                             for v in variants}
         self.startup_factor: Callable[[], float] = lambda: 1.0  # slow_cold_start fault hook
+        self.seed = 0  # the scenario's seed (the run sets it): cold_start phases drawn per pod
 
     # -- views -----------------------------------------------------------------------------------
     def of(self, variant: str, *states: str) -> list[Pod]:
@@ -103,7 +105,8 @@ class PodSet:
         self._serial[variant] += 1
         used = {p.port for p in self.pods.values()}
         port = next((s for s in self.slots[variant] if s not in used), None) or free_port()
-        startup = 0.0 if warm else v.startup_s * self.startup_factor()
+        one = total_cold_start_s(v, self.seed, name) if v.cold_start is not None else v.startup_s  # startup.py
+        startup = 0.0 if warm else one * self.startup_factor()
         spec = v.engine.model_dump(mode="json")
         argv = [
             sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",

@@ -34,6 +34,7 @@ from ...scenario import PodCrash, Scenario
 from ..base import Progress
 from .events import (
     ARRIVAL,
+    CA_SCAN,
     DECIDE,
     DECIDE_FAST,
     END,
@@ -42,14 +43,18 @@ from .events import (
     FLOW,
     GRACE_END,
     KV_DONE,
+    NODE_READY,
     POD_READY,
+    POD_SCHEDULABLE,
     SAMPLE,
     SCRAPE,
+    STANDBY_EXPIRE,
     TIMEOUT,
 )
 from .handoff import Handoff
 from .pods import PodLifecycle
 from .requests import RequestFlow, _Req
+from .startup import StartupLifecycle
 
 
 class SimBackend:
@@ -73,7 +78,7 @@ class SimBackend:
         Simulation(scenario, autoscaler, writer, requests, progress).run()
 
 
-class Simulation(RequestFlow, Handoff, PodLifecycle):
+class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
     def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: list,
                  progress: Progress | None = None, policy: Autoscaler | None = None) -> None:
         self.sc, self.config, self.writer, self.progress = sc, config, writer, progress
@@ -84,6 +89,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle):
         if groups := rule_groups(config):  # a kubernetes autoscaler's PrometheusRules / rule files
             self.metrics.add_rules(groups)
         self.pool = GPUPool(sc.cluster.gpu_capacity)
+        self.node_pools = {}
         self.deps: list[Deployment] = []
         for i, v in enumerate(sc.cluster.variants):
             lat, blocks = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"cluster.variants[{i}].engine")
@@ -144,6 +150,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle):
 
             meta["variants"] = variant_meta(sc)
         self._warm = sc.cluster.warm_start  # initial replicas skip the cold start
+        self.init_node_pools()
         for d in self.deps:
             self.reconcile(d)
         self._warm = False
@@ -171,6 +178,8 @@ class Simulation(RequestFlow, Handoff, PodLifecycle):
             ARRIVAL: self.on_arrival, TIMEOUT: self.on_timeout, FAULT: self.on_fault, SCRAPE: self.on_scrape,
             DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample, FLOW: self.on_flow,
             KV_DONE: self.on_kv_done,
+            NODE_READY: self.on_node_ready, CA_SCAN: self.on_ca_scan, POD_SCHEDULABLE: self.on_schedulable,
+            STANDBY_EXPIRE: self.on_standby_expire,
         }
         heap, clock = self._heap, self.clock
         while heap:
@@ -202,6 +211,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle):
                 self.record(fq.pop(), t, "timeout", 0, 0)
         for i in range(self._next_arrival, len(self.requests)):  # arrivals after the end (none by design)
             self.record(_Req(self.requests[i]), t, "timeout", 0, 0)
+        self.finish_pods()
         self.writer.meta["sim_end_s"] = round(t, 6)
         if self.progress:
             self.progress(t, self.end_s)
@@ -220,6 +230,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle):
             d = self.dep(f.variant) if f.variant else self.deps[0]
             ready = [p for p in d.pods if p.state == READY]
             if ready:
+                ready[0].record["end"] = "crashed"
                 self.kill(ready[0], t, "error", 500)
                 self.reconcile(d)  # the ReplicaSet replaces it (cold start again)
 

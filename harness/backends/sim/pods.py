@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...control.ports import LoadSample, ReplicaStatus
-from ...engine.cluster import GONE, PENDING, READY, STARTING, TERMINATING, Deployment, Pod
+from ...engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, TERMINATING, Deployment, Pod
 from ...router import RoutedPod
-from .events import GRACE_END, POD_READY
+from .events import GRACE_END
 
 
 class PodLifecycle:
@@ -46,6 +46,25 @@ class PodLifecycle:
 
         def leave_partner(self, t: float, req: Any, pod: Pod, notify: bool) -> None: ...
 
+        # provided by startup.StartupLifecycle
+        def pod_created(self, pod: Pod, d: Deployment) -> None: ...
+
+        def bind_gpus(self, pod: Pod, d: Deployment) -> bool: ...
+
+        def release_gpus(self, pod: Pod, d: Deployment) -> None: ...
+
+        def start_phases(self, pod: Pod, d: Deployment) -> None: ...
+
+        def take_standby(self, d: Deployment) -> bool: ...
+
+        def fill_buffer(self, d: Deployment) -> None: ...
+
+        def sleep_slot(self, d: Deployment) -> bool: ...
+
+        def fall_asleep(self, pod: Pod, t: float) -> None: ...
+
+        def pod_ended(self, pod: Pod, t: float | None, how: str) -> None: ...
+
     def dep(self, name: str) -> Deployment:
         for d in self.deps:
             if d.name == name:
@@ -56,41 +75,48 @@ class PodLifecycle:
         active = d.active()
         if len(active) < d.replicas:
             for _ in range(d.replicas - len(active)):
-                self.create_pod(d)
+                if not (d.standby and self.take_standby(d)):
+                    self.create_pod(d)
         elif len(active) > d.replicas:
             for pod in d.victims(len(active) - d.replicas):
                 self.terminate(pod)
+        if d.spec.warm_buffer:
+            self.fill_buffer(d)
         self.schedule_pending()
 
-    def create_pod(self, d: Deployment) -> None:
+    def create_pod(self, d: Deployment, standby: str | None = None) -> Pod:
         name = d.pod_name()
         d.counter += 1
         engine = d.new_engine()
         routed = RoutedPod(name, engine, d.spec.engine.block_size, capacity_blocks=d.num_gpu_blocks, role=d.spec.role)
         pod = Pod(name, d.name, d.spec.model, self.t, engine, routed, next(self._pod_seq))
         routed.owner = pod
-        d.pods.append(pod)
+        pod.standby = standby
+        (d.standby if standby else d.pods).append(pod)
+        self.pod_created(pod, d)
+        return pod
 
     def schedule_pending(self) -> None:
-        pending = sorted((p for d in self.deps for p in d.pods if p.state == PENDING), key=lambda p: p.seq)
+        t = self.t
+        pending = sorted((p for d in self.deps for p in (*d.pods, *d.standby)
+                          if p.state == PENDING and p.schedulable_s <= t), key=lambda p: p.seq)
         for pod in pending:
             d = self.dep(pod.variant)
-            if not self.pool.can_bind(d.spec.gpu, d.spec.gpus_per_replica):
-                continue
-            self.pool.bind(d.spec.gpu, d.spec.gpus_per_replica)
-            pod.state = STARTING
-            startup = 0.0 if self._warm else d.spec.startup_s
-            for f in self._slow:
-                if f.start_s <= self.t < f.end_s:
-                    startup *= f.factor
-            self.push(self.t + startup, POD_READY, pod)
+            if self.bind_gpus(pod, d):
+                self.start_phases(pod, d)
 
     def on_ready(self, t: float, pod: Pod) -> None:
         if pod.state != STARTING:
             return
         pod.state = READY
+        pod.record["ready_s"] = pod.record.get("ready_s") or round(t, 6)
+        if pod.standby is None:
+            self.serve(pod, t)
+
+    def serve(self, pod: Pod, t: float) -> None:
+        """A Ready replica joins the router (a warm buffer pod when it is put into service)."""
         pod.ready_s = t
-        pod.engine.t = t  # the engine's clock starts at readiness
+        pod.engine.t = max(pod.engine.t, t)  # the engine's clock starts at readiness
         pod.last_scrape = t
         self.router.add_pod(pod.model, pod.routed)
         q = self.gateway.get(pod.model, [])
@@ -103,6 +129,7 @@ class PodLifecycle:
             self.pod_gone(pod, self.t)
             return
         self.router.remove_pod(pod.model, pod.routed)
+        pod.to_sleep = self.sleep_slot(self.dep(pod.variant))  # sleep mode: drain, then sleep with the GPUs
         pod.state = TERMINATING
         if not pod.inflight:
             self.pod_gone(pod, self.t)
@@ -131,13 +158,17 @@ class PodLifecycle:
 
     def pod_gone(self, pod: Pod, t: float) -> None:
         prev = pod.state
-        if prev == READY:
+        if prev == READY and pod.standby is None:
             self.router.remove_pod(pod.model, pod.routed)
-        pod.state = GONE
         d = self.dep(pod.variant)
-        d.pods.remove(pod)
-        if prev in (STARTING, READY, TERMINATING):
-            self.pool.release(d.spec.gpu, d.spec.gpus_per_replica)
+        if pod.to_sleep and prev == TERMINATING:
+            self.fall_asleep(pod, t)
+            return
+        pod.state = GONE
+        (d.standby if pod.standby else d.pods).remove(pod)
+        if prev in (STARTING, READY, TERMINATING, ASLEEP):
+            self.release_gpus(pod, d)
+        self.pod_ended(pod, t, "deleted")
         self.schedule_pending()
 
     # ---- the control plane's Actuator and LoadProbe ------------------------------------------------
@@ -146,18 +177,21 @@ class PodLifecycle:
         d = self.dep(variant)
         ready: list[str] = []
         pending = starting = terminating = 0
+        t = self.t
         for p in d.pods:
             state = p.state
             if state == READY:
                 ready.append(p.name)
             elif state == PENDING:
                 pending += 1
-            elif state == STARTING:  # bound, the server loading: phase Running, not Ready
+            elif state == STARTING:  # bound; after its image pull the server loads: phase Running, not Ready
                 pending += 1
-                starting += 1
+                if t >= p.running_s:
+                    starting += 1
             elif state == TERMINATING:
                 terminating += 1
-        return ReplicaStatus(d.replicas, tuple(ready), pending, terminating, starting=starting)
+        return ReplicaStatus(d.replicas, tuple(ready), pending, terminating, starting=starting,
+                             standby=len(d.standby))
 
     def scale(self, variant: str, replicas: int) -> None:
         d = self.dep(variant)
