@@ -60,6 +60,9 @@ class Writer:
     def add_event(self, t_s: float, kind: str, **details: Any) -> None:
         self.meta.setdefault("events", []).append((t_s, kind))
 
+    def add_pod(self, row: dict[str, Any]) -> None:
+        self.meta.setdefault("pods", []).append(row)
+
     def checkpoint(self, force: bool = False) -> None:
         pass
 
