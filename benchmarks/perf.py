@@ -5,9 +5,11 @@ Targets (docs/simulator.md, on a 2-core machine):
    in [10, 8192], output mean 1024 sd 512 in [10, 2048], constant latency) in < 0.6 s;
 2. one simulated hour at 100 RPS across up to 100 replicas in < 60 s, peak memory < 1 GiB;
 3. the full paper suite (workloads/suites/paper.yaml) with every registered autoscaler in < 20 s
-   (all cores, without the HTML report, which `make bench` renders afterwards).
+   (all cores, without the HTML report, which `make bench` renders afterwards);
+4. a 200-trial single-objective ``scalearena tune`` study on the physical scenario (600 s, 1 seed) in
+   < 180 s with the local executor, and its report page in < 10 s.
 
-Usage: ``python benchmarks/perf.py [--only paper|hour] [--profile]``. Wall time covers
+Usage: ``python benchmarks/perf.py [--only paper|hour|suite|tune] [--profile]``. Wall time covers
 request generation and the simulation (``SimBackend.run``); writing parquet at the end is
 reported separately.
 """
@@ -112,9 +114,35 @@ def suite_figure() -> None:
           f"{simulated / 3600:.1f} simulated hours -> {simulated / wall:.0f}x real time")
 
 
+def tune_figure(trials: int = 200) -> None:
+    """A single-objective study (cost, constrained to the scenario's attainment target) of hpa on the paper's
+    physical scenario (600 s simulated, 1 seed), local executor on every core; then its report page.
+    Targets: study < 180 s on 2 cores, report < 10 s."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = Path(tempfile.mkdtemp(prefix="scalearena-perf-tune-"))
+    cmd = [sys.executable, "-m", "scalearena", "tune", str(root / "workloads/scenarios/physical-validation.yaml"),
+           "--autoscaler", "hpa", "--trials", str(trials), "--objective", "cost", "--min-attainment", "0.3",
+           "--out", str(out), "--no-report"]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    wall = time.perf_counter() - t0
+    from scalearena.reports.tune import write_tune_report
+
+    t1 = time.perf_counter()
+    write_tune_report(out, force=True)
+    render = time.perf_counter() - t1
+    print(f"tune: {trials}-trial single-objective study (hpa, physical-validation 600 s, 1 seed) in {wall:.1f} s "
+          f"wall on {os.cpu_count()} cores ({wall / trials * 1000:.0f} ms per trial; target < 180 s); "
+          f"its report in {render:.1f} s (target < 10 s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["paper", "hour", "suite"])
+    ap.add_argument("--only", choices=["paper", "hour", "suite", "tune"])
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     if args.only in (None, "paper"):
@@ -128,6 +156,8 @@ def main() -> None:
         report("1 h @ 100 RPS (static 100 replicas: every request served)", sc, 1, args.profile)
     if args.only in (None, "suite"):
         suite_figure()
+    if args.only in (None, "tune"):
+        tune_figure()
 
 
 if __name__ == "__main__":

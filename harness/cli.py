@@ -32,6 +32,7 @@ from scalearena import __version__
 from scalearena.contracts.errors import UserError
 
 from .backends.registry import CLUSTERS, parse_option_flags, resolve_options
+from .executor import EXECUTORS, Executor, make_executor
 from .interrupts import Interrupted, deferred, exit_code, interruptible
 from .runner import SuiteRecorder, check_prerequisites, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
@@ -40,6 +41,7 @@ from .suite import RunPlan, load_suite, plans_for_scenario
 err_console = Console(stderr=True)
 LAZY_COMMANDS = {
     "report": "scalearena.reports.cli:report",
+    "tune": "scalearena.harness.tuning.cli:tune",
     "compare": "scalearena.reports.cli:compare",
     "serve-engine": "scalearena.harness.backends.local.cli:serve_engine",
     "serve-router": "scalearena.harness.backends.local.cli:serve_router",
@@ -197,8 +199,30 @@ def _jobs(jobs: int | None, cluster: str) -> int:
     return max(1, jobs) if jobs else default_jobs(cluster)
 
 
+def _executor_options(f: Any) -> Any:
+    f = click.option("--address", default=None,
+                     help="With --executor ray: the cluster (ray://HOST:10001, HOST:6379, auto); default a local "
+                          "Ray instance.")(f)
+    return click.option("--executor", "executor_kind", type=click.Choice(EXECUTORS), default="local",
+                        show_default=True, help="Where runs execute: this machine's cores, or Ray tasks "
+                        "(pip install 'scalearena[ray]'; simulator runs only).")(f)
+
+
+def _executor(kind: str, cluster: str, jobs: int, address: str | None) -> Executor | None:
+    """None for the default local execution; a Ray executor for ``--executor ray`` (simulator runs only)."""
+    if kind == "local":
+        if address is not None:
+            raise UserError("--address is for --executor ray", expected="--executor ray --address ADDR")
+        return None
+    if cluster != "sim":
+        raise UserError(f"--executor ray runs simulator runs only, not --cluster {cluster}",
+                        expected="--cluster sim, or --executor local")
+    return make_executor(kind, jobs, cluster, address)
+
+
 def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None,
-             report: bool = True, backend_options: dict[str, str] | None = None) -> int:
+             report: bool = True, backend_options: dict[str, str] | None = None,
+             executor: Executor | None = None) -> int:
     """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code.
 
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
@@ -212,9 +236,12 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     interrupted: KeyboardInterrupt | None = None
     with interruptible():
         try:
-            _execute(plans, out, cluster, jobs, name, rec, results, backend_options)
+            _execute(plans, out, cluster, jobs, name, rec, results, backend_options, executor)
         except KeyboardInterrupt as e:
             interrupted = e
+        finally:
+            if executor is not None:
+                executor.close()
     with deferred("interrupted: writing the report of the finished runs (again to skip it)") as late:
         try:
             rec.close(complete=interrupted is None)
@@ -238,7 +265,8 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 
 
 def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, rec: SuiteRecorder,
-             results: list[dict[str, Any]], backend_options: dict[str, str] | None = None) -> None:
+             results: list[dict[str, Any]], backend_options: dict[str, str] | None = None,
+             executor: Executor | None = None) -> None:
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
         total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
@@ -248,10 +276,15 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             results.append(r)
             progress.advance(total)
             mark = {"ok": ("ok", "green"), "bad_input": ("bad input", "red")}.get(r["status"], ("failed", "red"))
+            if r.get("attempts"):
+                mark = (f"{mark[0]} after {r['attempts']} attempts (worker lost)", "yellow")
             detail = f": {r['error']}" if r["status"] == "failed" else ""  # bad input is printed once at the end
             line = Text.assemble("  ", mark, f" {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}")
             progress.console.print(line, highlight=False)
 
+        if executor is not None:
+            executor.run(plans, out, done)
+            return
         if jobs > 1:
             run_plans(plans, out, cluster, jobs, done, backend_options)
             return
@@ -345,13 +378,16 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field in every scenario.")
 @click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
 @_backend_option
+@_executor_options
 def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None,
-          backend_options: tuple[str, ...]) -> None:
-    """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator."""
+          backend_options: tuple[str, ...], executor_kind: str, address: str | None) -> None:
+    """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator (or on Ray)."""
     spec, plans = load_suite(suite_file, list(overrides))
     out_dir = Path(out) if out else Path("results") / spec.name
+    options = parse_option_flags(backend_options)
+    ex = _executor(executor_kind, cluster, jobs or default_jobs(cluster), address)
     sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), spec.name, os.path.abspath(suite_file),
-                      backend_options=parse_option_flags(backend_options)))
+                      backend_options=options, executor=ex))
 
 
 if __name__ == "__main__":

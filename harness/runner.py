@@ -18,7 +18,6 @@ import subprocess
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from scalearena.contracts.errors import UserError
 from scalearena.reports.results import RunWriter, atomic_write_json
 
 from .backends.registry import build_backend
-from .interrupts import init_worker, stop_workers
 from .scenario import Scenario
 from .suite import RunPlan
 
@@ -172,6 +170,8 @@ class SuiteRecorder:
         row["wall_s"] = round(result.get("wall_s", 0.0), 3)
         if "error" in result:
             row["error"] = result["error"]
+        if result.get("attempts"):  # run again after its worker was lost (harness/executor_ray.py)
+            row["attempts"] = result["attempts"]
         self.write()
 
     def close(self, complete: bool) -> None:
@@ -195,33 +195,7 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
               on_done: Callable[[dict[str, Any]], None],
               backend_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands."""
-    results: list[dict[str, Any]] = []
-    if jobs <= 1 or len(plans) <= 1:
-        for p in plans:
-            r = run_plan(p, str(out), cluster, backend_options=backend_options)
-            results.append(r)
-            on_done(r)
-        return results
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=init_worker, initargs=(os.getpid(),))
-    try:
-        pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, p, str(out), cluster, dict(backend_options or {}))
-                                                 for p in plans}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                r = f.result()
-                results.append(r)
-                on_done(r)
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # queued runs never start
-        stop_workers()  # running ones are marked incomplete by their worker, which then exits
-        raise
-    pool.shutdown(wait=True)
-    return results
+    from .executor import LocalExecutor
 
-
-def _run_in_worker(plan: RunPlan, out: str, cluster: str, backend_options: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return run_plan(plan, out, cluster, backend_options=backend_options)
-    except KeyboardInterrupt:  # SIGTERM from stop_workers (or the parent's death): the run is marked incomplete
-        os._exit(143)
+    with LocalExecutor(jobs if len(plans) > 1 else 1, cluster, backend_options) as ex:
+        return ex.run(plans, out, on_done)

@@ -56,7 +56,12 @@ def report(results_dir: Path, jobs: int | None, force: bool, min_attainment: flo
 
     Pages whose inputs (result files and renderer) are unchanged are kept."""
     try:
-        out = write_report_with_progress(results_dir, jobs=jobs, force=force, min_attainment=min_attainment)
+        if (results_dir / "tune.json").is_file():  # a tuning study's folder: its one page (reports/tune.py)
+            from .tune import write_tune_report
+
+            out = write_tune_report(results_dir, force=force)
+        else:
+            out = write_report_with_progress(results_dir, jobs=jobs, force=force, min_attainment=min_attainment)
     except UserError as e:
         _fail(e)
     click.echo(str(out))

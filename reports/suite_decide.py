@@ -88,16 +88,17 @@ def _pct(v: float | None) -> str:
     return "–" if v is None else f"{v:.1%}"
 
 
-def sentence(d: PointDecision) -> dict[str, Any]:
-    """The verdict in words: headline (the pick or why there is none), runner-up, bound."""
+def sentence(d: PointDecision, noun: str = "autoscaler") -> dict[str, Any]:
+    """The verdict in words: headline (the pick or why there is none), runner-up, bound; ``noun`` names
+    what competes (a tuning study's candidates are configurations)."""
     v, cost = d.verdict, d.cost
     target = f"{v.target:.0%}" if round(v.target * 100, 6).is_integer() else f"{v.target:.1%}"
     if v.pick is not None:
-        head = (f"{v.pick.name}: the cheapest deployable autoscaler meeting {target} SLO attainment, "
+        head = (f"{v.pick.name}: the cheapest deployable {noun} meeting {target} SLO attainment, "
                 f"{_money(v.pick, cost)} at {_pct(v.pick.attainment)}")
     else:
         near = v.best_attainment
-        head = f"no deployable autoscaler meets {target} SLO attainment" + (
+        head = f"no deployable {noun} meets {target} SLO attainment" + (
             f"; closest: {near.name} at {_pct(near.attainment)} ({_money(near, cost)})" if near else "")
     runner = (f"runner-up {v.runner_up.name}: {_money(v.runner_up, cost)} at {_pct(v.runner_up.attainment)}"
               if v.runner_up else "no runner-up meets the target" if v.pick else "")

@@ -2,7 +2,8 @@
 relative to the target, the deployable Pareto front and the oracle's bound.
 
 Drawing only: the points, the front and the target come from ``suite_decide.decisions`` (the logic
-lives in reports/verdict.py). Each autoscaler keeps the page's colour; the oracle is a star, the
+lives in reports/verdict.py); the tune report (reports/tune.py) draws its study with the same code, its
+trials being the points without a colour of their own (two datasets: grey, blue on the front). Each autoscaler keeps the page's colour; the oracle is a star, the
 front a dashed step line through its points, the target a horizontal line over a shaded band of
 attainments that meet it. Points averaged over seeds carry their seeds' 95 % intervals as error
 bars when ``errors`` gives them.
@@ -16,6 +17,22 @@ from .suite_decide import PointDecision
 
 MAX_COLUMNS = 4
 GREEN = "#4c9f70"
+TRIAL, TRIAL_FRONT = "#8c959f", "#0969da"  # points without a colour of their own (a tuning study's trials)
+
+
+def _trials(d: PointDecision, colors: dict[str, str]) -> list[dict[str, Any]]:
+    """A tuning study's trials (points without a colour of their own): two datasets, off and on the front."""
+    front = {p.name for p in d.verdict.front}
+    out = []
+    for on, color, label, radius in ((False, TRIAL, "trial", 2.5), (True, TRIAL_FRONT, "trial on the front", 3.5)):
+        pts = [p for p in d.points if p.name not in colors and not p.bound and (p.name in front) == on
+               and p.cost is not None and p.attainment is not None]
+        if pts:
+            out.append({"type": "scatter", "label": label, "xy": [nums([p.cost or 0.0 for p in pts], 4),
+                        nums([(p.attainment or 0.0) * 100 for p in pts], 3)], "backgroundColor": color,
+                        "borderWidth": 0, "pointRadius": radius, "pointHoverRadius": radius + 2,
+                        "key": f"t:{label}", "tip": "xy", "order": 2, "clip": False})
+    return out
 
 
 def _segment(x0: float, y0: float, x1: float, y1: float, color: str, key: str) -> dict[str, Any]:
@@ -27,8 +44,10 @@ def _panel(d: PointDecision, colors: dict[str, str], title: str, cost_label: str
            errors: dict[tuple[str, str], tuple[float, float]]) -> dict[str, Any]:
     v = d.verdict
     known = [p for p in d.points if p.cost is not None and p.attainment is not None]
-    data: list[dict[str, Any]] = []
+    data: list[dict[str, Any]] = _trials(d, colors)
     for p in known:
+        if p.name not in colors and not p.bound:
+            continue  # a trial: drawn by _trials
         x, y, c = p.cost or 0.0, (p.attainment or 0.0) * 100, colors.get(p.name, "#333333")
         data.append({"type": "scatter", "label": p.name, "xy": [nums([x], 4), nums([y], 3)], "backgroundColor": c,
                      "borderColor": "#000000", "borderWidth": 0.8, "pointStyle": "star5" if p.bound else "circle",
@@ -69,9 +88,12 @@ def cost_vs_attainment(scenario: str, decisions: list[PointDecision], colors: di
     """One figure per scenario; ``errors``: (point, autoscaler) -> (cost, attainment) CI half widths."""
     panels = [_panel(d, colors, f"{scenario}{' / ' + d.point if d.point else ''}", cost_label, errors or {})
               for d in decisions]
-    names = sorted({p.name for d in decisions for p in d.points})
+    names = sorted({p.name for d in decisions for p in d.points if p.name in colors or p.bound})
     bound = {p.name for d in decisions for p in d.points if p.bound}
     legend = [legend_item(a, colors.get(a, "#333333"), "star" if a in bound else "marker", f"a:{a}") for a in names]
+    for label, color in (("trial", TRIAL), ("trial on the front", TRIAL_FRONT)):
+        if any(ds["key"] == f"t:{label}" for pnl in panels for ds in pnl["data"]["datasets"]):
+            legend.append(legend_item(label, color, "marker", f"t:{label}"))
     legend += [legend_item("Pareto front (deployable)", "#333333", "dash", "front"),
                legend_item("target attainment", GREEN, "line"),
                legend_item("verdict", "#000000", "ring", "verdict")]

@@ -1,0 +1,90 @@
+"""`scalearena tune` end to end on a tiny scenario: a known best, determinism, resume, the snippet, the report."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+import yaml
+
+from scalearena.harness.runner import run_plan
+from scalearena.harness.scenario import load_scenario
+from scalearena.harness.suite import plans_for_scenario
+from tests.unit.test_cli import scalearena
+
+TINY = Path(__file__).with_name("tune_tiny.yaml")
+
+
+def tune(out: Path, *args: str) -> str:
+    r = scalearena("tune", str(TINY), "--out", str(out), "--jobs", "1", "--no-report", *args)
+    assert r.returncode == 0, r.stderr + r.stdout
+    return r.stdout
+
+
+def test_single_objective_study_finds_the_cheapest_static_fleet_meeting_the_target(tmp_path: Path) -> None:
+    out = tmp_path / "static"
+    tune(out, "--autoscaler", "static", "--param", "replicas=1:4", "--objective", "cost", "--min-attainment", "0.9",
+         "--trials", "6", "--sampler", "random")
+    trials = pd.read_parquet(out / "trials.parquet")
+    assert len(trials) == 6 and set(trials["state"]) == {"complete"}
+    assert trials.loc[0, "params.replicas"] == 2 and trials.loc[0, "default"]  # the scenario's own replicas: 2
+    assert 1 in set(trials["params.replicas"])  # random sampler, seed 0: replicas 1 is among the trials
+    # n replicas cost n x 2.0 x 60 s / 3600 = n / 30; every fleet serves all requests in the SLO
+    for r in trials.to_dict("records"):
+        assert r["cost"] == pytest.approx(r["params.replicas"] / 30, rel=1e-9)
+        assert r["slo_attainment"] == 1.0
+    best = yaml.safe_load((out / "best.yaml").read_text())
+    assert best == [{"kind": "static", "name": "static-tuned", "replicas": 1}]
+    meta = json.loads((out / "tune.json").read_text())
+    assert meta["constrained"] and meta["references"]["default"]["metrics"]["cost"] == pytest.approx(2 / 30)
+    # a single-objective front is the best trial(s): the fleets of one replica
+    front = pd.read_parquet(out / "front.parquet")
+    assert set(front["params.replicas"]) == {1}
+
+
+def test_study_is_deterministic_and_a_rerun_resumes_it(tmp_path: Path) -> None:
+    args = ("--autoscaler", "kpa", "--trials", "3", "--sampler", "tpe")
+    tune(tmp_path / "a", *args)
+    tune(tmp_path / "a", "--autoscaler", "kpa", "--trials", "4", "--sampler", "tpe")  # resume: 1 more
+    tune(tmp_path / "b", "--autoscaler", "kpa", "--trials", "4", "--sampler", "tpe")  # uninterrupted
+    a, b = (pd.read_parquet(tmp_path / d / "trials.parquet") for d in ("a", "b"))
+    assert list(a["number"]) == [0, 1, 2, 3]
+    cols = [c for c in a.columns if c.startswith("params.")] + ["cost", "slo_attainment", "goodput_rps"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])  # same samples, same numbers
+    study = optuna.load_study(study_name="tune", storage=f"sqlite:///{tmp_path / 'a' / 'study.db'}")
+    assert len(study.trials) == 4  # one study, resumed: not two
+    again = tune(tmp_path / "a", "--autoscaler", "kpa", "--trials", "4", "--sampler", "tpe")  # complete: runs none
+    assert len(pd.read_parquet(tmp_path / "a" / "trials.parquet")) == 4 and "study:" in again
+
+
+def test_best_snippet_loads_and_reproduces_the_trial(tmp_path: Path) -> None:
+    out = tmp_path / "hpa"
+    tune(out, "--autoscaler", "hpa", "--trials", "5", "--min-attainment", "0.5", "--set",
+         "workload.arrivals.rate_rps=12")
+    meta = json.loads((out / "tune.json").read_text())
+    assert meta["best_trial"] is not None
+    entry = yaml.safe_load((out / "best.yaml").read_text())
+    data = yaml.safe_load(TINY.read_text())
+    data["autoscalers"] = entry
+    data["workload"]["arrivals"]["rate_rps"] = 12
+    scenario = tmp_path / "with-best.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    sc = load_scenario(scenario)
+    (plan,) = plans_for_scenario(sc, ["hpa-tuned"])
+    got = run_plan(plan, tmp_path / "rerun", "sim")["summary"]
+    trial = json.loads((out / "trials" / f"trial-{meta['best_trial']:04d}" / "seed-1" / "summary.json").read_text())
+    for key in ("requests_total", "requests_ok", "cost", "gpu_hours", "goodput_rps", "slo_attainment", "replicas",
+                "ttft_ms", "scaling_actions"):
+        assert got[key] == trial[key], key
+
+
+def test_report_renders_the_study(tmp_path: Path) -> None:
+    out = tmp_path / "kpa"
+    tune(out, "--autoscaler", "kpa", "--trials", "3")
+    r = scalearena("report", str(out))
+    assert r.returncode == 0, r.stderr
+    html = (out / "report.html").read_text()
+    assert "VERDICT" in html and "Pareto front" in html and "data:image/png;base64" in html
+    assert html.index("VERDICT") < html.index("Cost against SLO attainment")  # the answer first

@@ -1,0 +1,108 @@
+"""Tuning: objectives and targets as the CLI reads them, the Pareto front on known points, bad input."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import create_trial
+
+from scalearena.contracts.errors import UserError
+from scalearena.harness.tuning.objectives import check_target, cost_axis, parse_objectives
+from scalearena.harness.tuning.outputs import front_numbers
+from scalearena.reports.tune import study_points, study_verdict
+from tests.unit.test_cli import scalearena
+
+PHYSICAL = str(Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "physical-validation.yaml")
+
+
+def _study(points: list[tuple[float, float]], constraints: list[float] | None = None) -> optuna.Study:
+    study = optuna.create_study(directions=["minimize", "maximize"])
+    for i, (cost, att) in enumerate(points):
+        system = {} if constraints is None else {"constraints": [constraints[i]]}
+        study.add_trial(create_trial(values=[cost, att], params={"x": float(i)},
+                                     distributions={"x": FloatDistribution(0, 10)}, system_attrs=system))
+    return study
+
+
+def test_pareto_front_of_known_points() -> None:
+    # (cost, attainment): 0 (1, .5); 1 (2, .9); 2 (2, .6) worse than 1 at the same cost; 3 (3, .9) dearer
+    # than 1 for the same attainment; 4 (0.5, .1) cheapest. Front: 4 -> 0 -> 1.
+    study = _study([(1, .5), (2, .9), (2, .6), (3, .9), (0.5, .1)])
+    assert front_numbers(study) == {0, 1, 4}
+
+
+def test_a_trial_breaking_the_constraint_is_off_the_front() -> None:
+    # trial 1 (2, .9) is infeasible (constraint 0.05 > 0). Among the rest nothing dominates 2 (2, .6) any
+    # more (0 is cheaper but attains less, 3 attains more but costs more): front 4 -> 0 -> 2 -> 3
+    study = _study([(1, .5), (2, .9), (2, .6), (3, .9), (0.5, .1)], constraints=[-1, 0.05, -1, -1, -1])
+    assert front_numbers(study) == {0, 2, 3, 4}
+
+
+def test_verdict_over_study_points_picks_the_cheapest_meeting_the_target() -> None:
+    import pandas as pd
+
+    trials = pd.DataFrame([
+        {"label": "trial-0000", "state": "complete", "cost": 3.0, "gpu_hours": 1.2, "slo_attainment": 0.97},
+        {"label": "trial-0001", "state": "complete", "cost": 2.0, "gpu_hours": 0.8, "slo_attainment": 0.96},
+        {"label": "trial-0002", "state": "complete", "cost": 1.0, "gpu_hours": 0.4, "slo_attainment": 0.50},
+        {"label": "trial-0003", "state": "failed", "cost": None, "gpu_hours": None, "slo_attainment": None}])
+    refs = {"default": {"ok": True, "metrics": {"cost": 0.9, "gpu_hours": 0.36, "slo_attainment": 0.99}},
+            "oracle": {"ok": True, "metrics": {"cost": 1.5, "gpu_hours": 0.6, "slo_attainment": 0.98}}}
+    v = study_verdict(study_points(trials, refs, "cost"), 0.95)
+    # meeting 95 %: trial-0000 (3.0), trial-0001 (2.0); the default (0.9) is a reference, not a candidate
+    assert v.pick is not None and v.pick.name == "trial-0001"
+    assert v.runner_up is not None and v.runner_up.name == "trial-0000"
+    assert v.bound is not None and v.bound.name == "oracle"
+    # regret of trial-0001: 0.8 GPU-h - the oracle's 0.6 at attainment 0.98 >= 0.96 = 0.2
+    assert v.regret["trial-0001"] == pytest.approx(0.2)
+
+
+def test_objectives_default_and_bad_names() -> None:
+    assert [o.id for o in parse_objectives([])] == ["cost", "slo_attainment"]
+    got = parse_objectives(["gpu_hours", "ttft_p99", "goodput_rps"])
+    assert [o.direction for o in got] == ["minimize", "minimize", "maximize"]
+    assert cost_axis(got).id == "gpu_hours" and cost_axis(parse_objectives(["ttft_p99"])).id == "cost"
+    with pytest.raises(UserError, match="--objective latency: no such objective"):
+        parse_objectives(["latency"])
+    with pytest.raises(UserError, match="did you mean 'goodput_rps'"):
+        parse_objectives(["goodput"])
+    with pytest.raises(UserError, match="given twice"):
+        parse_objectives(["cost", "cost"])
+    with pytest.raises(UserError, match="no such objective"):
+        parse_objectives(["requests_total"])  # a count without a direction: nothing to optimise
+    assert check_target(0.0) == 0.0 and check_target(1.0) == 1.0
+    with pytest.raises(UserError, match=r"--min-attainment 1.5: outside \[0, 1\]"):
+        check_target(1.5)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--objective", "nope"], "error: --objective nope: no such objective"),
+    (["--min-attainment", "1.5"], "error: --min-attainment 1.5: outside [0, 1]"),
+    (["--min-attainment", "-0.1"], "error: --min-attainment -0.1: outside [0, 1]"),
+    (["--param", "tau_kv=0.5:1.5"], "error: --param tau_kv=0.5:1.5: wva refuses tau_kv = 1.5: Input should be "
+                                     "less than or equal to 1"),
+    (["--param", "nope=1:2"], "error: --param nope=1:2: wva has no parameter 'nope'"),
+    (["--trials", "0"], "error: --trials 0: must be at least 1"),
+    (["--seeds", "0"], "error: --seeds 0: must be at least 1"),
+])
+def test_bad_tune_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    r = scalearena("tune", PHYSICAL, "--autoscaler", "wva", "--out", str(tmp_path / "o"), *args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and r.stderr.startswith(message), r.stderr
+    assert not (tmp_path / "o" / "study.db").exists()  # refused before any study exists
+
+
+def test_an_out_folder_holding_another_study_is_refused(tmp_path: Path) -> None:
+    from scalearena.harness.tuning import study as st
+    from scalearena.harness.tuning.objectives import parse_objectives as po
+
+    out = tmp_path / "o"
+    out.mkdir()
+    optuna.create_study(storage=st.storage_url(out), study_name=st.STUDY_NAME, directions=["minimize", "maximize"]
+                        ).set_user_attr("setup", {"scenario": "other", "autoscaler": "hpa"})
+    assert po([])  # the CLI's defaults: a two-objective study, like the stored one
+    r = scalearena("tune", PHYSICAL, "--autoscaler", "wva", "--out", str(out), "--trials", "1")
+    assert r.returncode == 2
+    assert "holds a study with another" in r.stderr and "(hpa on other)" in r.stderr
