@@ -86,5 +86,6 @@ def test_report_renders_the_study(tmp_path: Path) -> None:
     r = scalearena("report", str(out))
     assert r.returncode == 0, r.stderr
     html = (out / "report.html").read_text()
-    assert "VERDICT" in html and "Pareto front" in html and "data:image/png;base64" in html
+    assert "VERDICT" in html and "Pareto front" in html and 'id="fig-scatter-tiny"' in html
+    assert '"label": "trial' in html or '"label":"trial' in html  # the trials drawn as their own datasets
     assert html.index("VERDICT") < html.index("Cost against SLO attainment")  # the answer first
