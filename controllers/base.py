@@ -91,6 +91,20 @@ class ReplicaProfile(Protocol):
 
 
 @dataclass(frozen=True)
+class Admission:
+    """The gateway's saturation test as it applies to a variant's pods (llm-d EPP saturation detector,
+    harness/router.py): a pod is saturated at KV usage >= ``kv_threshold`` or ``waiting`` >=
+    ``queue_threshold`` and gets no new request while another pod is not; when every pod is saturated
+    ``kind`` saturation rejects (429) and flow_control holds the request. So the router, not only the
+    engine, bounds what one replica holds: a policy that sizes replicas from per-replica capacity must
+    plan each replica below it."""
+
+    kind: Literal["saturation", "flow_control"]
+    kv_threshold: float  # 0..1
+    queue_threshold: int
+
+
+@dataclass(frozen=True)
 class VariantView:
     """One variant (one Deployment) as a controller sees it."""
 
@@ -116,6 +130,7 @@ class VariantView:
     starting: int = 0  # of ``pending``: bound and running, not Ready yet (phase Running); the rest are
     #   in phase Pending. 0 where the backend cannot tell (all counted Pending)
     profile: ReplicaProfile | None = None  # the swept latency table of one replica (None: engine unknown)
+    admission: Admission | None = None  # the gateway's saturation test for its pods (None: none, or unknown)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,11 @@ count and mean ISL / OSL per model (controllers/traffic.py), feed each series to
     replicas = max(ceil(predicted requests / interval / per-replica rate at the targets), min_endpoint)
 
 the per-replica rate coming from the variant's swept latency profile (``VariantView.profile``,
-built by the harness from the scenario's latency model; controllers/planner_capacity.py), the
-demand handed to the lowest cost per request/s first, then cut to the GPU budget.
+built by the harness from the scenario's latency model; controllers/planner_capacity.py) at the
+largest batch that meets both targets and leaves the replica room for the next arrival: below
+max_num_seqs, the KV cache (``kv_fill``) and the gateway's KV admission threshold
+(``VariantView.admission``), the demand handed to the lowest cost per request/s first, then cut to
+the GPU budget.
 
 Load mode (``enable_load_scaling``), every ``load_adjustment_interval_s`` (5 s): per ready pod,
 estimate a new arrival's TTFT and the batch's ITL from its observed load; +1 replica when every
@@ -62,6 +65,12 @@ class PlannerConfig(AutoscalerConfig):
         default=5.0, gt=0, le=3600, description="Seconds between load decisions (Dynamo: 5).")
     ttft_ms: float = Field(default=500.0, gt=0, description="TTFT target, ms (Dynamo: 500).")
     itl_ms: float = Field(default=50.0, gt=0, description="ITL target, ms (Dynamo: 50).")
+    kv_fill: float = Field(
+        default=1.0, gt=0, le=1, description="Planning KV fill: the planned batch plus the next prompt stay within "
+        "this fraction of the KV cache; below 1 it leaves room for the batch's length fluctuation (Dynamo's "
+        "load-based planner counts a decode engine full at KV usage 0.9, decode_kv_scale_up_threshold). The "
+        "router's admission threshold bounds the batch as well (planner_capacity.py).",
+        json_schema_extra=tune(0.5, 1.0))
     min_endpoint: int = Field(default=1, ge=0, le=10_000, description="Fewest replicas per model (Dynamo: 1).")
     max_gpu_budget: int | None = Field(
         default=None, ge=1, le=1_000_000, description="Most GPUs per model; null: the pool's GPUs where known, "
@@ -205,7 +214,8 @@ class Planner(AutoscalerBase):
                 reasons.append(Reason("no_profile", f"planner: no latency profile for {v.name}; holding", {}))
                 st.target = {u.name: u.spec_replicas for u in variants}
                 return
-            caps[v.name] = replica_capacity(v.profile, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000)
+            caps[v.name] = replica_capacity(v.profile, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000, c.kv_fill,
+                                            v.admission)
         budget = c.max_gpu_budget
         if budget is None and view.gpu_capacity:
             budget = sum(view.gpu_capacity.get(g, 0) for g in {v.gpu for v in variants})
@@ -216,15 +226,13 @@ class Planner(AutoscalerBase):
         vals: dict[str, Any] = {**st.audit, "predicted_requests": fc[0].value, "predicted_isl": isl,
                                 "predicted_osl": osl, "predictor": fc[0].used, "predictor_mape": mape,
                                 "demand_rps": demand, "gpu_budget": budget, "replicas": dict(want),
-                                "capacity": {n: {"batch": k.batch, "rate_rps": k.rate_rps, "ttft_s": k.ttft_s,
-                                                 "itl_s": k.itl_s, "batch_max": k.batch_max, "meets_sla": k.meets_sla}
-                                             for n, k in caps.items()}}
+                                "capacity": {v.name: _capacity_values(caps[v.name], v) for v in variants}}
         st.audit = {k: vals[k] for k in ("predicted_requests", "predictor", "predictor_mape", "demand_rps")}
         if fallbacks:
             vals["fallback"] = fallbacks
             reasons.append(Reason("predictor_fallback", "planner: " + "; ".join(f"{k}: {m}, using constant"
                                                                                for k, m in fallbacks.items()), fallbacks))
-        per = ", ".join(f"{n} {caps[n].rate_rps:.2f} req/s at batch {caps[n].batch}" for n in caps)
+        per = ", ".join(f"{n} {k.rate_rps:.2f} req/s at batch {k.batch} ({k.bound})" for n, k in caps.items())
         reasons.insert(0, Reason("throughput", f"planner: observed {t.requests:g} requests, predicted "
                                  f"{fc[0].value:.1f} ({fc[0].used}) -> {demand:.2f} req/s; per replica {per} -> "
                                  + ", ".join(f"{n} {k}" for n, k in want.items())
@@ -253,6 +261,16 @@ class Planner(AutoscalerBase):
         reasons.append(Reason("load", f"planner: per-pod TTFT est max {max(ttfts):.3f} s, ITL est max "
                               f"{max(itls) * 1000:.1f} ms vs {c.ttft_ms:g} ms / {c.itl_ms:g} ms -> {want}", vals))
         return max(0, want)
+
+
+def _capacity_values(k: Capacity, v: VariantView) -> dict[str, Any]:
+    """A variant's capacity as the decision records it, with the queue room above the planned batch: how
+    many may wait on a full replica before the router counts it saturated or the engine answers 429."""
+    rooms = [q for q in (v.admission.queue_threshold if v.admission else None, v.engine.get("max_waiting_queue"))
+             if q is not None]
+    return {"batch": k.batch, "rate_rps": k.rate_rps, "ttft_s": k.ttft_s, "itl_s": k.itl_s, "batch_max": k.batch_max,
+            "meets_sla": k.meets_sla, "bound": k.bound, "limits": dict(k.limits),
+            "queue_room": min(rooms) if rooms else None}
 
 
 def _hold(v: VariantView, rule: str, msg: str) -> Decision:

@@ -1,10 +1,31 @@
 """The SLA planner's arithmetic: replica capacity at the TTFT / ITL targets, the hand-out of demand
 over variants, the GPU budget, and the load-based estimates. Pure functions of the profile.
 
-Capacity (Dynamo's ``find_best_engine_agg_rps``, perf_model/agg.py): for a mix of mean ``isl`` /
-``osl`` tokens, the largest batch b in [1, b_max] such that every batch up to it keeps the
-profiled TTFT <= ttft target and ITL <= itl target, with b_max = min(max_num_seqs,
-floor(kv_tokens / (isl + osl/2))) (the KV cache holds b sequences of mean context isl + osl/2).
+Capacity (Dynamo's ``find_best_engine_agg_rps``, components/src/dynamo/planner/core/perf_model/agg.py):
+for a mix of mean ``isl`` / ``osl`` tokens, a sequence holds ctx = isl + osl/2 KV tokens on average
+(its prompt from admission, its output growing to osl). The batch b a replica is planned at is the
+largest in [1, b_max] such that every batch up to it keeps the profiled TTFT <= the TTFT target and
+ITL <= the ITL target, where b_max is the least of what bounds a replica's steady load. The planned
+replica must still take the next arrival at once (a replica planned at its hard limit queues or
+turns away every fluctuation above the mean; the one free place per replica is the pool's margin):
+
+- ``max_num_seqs``: the engine runs no more sequences at once, so b <= max_num_seqs - 1;
+- the gateway's admission (``VariantView.admission``): the router stops sending a pod requests once
+  its KV usage reaches ``kv_threshold`` and rejects (or holds) when every pod is there, so the
+  planned batch keeps the pod admissible: the largest b with b x ctx < kv_threshold x kv_tokens.
+  (Dynamo's profiler sweeps the engine behind no such gate; here the scenario's router is part of
+  what a replica sustains.)
+- the KV cache: the engine admits the next arrival when its prompt's blocks are free, so the largest
+  b with b x ctx + isl <= kv_fill x kv_tokens. ``kv_fill`` (the planner's default 1: the whole cache)
+  below 1 keeps a margin for the batch's length fluctuation, which fills the cache before its mean
+  does (vLLM then preempts). Dynamo bounds its sweep by floor(kv_tokens / ctx), no room left for
+  the next prompt.
+
+The queue limits (the router's ``queue_threshold``, the engine's ``max_waiting_queue``) do not lower
+the batch: at the planned batch an arrival is admitted at once, so nothing waits in steady state;
+they bound the burst a replica absorbs above it (what may wait before the pod counts as saturated,
+or before the engine answers 429), which the decision reports as ``queue_room``.
+
 By Little's law the replica then serves b / (TTFT(b) + (osl - 1) x ITL(b)) requests per second
 (Dynamo divides by osl x ITL and leaves the prefill time out; with long prompts and short outputs
 that overstates the rate). When even b = 1 misses a target the rate at b = 1 is used, as Dynamo
@@ -13,9 +34,10 @@ does, and ``meets_sla`` is False.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from .base import ReplicaProfile, VariantView
+from .base import Admission, ReplicaProfile, VariantView
 
 
 @dataclass(frozen=True)
@@ -24,13 +46,27 @@ class Capacity:
     rate_rps: float  # requests per second one replica serves there
     ttft_s: float
     itl_s: float
-    batch_max: int  # the KV / max_num_seqs bound on the batch
+    batch_max: int  # the least of ``limits``
     meets_sla: bool
+    bound: str = "latency"  # what set the batch: latency | max_num_seqs | kv_cache | admission_kv
+    limits: Mapping[str, int] = field(default_factory=dict)  # each bound on the batch, sequences
 
 
-def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: float, itl_s: float) -> Capacity:
-    kv_bound = math.floor(profile.kv_tokens / max(1.0, isl + osl / 2))
-    b_max = max(1, min(profile.max_num_seqs, kv_bound))
+def batch_limits(profile: ReplicaProfile, isl: float, osl: float, kv_fill: float,
+                 admission: Admission | None) -> dict[str, int]:
+    """The bounds on a replica's planned batch (module docstring), at least 1 each."""
+    ctx = max(1.0, isl + osl / 2)
+    out = {"max_num_seqs": max(1, profile.max_num_seqs - 1),
+           "kv_cache": max(1, math.floor((kv_fill * profile.kv_tokens - isl) / ctx + 1e-9))}
+    if admission is not None:
+        out["admission_kv"] = max(1, math.ceil(admission.kv_threshold * profile.kv_tokens / ctx - 1e-9) - 1)
+    return out
+
+
+def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: float, itl_s: float,
+                     kv_fill: float = 1.0, admission: Admission | None = None) -> Capacity:
+    limits = batch_limits(profile, isl, osl, kv_fill, admission)
+    b_max = max(1, min(limits.values()))
     batches = list(range(1, b_max + 1))
     ttfts, itls = profile.ttft_s(isl, osl, batches), profile.itl_s(isl, osl, batches)
     best = 0
@@ -40,7 +76,11 @@ def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: fl
         best = i + 1
     k = max(best, 1) - 1
     service = ttfts[k] + max(0.0, osl - 1) * itls[k]
-    return Capacity(k + 1, (k + 1) / max(service, 1e-9), ttfts[k], itls[k], b_max, best > 0)
+    bound = "latency" if best < b_max else min(limits, key=lambda n: (limits[n], _ORDER.index(n)))
+    return Capacity(k + 1, (k + 1) / max(service, 1e-9), ttfts[k], itls[k], b_max, best > 0, bound, limits)
+
+
+_ORDER = ("admission_kv", "kv_cache", "max_num_seqs")  # which bound is named when several are equal
 
 
 def hand_out(demand_rps: float, variants: list[VariantView], caps: dict[str, Capacity],

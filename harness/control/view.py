@@ -17,6 +17,7 @@ from typing import Any
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.controllers.base import (
+    Admission,
     ArrivalForecast,
     ClusterView,
     PodMetrics,
@@ -46,6 +47,7 @@ class VariantInfo:
     engine: Mapping[str, Any] = field(default_factory=dict)  # VariantView.engine: settings incl. kv_cache_blocks
     step_model: StepModel | None = None  # VariantView.step_model: the roofline step-time model, if any
     profile: ReplicaProfile | None = None  # VariantView.profile: the swept per-replica latency table
+    admission: Admission | None = None  # VariantView.admission: the gateway's saturation test
 
 
 def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
@@ -57,19 +59,28 @@ def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
     return engine
 
 
-def variant_info(spec: Any, gpu: Any, index: int) -> VariantInfo:
+def admission(router: Any) -> Admission | None:
+    """The ``Admission`` of a scenario's router (``harness.scenario.RouterSpec``); None when it admits all."""
+    adm = router.admission
+    if adm.kind == "none":
+        return None
+    return Admission(adm.kind, float(adm.kv_threshold), int(adm.queue_threshold))
+
+
+def variant_info(spec: Any, gpu: Any, index: int, admission: Admission | None = None) -> VariantInfo:
     """``VariantInfo`` of the scenario's ``cluster.variants[index]`` (a ``harness.scenario.VariantSpec``)."""
     return VariantInfo(
         name=spec.name, model=spec.model, gpu=spec.gpu, gpus_per_replica=spec.gpus_per_replica, cost=spec.cost,
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
         engine=(engine := engine_settings(spec, gpu, f"cluster.variants[{index}].engine")),
-        step_model=step_model(engine, gpu), profile=replica_profile(engine, gpu),
+        step_model=step_model(engine, gpu), profile=replica_profile(engine, gpu), admission=admission,
     )
 
 
 def scenario_variants(scenario: Any) -> tuple[VariantInfo, ...]:
     """Every variant of a ``harness.scenario.Scenario`` (its GPU looked up in the scenario's catalog)."""
-    return tuple(variant_info(v, scenario.cluster.gpu(v.gpu), i) for i, v in enumerate(scenario.cluster.variants))
+    adm = admission(scenario.router)
+    return tuple(variant_info(v, scenario.cluster.gpu(v.gpu), i, adm) for i, v in enumerate(scenario.cluster.variants))
 
 
 def forecast_from_requests(requests: Sequence[Any], models: Iterable[str]) -> tuple[ArrivalForecast, ...]:
@@ -144,6 +155,7 @@ def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[st
             ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
             metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
             engine=info.engine, step_model=info.step_model, starting=st.starting, profile=info.profile,
+            admission=info.admission,
         ))
     return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
                        gpu_capacity=gpu_capacity, forecast=forecast)

@@ -24,18 +24,52 @@ class FlatProfile:
 
 
 def test_capacity_is_kv_bound_in_the_papers_setup():
-    # 16,384 KV tokens / (4096 + 1024/2) = 3.55 -> 3 sequences; both targets hold at every batch;
-    # rate = 3 / (0.2 + 1023 x 0.002) = 3 / 2.246 = 1.3357 req/s
+    # a sequence holds 4096 + 1024/2 = 4608 KV tokens on average; with the whole cache (kv_fill 1) the
+    # next prompt must still fit: b x 4608 + 4096 <= 16,384 -> b <= 2.67 -> 2; max_num_seqs 256 - 1 = 255;
+    # both targets hold at every batch; rate = 2 / (0.2 + 1023 x 0.002) = 2 / 2.246 req/s
     cap = replica_capacity(FlatProfile(), 4096, 1024, 0.5, 0.05)
-    assert (cap.batch, cap.batch_max, cap.meets_sla) == (3, 3, True)
-    assert cap.rate_rps == pytest.approx(3 / 2.246)
+    assert (cap.batch, cap.batch_max, cap.meets_sla, cap.bound) == (2, 2, True, "kv_cache")
+    assert dict(cap.limits) == {"max_num_seqs": 255, "kv_cache": 2}
+    assert cap.rate_rps == pytest.approx(2 / 2.246)
+
+
+def test_capacity_keeps_the_pod_below_the_routers_kv_admission_threshold():
+    from scalearena.controllers.base import Admission
+
+    # a cache of 32,768 tokens: the engine alone allows (32,768 - 4096) / 4608 = 6.2 -> 6 sequences;
+    # the router counts a pod saturated at KV >= 0.8: b x 4608 < 0.8 x 32,768 = 26,214.4 -> b < 5.69 -> 5
+    adm = Admission("saturation", 0.8, 5)
+    cap = replica_capacity(FlatProfile(kv_tokens=32768), 4096, 1024, 0.5, 0.05, 1.0, adm)
+    assert dict(cap.limits) == {"max_num_seqs": 255, "kv_cache": 6, "admission_kv": 5}
+    assert (cap.batch, cap.bound) == (5, "admission_kv")
+    assert cap.rate_rps == pytest.approx(5 / 2.246)
+    # at exactly the threshold the pod is saturated (usage >= 0.8): 5 x 4608 = 23,040 = 0.8 x 28,800
+    cap = replica_capacity(FlatProfile(kv_tokens=28800), 4096, 1024, 0.5, 0.05, 1.0, adm)
+    assert cap.limits["admission_kv"] == 4
+    # the paper's 16,384-token cache: 0.8 x 16,384 / 4608 = 2.84 -> 2, the engine's bound is 2 as well
+    # (tie: the admission is named)
+    cap = replica_capacity(FlatProfile(), 4096, 1024, 0.5, 0.05, 1.0, adm)
+    assert (cap.batch, cap.bound, cap.limits["admission_kv"]) == (2, "admission_kv", 2)
+
+
+def test_capacity_kv_fill_and_max_num_seqs_bound_the_batch():
+    # kv_fill 0.5 of 100,000 tokens: (50,000 - 1000) / (1000 + 100) = 44.5 -> 44
+    cap = replica_capacity(FlatProfile(kv_tokens=100_000), 1000, 200, 0.5, 0.05, 0.5)
+    assert (cap.batch, cap.bound) == (44, "kv_cache")
+    # max_num_seqs 8: the planned replica keeps one place for the next arrival -> 7
+    cap = replica_capacity(FlatProfile(kv_tokens=100_000, max_num_seqs=8), 1000, 200, 0.5, 0.05, 0.5)
+    assert (cap.batch, cap.bound) == (7, "max_num_seqs")
+    # a prompt longer than the fill allows still plans one sequence (never 0)
+    cap = replica_capacity(FlatProfile(kv_tokens=1000), 4096, 1024, 0.5, 0.05, 0.9)
+    assert cap.batch == 1 and cap.limits["kv_cache"] == 1
 
 
 def test_capacity_stops_at_the_first_batch_that_misses_the_itl_target():
-    # itl = 0.01 + 0.001 b <= 0.05 -> b <= 40; ttft = 0.1 + 0.01 b <= 0.5 -> b <= 40 as well; KV allows 100
-    p = FlatProfile(kv_tokens=100 * 150, t0=0.1, a=0.01, i0=0.01, c=0.001)
+    # itl = 0.01 + 0.001 b <= 0.05 -> b <= 40; ttft = 0.1 + 0.01 b <= 0.5 -> b <= 40 as well;
+    # KV allows (15,100 - 100) / 150 = 100
+    p = FlatProfile(kv_tokens=100 * 150 + 100, t0=0.1, a=0.01, i0=0.01, c=0.001)
     cap = replica_capacity(p, 100, 100, 0.5, 0.05)
-    assert cap.batch == 40
+    assert (cap.batch, cap.bound, cap.limits["kv_cache"]) == (40, "latency", 100)
     # at b = 40: ttft 0.5, itl 0.05 -> 40 / (0.5 + 99 x 0.05) = 40 / 5.45
     assert cap.rate_rps == pytest.approx(40 / 5.45)
 
@@ -94,18 +128,20 @@ def test_throughput_loop_warms_up_then_sizes_from_the_constant_forecast():
     p = Planner(PlannerConfig(throughput_adjustment_interval_s=60, predictor=PredictorConfig(kind="constant")))
     (d,) = p.decide(0.0, view(0.0, v_prof(), metrics=traffic(0)))
     assert (d.desired_replicas, d.reasons[0].rule) == (1, "warming_up")
-    # 600 requests in 60 s = 10 req/s; 1.3357 req/s per replica -> ceil(7.487) = 8
+    # the next prompt must fit: b x 4608 + 4096 <= 16,384 -> b <= 2.67 -> batch 2, 2 / 2.246 = 0.8905
+    # req/s per replica; 600 requests in 60 s = 10 req/s -> 10 / 0.8905 = 11.23 -> 12
     (d,) = p.decide(60.0, view(60.0, v_prof(), metrics=traffic(600)))
-    assert d.desired_replicas == 8
+    assert d.desired_replicas == 12
     vals = d.reasons[0].values
     assert vals["observed_requests"] == 600 and vals["predicted_requests"] == 600
-    assert vals["capacity"]["v"]["batch"] == 3 and vals["replicas"] == {"v": 8}
+    assert vals["capacity"]["v"]["batch"] == 2 and vals["replicas"] == {"v": 12}
+    assert vals["capacity"]["v"]["bound"] == "kv_cache"
     # between intervals the target holds
-    (d,) = p.decide(70.0, view(70.0, v_prof(spec=8), metrics=traffic(600)))
-    assert d.desired_replicas == 8 and d.reasons[0].rule == "throughput_hold"
+    (d,) = p.decide(70.0, view(70.0, v_prof(spec=12), metrics=traffic(600)))
+    assert d.desired_replicas == 12 and d.reasons[0].rule == "throughput_hold"
     # next interval: 300 requests, the forecast error of the last one (600 vs 300) is |600-300|/300 = 1.0
-    (d,) = p.decide(120.0, view(120.0, v_prof(spec=8), metrics=traffic(300)))
-    assert d.desired_replicas == 4  # 5 req/s / 1.3357 = 3.74 -> 4
+    (d,) = p.decide(120.0, view(120.0, v_prof(spec=12), metrics=traffic(300)))
+    assert d.desired_replicas == 6  # 5 req/s / 0.8905 = 5.61 -> 6
     assert d.reasons[0].values["predictor_mape"] == pytest.approx(1.0)
 
 
@@ -115,7 +151,7 @@ def test_arima_without_history_falls_back_to_constant_with_a_reason():
     (d,) = p.decide(60.0, view(60.0, v_prof(), metrics=traffic(600)))
     fb = [r for r in d.reasons if r.rule == "predictor_fallback"]
     assert fb and fb[0].values["requests"] == "arima needs 5 points, has 1"
-    assert d.desired_replicas == 8
+    assert d.desired_replicas == 12  # as the constant forecast: 10 / 0.8905 = 11.23 -> 12
 
 
 def test_warmup_history_lets_arima_forecast_from_the_first_interval():
@@ -123,8 +159,8 @@ def test_warmup_history_lets_arima_forecast_from_the_first_interval():
     p = Planner(PlannerConfig(throughput_adjustment_interval_s=60, warmup=warm))
     p.decide(0.0, view(0.0, v_prof(), metrics=traffic(600)))
     (d,) = p.decide(60.0, view(60.0, v_prof(), metrics=traffic(600)))
-    # six points of 600: a flat series forecasts its value -> 8 replicas, and no fallback
-    assert d.desired_replicas == 8 and d.reasons[0].values["predictor"] == "arima"
+    # six points of 600: a flat series forecasts its value -> 12 replicas, and no fallback
+    assert d.desired_replicas == 12 and d.reasons[0].values["predictor"] == "arima"
     assert not [r for r in d.reasons if r.rule == "predictor_fallback"]
 
 
@@ -169,3 +205,39 @@ def test_config_refuses_no_mode_and_unknown_keys():
         Planner(PlannerConfig(enable_throughput_scaling=False))
     with pytest.raises(ValueError):
         PlannerConfig(adjustment_interval=60)
+
+
+def test_planner_sizes_below_the_admission_threshold_the_view_carries():
+    from dataclasses import replace
+
+    from scalearena.controllers.base import Admission
+
+    # a 32,768-token cache: the engine alone allows (32,768 - 4096) / 4608 = 6.22 -> 6 sequences; the
+    # router saturates a pod at KV >= 0.5: b x 4608 < 16,384 -> b < 3.56 -> 3; 3 / 2.246 = 1.3357 req/s;
+    # 10 req/s -> 7.49 -> 8 replicas. Queue room: min(queue_threshold 5, max_waiting_queue 1000) = 5
+    v = replace(v_prof(), profile=FlatProfile(kv_tokens=32768), admission=Admission("saturation", 0.5, 5),
+                engine={"max_waiting_queue": 1000})
+    p = Planner(PlannerConfig(throughput_adjustment_interval_s=60, predictor=PredictorConfig(kind="constant")))
+    p.decide(0.0, view(0.0, v, metrics=traffic(0)))
+    (d,) = p.decide(60.0, view(60.0, v, metrics=traffic(600)))
+    cap = d.reasons[0].values["capacity"]["v"]
+    assert (cap["batch"], cap["bound"], cap["queue_room"]) == (3, "admission_kv", 5)
+    assert cap["limits"] == {"max_num_seqs": 255, "kv_cache": 6, "admission_kv": 3}
+    assert d.desired_replicas == 8 and "batch 3 (admission_kv)" in d.reasons[0].message
+
+
+def test_the_view_carries_the_scenarios_admission():
+    from pathlib import Path
+
+    from scalearena.controllers.base import Admission
+    from scalearena.harness.control.view import scenario_variants
+    from scalearena.harness.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "exp1-staircase.yaml"
+    (info,) = scenario_variants(load_scenario(path))
+    assert info.admission == Admission("saturation", 0.8, 5)
+    (info,) = scenario_variants(load_scenario(path, ["router.admission.kind=flow_control",
+                                                     "router.admission.kv_threshold=0.7"]))
+    assert info.admission == Admission("flow_control", 0.7, 5)
+    (info,) = scenario_variants(load_scenario(path, ["router.admission.kind=none"]))
+    assert info.admission is None
