@@ -15,6 +15,17 @@ counts non-negative integers, gated metrics non-negative numbers), so a
 comparing false against true. Incomplete runs (interrupted, crashed) are
 refused too unless ``allow_incomplete``; then a current run that did not
 complete is a regression by itself.
+
+Seeds separate a regression from noise. Runs repeated over seeds
+(``<run>/seed-<n>/``) are judged per run *group* on their means: a change
+beyond tolerance in the worse direction is a regression only when it is also
+significant, p < ``ALPHA`` (0.05) — the paired t-test over the per-seed
+differences when both sides ran the same seeds (the seed fixes the arrivals,
+so pairing removes their noise), else Welch's t-test (reports/stats.py) —
+and is reported as ``noise`` otherwise. Each such delta carries its p-value
+and the 95 % interval of current - baseline. With one seed per run the gate
+cannot tell the two apart: it judges on tolerance alone and says so
+(``Comparison.noise_blind``).
 """
 from __future__ import annotations
 
@@ -29,8 +40,11 @@ from scalearena.contracts.errors import UserError
 from .catalog import BY_ID, METRICS, Metric
 from .compare_config import RunFilter, config_changes, select
 from .load import ResultSet, Run, load_results
+from .stats import difference, paired_p, welch
 
-Verdict = Literal["improved", "same", "within", "regressed", "missing", "new", "n/a"]
+Verdict = Literal["improved", "same", "within", "regressed", "noise", "missing", "new", "n/a"]
+ALPHA = 0.05  # a worsening beyond tolerance with p >= ALPHA is seed noise, not a regression
+_SEED = re.compile(r"/seed-(\d+)$")
 DEFAULT_TOLERANCES: dict[str, float] = {m.id: m.tolerance_pct for m in METRICS if m.tolerance_pct is not None}
 _TOL = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*=\s*(?:([+-]?\d+(?:\.\d+)?)\s*%?|(off|none))\s*$", re.IGNORECASE)
 
@@ -64,6 +78,20 @@ class Delta:
     current: float | None
     tolerance_pct: float | None
     verdict: Verdict
+    n: int = 1  # seeds on each side (the fewer)
+    p_value: float | None = None  # paired t or Welch (``test``), with several seeds
+    ci_half: float | None = None  # 95 % half width of current - baseline
+    test: str = ""  # "paired t" | "Welch t"
+
+    @property
+    def noise_text(self) -> str:
+        """The seeds' say on this change: p and the interval of current - baseline, or that there is none."""
+        if self.n < 2:
+            return "noise-blind (1 seed)"
+        if self.p_value is None:
+            return f"{self.n} seeds"
+        ci = "" if self.ci_half is None else f", ±{self.ci_half:.3g}"
+        return f"p={self.p_value:.2g}{ci} ({self.test}, {self.n} seeds)"
 
     @property
     def change_pct(self) -> float | None:
@@ -101,6 +129,11 @@ class Comparison:
         return [d for d in self.deltas if d.verdict in ("regressed", "missing") and d.tolerance_pct is not None]
 
     @property
+    def noisy(self) -> list[Delta]:
+        """Gated metrics worse beyond tolerance whose seeds say it may be noise (p >= ALPHA)."""
+        return [d for d in self.deltas if d.verdict == "noise" and d.tolerance_pct is not None]
+
+    @property
     def improvements(self) -> list[Delta]:
         """Gated metrics that got better by more than their tolerance."""
         return [d for d in self.deltas if d.verdict == "improved" and d.beyond_tolerance]
@@ -109,8 +142,17 @@ class Comparison:
     def passed(self) -> bool:
         return not self.regressions and not self.incomplete
 
+    @property
+    def seeds(self) -> int:
+        """Seeds per run group on the side with fewer (1: no seed folders)."""
+        return min((d.n for d in self.deltas), default=1)
+
+    @property
+    def noise_blind(self) -> bool:
+        return self.seeds < 2
+
     def keys(self) -> list[str]:
-        return [r.key for r in self.current.runs]
+        return list(dict.fromkeys(group_key(r.key) for r in self.current.runs))
 
 
 def judge(metric: Metric, base: float | None, cur: float | None, tol_pct: float | None) -> Verdict:
@@ -192,8 +234,9 @@ def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[
     if base.single_run and cur.single_run:  # two run folders: pair them whatever their names
         cur.runs[0].key = base.runs[0].key
         cur.by_key = {cur.runs[0].key: cur.runs[0]}
-    only_base = sorted(set(base.by_key) - set(cur.by_key))
-    only_cur = sorted(set(cur.by_key) - set(base.by_key))
+    base_groups, cur_groups = {group_key(k) for k in base.by_key}, {group_key(k) for k in cur.by_key}
+    only_base = sorted(base_groups - cur_groups)
+    only_cur = sorted(cur_groups - base_groups)
     if only_base or only_cur:
         parts = []
         if only_base:
@@ -201,7 +244,7 @@ def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[
         if only_cur:
             parts.append(f"missing from baseline: {', '.join(only_cur)}")
         raise UserError("result sets do not match: " + "; ".join(parts), where=f"{baseline_dir} vs {current_dir}",
-                        expected="the same scenario/autoscaler[/sweep] runs on both sides")
+                        expected="the same scenario/autoscaler[/sweep] runs on both sides (their seeds may differ)")
     tol = DEFAULT_TOLERANCES.copy() if tolerances is None else tolerances
     return _judge_all(base, cur, tol)
 
@@ -216,14 +259,60 @@ def _refuse_incomplete(base: ResultSet, cur: ResultSet) -> None:
                         expected="complete runs, or --allow-incomplete (an incomplete current run then fails)")
 
 
+def group_key(key: str) -> str:
+    """A run's key without its seed folder: the runs of one group differ only in their seed."""
+    return _SEED.sub("", key)
+
+
+def _seed(run: Run) -> int | None:
+    m = _SEED.search(run.key)
+    return int(m.group(1)) if m else None
+
+
+def _noise(metric: Metric, base: list[Run], cur: list[Run]) -> tuple[float | None, float | None, str]:
+    """(p-value, 95 % half width of current - baseline, test) over the seeds of one group."""
+    bv, cv = [metric.value(r.summary) for r in base], [metric.value(r.summary) for r in cur]
+    sb = [x for x in map(_seed, base) if x is not None]
+    sc = [x for x in map(_seed, cur) if x is not None]
+    paired = len(sb) == len(base) and len(sc) == len(cur) and sorted(sb) == sorted(sc)
+    d = difference(cv, bv, sc if paired else None, sb if paired else None)
+    if paired:
+        by_seed = dict(zip(sb, bv, strict=True))
+        p = paired_p(cv, [by_seed[x] for x in sc])
+    else:
+        p = welch(cv, bv)
+    return p, (None if d.n < 2 or d.half_width != d.half_width else d.half_width), "paired t" if paired else "Welch t"
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
 def _judge_all(base: ResultSet, cur: ResultSet, tol: dict[str, float]) -> Comparison:
-    result = Comparison(base, cur, tol, config_changes=config_changes(base, cur, [r.key for r in cur.runs]))
+    shared = [r.key for r in cur.runs if r.key in base.by_key]
+    result = Comparison(base, cur, tol, config_changes=config_changes(base, cur, shared))
+    groups: dict[str, tuple[list[Run], list[Run]]] = {}
+    for run in base.runs:
+        groups.setdefault(group_key(run.key), ([], []))[0].append(run)
     for run in cur.runs:
-        b = base.by_key[run.key]
-        if run.summary.get("complete") is False and b.summary.get("complete") is not False:
+        b = base.by_key.get(run.key)
+        was_complete = b is None or b.summary.get("complete") is not False
+        if run.summary.get("complete") is False and was_complete:
             result.incomplete.append(run.key)
+        groups[group_key(run.key)][1].append(run)
+    for key in dict.fromkeys(group_key(r.key) for r in cur.runs):
+        bs, cs = groups[key]
+        n = min(len(bs), len(cs))
         for m in METRICS:
-            bv, cv = m.value(b.summary), m.value(run.summary)
+            bv, cv = _mean([m.value(r.summary) for r in bs]), _mean([m.value(r.summary) for r in cs])
             t = tol.get(m.id)
-            result.deltas.append(Delta(run.key, m, bv, cv, t, judge(m, bv, cv, t)))
+            verdict = judge(m, bv, cv, t)
+            p = half = None
+            test = ""
+            if n > 1 and bv is not None and cv is not None:
+                p, half, test = _noise(m, bs, cs)
+                if verdict == "regressed" and p is not None and p >= ALPHA:
+                    verdict = "noise"
+            result.deltas.append(Delta(key, m, bv, cv, t, verdict, n, p, half, test))
     return result

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .compare import Comparison, Delta
+from .compare import ALPHA, Comparison, Delta
 
 VERDICT_MARK = {"regressed": "REGRESSED", "missing": "MISSING", "improved": "improved", "within": "ok",
-                "same": "same", "new": "new", "n/a": "n/a"}
+                "same": "same", "new": "new", "n/a": "n/a", "noise": "noise"}
 
 
 HEATMAP_CLIP_PCT = 100.0  # colour saturates at +-100 %; the number in the cell stays exact
@@ -35,28 +35,38 @@ def shown(c: Comparison, verbose: bool = False) -> list[Delta]:
         order = {k: i for i, k in enumerate(c.keys())}
         known = [d for d in c.deltas if d.verdict != "n/a"]  # a metric neither side has is noise
         return sorted(known, key=lambda d: (d not in c.regressions, order[d.key]))
-    return c.regressions + c.improvements
+    return c.regressions + c.noisy + c.improvements
 
 
 def _row(d: Delta) -> list[str]:
     tol = "–" if d.tolerance_pct is None else f"{'-' if d.metric.direction == 'higher' else '+'}{d.tolerance_pct:g} %"
     return [d.key, d.metric.id, d.metric.format(d.baseline), d.metric.format(d.current), d.change_text, tol,
-            VERDICT_MARK[d.verdict]]
+            VERDICT_MARK[d.verdict], d.noise_text]
 
 
-HEADER = ["run", "metric", "baseline", "current", "change", "tolerance", "verdict"]
+HEADER = ["run", "metric", "baseline", "current", "change", "tolerance", "verdict", "seeds: p, 95 % CI"]
+
+
+def noise_line(c: Comparison) -> str:
+    """How the verdict treats seed noise (docs/reports.md, "Regression or noise")."""
+    if c.noise_blind:
+        return ("noise-blind: one seed per run, so a change beyond tolerance cannot be told from seed noise "
+                "(repeat both sides over seeds, `seeds: [1, 2, 3]` in the suite, to test it)")
+    return (f"over {c.seeds}+ seeds per run: a worsening beyond tolerance is a regression only at p < {ALPHA:g} "
+            "(paired t over the seeds both sides ran, else Welch t); otherwise it is listed as noise")
 
 
 def verdict_line(c: Comparison) -> str:
-    n_runs = len(c.current.runs)
+    n_runs = len(c.keys())
+    noisy = f"; {len(c.noisy)} changes beyond tolerance within seed noise" if c.noisy else ""
     if c.passed:
-        return f"PASS: {n_runs} runs, no regression beyond tolerance"
+        return f"PASS: {n_runs} runs, no regression beyond tolerance{noisy}"
     parts = []
     if c.regressions:
         parts.append(f"{len(c.regressions)} regressions in {len({d.key for d in c.regressions})} runs")
     if c.incomplete:
         parts.append(f"{len(c.incomplete)} incomplete runs ({', '.join(c.incomplete)})")
-    return f"FAIL: {'; '.join(parts)} (of {n_runs} runs)"
+    return f"FAIL: {'; '.join(parts)} (of {n_runs} runs){noisy}"
 
 
 def config_warning(c: Comparison) -> list[str]:
@@ -69,7 +79,7 @@ def config_warning(c: Comparison) -> list[str]:
 
 def text_table(c: Comparison, verbose: bool = False) -> str:
     """Verdict first, then the config warning, then the table of notable (or, verbose, all) deltas."""
-    out = [verdict_line(c), *config_warning(c)]
+    out = [verdict_line(c), noise_line(c), *config_warning(c)]
     deltas = shown(c, verbose)
     if deltas:
         rows = [HEADER] + [_row(d) for d in deltas]
@@ -78,7 +88,7 @@ def text_table(c: Comparison, verbose: bool = False) -> str:
                            for i, (cell, w) in enumerate(zip(r, widths, strict=True))) for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         out += ["", *lines]
-    n_quiet = len(gated(c)) - len(c.regressions) - len(c.improvements)
+    n_quiet = len(gated(c)) - len(c.regressions) - len(c.noisy) - len(c.improvements)
     if not verbose:
         out += ["", f"{n_quiet} gated metric values within tolerance not shown (--verbose lists every metric)."]
     return "\n".join(out)
@@ -96,7 +106,9 @@ def markdown(c: Comparison) -> str:
         out += [f"> ⚠️ {_md_escape(config_warning(c)[0])}", ">",
                 *[f"> - `{_md_escape(line)}`" for line in c.config_changes], ""]
     table = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for title, deltas in (("Regressions", c.regressions), ("Improvements beyond tolerance", c.improvements)):
+    out += [f"_{_md_escape(noise_line(c))}_", ""]
+    for title, deltas in (("Regressions", c.regressions), ("Beyond tolerance but within seed noise", c.noisy),
+                          ("Improvements beyond tolerance", c.improvements)):
         if deltas:
             out += [f"### {title}", "", *table]
             out += ["| " + " | ".join(_md_escape(x) for x in _row(d)) + " |" for d in deltas]
@@ -167,7 +179,7 @@ def write_compare_html(c: Comparison, path: Path, verbose: bool = False) -> Path
     from .report import _write_html, environment
 
     html = environment().get_template("compare.html").render(
-        c=c, verdict=verdict_line(c), header=HEADER, rows=[(d, _row(d)) for d in shown(c, verbose)],
+        c=c, verdict=verdict_line(c), noise=noise_line(c), header=HEADER, rows=[(d, _row(d)) for d in shown(c, verbose)],
         all_rows=[(d, _row(d)) for d in (gated(c) if not verbose else [])], warning=config_warning(c),
         heatmap=delta_heatmap(c), tolerances=sorted(c.tolerances.items()))
     _write_html(path, html)

@@ -86,13 +86,19 @@ DEMO_AUTOSCALERS = (("wva", 10.0), ("hpa", 45.0))  # name, lag of its replicas b
 
 
 def write_demo_results(out: str | Path, seed: int = 0, lag_scale: float = 1.0,
-                       autoscalers: tuple[tuple[str, float], ...] = DEMO_AUTOSCALERS) -> Path:
-    """A small demo suite: one staircase scenario and one rate sweep, two autoscalers each (or ``autoscalers``)."""
+                       autoscalers: tuple[tuple[str, float], ...] = DEMO_AUTOSCALERS,
+                       seeds: tuple[int, ...] | None = None) -> Path:
+    """A small demo suite: one staircase scenario and one rate sweep, two autoscalers each (or ``autoscalers``);
+    with ``seeds`` every run is repeated in ``seed-<n>/`` folders, as a suite with ``seeds:`` writes them."""
     out = Path(out)
-    for k, (name, lag) in enumerate(autoscalers):
-        _demo_run(out, "demo-staircase", name, [2.0, 5.0, 10.0], lag * lag_scale, seed + k)
-        for r in (2, 5):
-            _demo_run(out, "demo-rates", name, [float(r)], lag * lag_scale, seed + 10 * r + k, sweep=f"rate-{r}")
+    for s in seeds or (None,):
+        base = seed + (0 if s is None else 1000 * s)
+        folder = "" if s is None else f"seed-{s}"
+        for k, (name, lag) in enumerate(autoscalers):
+            _demo_run(out, "demo-staircase", name, [2.0, 5.0, 10.0], lag * lag_scale, base + k, sweep=folder or None)
+            for r in (2, 5):
+                _demo_run(out, "demo-rates", name, [float(r)], lag * lag_scale, base + 10 * r + k,
+                          sweep=f"rate-{r}/{folder}".rstrip("/"))
     (out / "suite.json").write_text(json.dumps({
         "suite": "demo", "seed": seed, "git_sha": "demo", "versions": {"scalearena": "demo"},
         "note": "synthetic demo results (reports.demo), not measurements"}, indent=2))

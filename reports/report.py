@@ -16,7 +16,6 @@ whose stored hash matches is not rendered again, so re-running ``report`` or
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -30,12 +29,13 @@ from jinja2 import Environment, FileSystemLoader
 
 from scalearena import __version__
 from scalearena.contracts.records import FAILURE_CAUSES
-from scalearena.reports.results import atomic_write_bytes
+from scalearena.reports.metrics import json_clean
+from scalearena.reports.results import atomic_write_bytes, atomic_write_json
 
-from . import run_plots, startup_plots, suite_decide, suite_plots, verdict_plots
-from .catalog import BY_ID, best_index, cost_metric, cost_tooltip, table_metrics
-from .figures import TimeUnit, page_scripts, palette, time_axis
-from .load import ResultSet, Run, load_results, natural_key
+from . import run_plots, startup_plots
+from .catalog import BY_ID, cost_metric, cost_tooltip
+from .figures import TimeUnit, page_scripts, time_axis
+from .load import Run, load_results
 
 TEMPLATES = Path(__file__).parent / "templates"
 CHARTJS_VERSION = "4.6.1"  # reports/static/chart.umd.min.js
@@ -271,78 +271,11 @@ def _write_run_job(args: tuple[str, str, str]) -> str | None:
     return None
 
 
-def _cells(runs: list[Run], metrics: list[Any], eligible: list[bool]) -> list[list[dict[str, Any]]]:
-    """Table cells with the best value of each column per sweep point marked, among the ``eligible``
-    runs only (complete, deployable, meeting the attainment target); cost cells carry the other cost
-    units as a tooltip."""
-    values = [[m.value(r.summary) for m in metrics] for r in runs]
-    best: set[tuple[int, int]] = set()
-    for sweep in {r.sweep for r in runs}:
-        idx = [i for i, r in enumerate(runs) if r.sweep == sweep and eligible[i]]
-        for j, m in enumerate(metrics):
-            best |= {(idx[k], j) for k in best_index([values[i][j] for i in idx], m.direction)}
-    return [[{"text": m.format(values[i][j]), "best": (i, j) in best,
-              "title": cost_tooltip(r.summary) if m.id in ("cost_usd", "gpu_hours") else ""}
-             for j, m in enumerate(metrics)] for i, r in enumerate(runs)]
+def render_suite(rs: Any, inputs: str | None = None, min_attainment: float | None = None) -> str:
+    from .suite_page import suite_context
 
-
-def _eligible(rs: ResultSet, r: Run, target: float) -> bool:
-    """May carry a best mark: complete, deployable (not the oracle) and meeting the target."""
-    att = BY_ID["slo_attainment"].value(r.summary)
-    return (r.summary.get("complete") is not False and not suite_decide.is_bound(rs, r) and att is not None
-            and att >= target - 1e-12)
-
-
-def _decision(name: str, rs: ResultSet, runs: list[Run], colors: dict[str, str], cost: Any,
-              target: float) -> dict[str, Any]:
-    """The verdict per sweep point, its table and the cost-vs-attainment scatter."""
-    ds = suite_decide.decisions(rs, runs, cost, target)
-    label = "cost (GPU-hours)" if cost.id == "gpu_hours" else f"cost ({cost.unit})"
-    return {"target": target, "verdicts": [suite_decide.sentence(d) for d in ds],
-            "tables": [{"point": d.point, "rows": suite_decide.table_rows(d)} for d in ds],
-            "cost_label": label,
-            "scatter": verdict_plots.cost_vs_attainment(name, ds, colors, label)}
-
-
-def _scenario_section(name: str, rs: ResultSet, colors: dict[str, str], unit: TimeUnit,
-                      metrics: list[Any], target: float) -> dict[str, Any]:
-    root = rs.root
-    runs = sorted([r for r in rs.runs if r.scenario == name], key=lambda r: (natural_key(r.sweep or ""), r.autoscaler))
-    cells = _cells(runs, metrics, [_eligible(rs, r, target) for r in runs])
-    rows = [{"sweep": r.sweep or "", "autoscaler": r.autoscaler, "incomplete": r.summary.get("complete") is False,
-             "color": colors.get(r.autoscaler), "href": "./" + (r.dir / "report.html").relative_to(root).as_posix(),
-             "cells": cells[i]} for i, r in enumerate(runs)]
-    cost = next((m for m in metrics if m.id == "cost_usd"), BY_ID["gpu_hours"])
-    figures = [suite_plots.grouped_bars(name, runs, colors, cost)]
-    for sweep in sorted({r.sweep for r in runs}, key=lambda s: natural_key(s or "")):
-        group = [r for r in runs if r.sweep == sweep]
-        title = f"{name}{' / ' + sweep if sweep else ''}: ready replicas over time"
-        figures.append(suite_plots.replicas_over_time(title, group, colors, unit))
-    return {"name": name, "rows": rows, "figures": figures, "has_sweep": any(r.sweep for r in runs),
-            "description": "", "decision": _decision(name, rs, runs, colors, cost, target)}
-
-
-def suite_colors(rs: ResultSet) -> dict[str, str]:
-    """One colour per autoscaler for the whole results folder: suite page, its figures and run pages."""
-    return palette(sorted({r.autoscaler for r in rs.runs}))
-
-
-def render_suite(rs: ResultSet, inputs: str | None = None, min_attainment: float | None = None) -> str:
-    suite = rs.suite or {}
-    scalars = [(k, v) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
-    for k in ("versions", "git"):
-        if isinstance(suite.get(k), dict):
-            scalars += [(f"{k}.{kk}", vv) for kk, vv in sorted(suite[k].items()) if not isinstance(vv, dict | list)]
-    headline = [(k, suite[k]) for k in ("seed", "git_sha", "cluster") if k in suite and suite[k] is not None]
-    colors, unit = suite_colors(rs), page_time_unit(rs.runs)
-    metrics = table_metrics([r.summary for r in rs.runs])
-    sections = [_scenario_section(n, rs, colors, unit, metrics, suite_decide.target_for(rs, n, min_attainment))
-                for n in rs.scenarios()]
-    return environment().get_template("suite.html").render(
-        scenarios=sections, n_runs=len(rs.runs), autoscalers=sorted(colors.items()), colors=colors,
-        headings=[{"label": m.label, "unit": m.unit, "id": m.id} for m in metrics], suite=rs.suite,
-        suite_scalars=scalars, suite_json=json.dumps(suite, indent=2, sort_keys=True, default=str),
-        headline=headline, inputs_hash=inputs, scripts=page_scripts())
+    return environment().get_template("suite.html").render(**suite_context(rs, min_attainment),
+                                                           inputs_hash=inputs, scripts=page_scripts())
 
 
 def _render_pages(tasks: list[tuple[str, str, str]], jobs: int, progress: Progress,
@@ -376,6 +309,8 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
     rs = load_results(out_dir)
     if rs.single_run:
         return write_run_report(out_dir, force=force)
+    from .suite_page import suite_colors
+
     root = rs.root
     tasks, digests = [], []
     colors = suite_colors(rs)
@@ -389,8 +324,12 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
     suite_digest = inputs_hash([root / "suite.json"], *digests, f"min_attainment={min_attainment}")
 
     def suite_page() -> None:
-        if force or stored_hash(out) != suite_digest:
+        from .suite_page import summary_json
+        from .suite_stats import SUMMARY_FILE
+
+        if force or stored_hash(out) != suite_digest or not (root / SUMMARY_FILE).is_file():
             _write_html(out, render_suite(rs, suite_digest, min_attainment))
+            atomic_write_json(root / SUMMARY_FILE, json_clean(summary_json(rs)))
 
     report("run pages", 0, len(tasks))
     errors = _render_pages(tasks, jobs or min(len(tasks), os.cpu_count() or 1), report, suite_page)

@@ -100,6 +100,22 @@ def difference(a: Sequence[float | None], b: Sequence[float | None],
     return Estimate(mean, half, min(len(xa), len(xb)))
 
 
+def paired_p(a: Sequence[float | None], b: Sequence[float | None]) -> float | None:
+    """Two-sided p-value of the paired t-test (``scipy.stats.ttest_rel``) over aligned pairs (a pair with a
+    None or NaN is dropped); None with fewer than two pairs. Differences without spread: 1.0 when they
+    are all 0, else 0.0."""
+    pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True)
+             if x is not None and y is not None and not math.isnan(float(x)) and not math.isnan(float(y))]
+    if len(pairs) < 2:
+        return None
+    d = [x - y for x, y in pairs]
+    if np.var(d) == 0:
+        return 1.0 if d[0] == 0 else 0.0
+    from scipy import stats as sps
+
+    return float(sps.ttest_rel([x for x, _ in pairs], [y for _, y in pairs]).pvalue)
+
+
 def welch(a: Sequence[float | None], b: Sequence[float | None]) -> float | None:
     """Two-sided p-value of Welch's t-test of equal means; None with fewer than two values a side.
     Both sides without spread: 1.0 when the means are equal, else 0.0 (no noise can explain it)."""

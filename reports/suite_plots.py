@@ -16,6 +16,7 @@ hiding each other (tooltips report the true count).
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .catalog import BY_ID, Metric
@@ -34,6 +35,7 @@ from .figures import (
     time_axis,
 )
 from .load import Run, natural_key
+from .stats import estimate
 
 PANELS = ("goodput_rps", "failures", "ttft_mean", "itl_mean", "cost", "energy_kwh")  # cost: the page's unit
 DODGE = 0.3  # replicas: total spread of the lines of one plot
@@ -43,9 +45,9 @@ PRE = "after"  # Chart.js for matplotlib's where="pre" (reports/run_plots.py)
 
 
 def _groups(runs: list[Run]) -> tuple[list[str], list[str]]:
-    sweeps = sorted({r.sweep or "all" for r in runs}, key=natural_key)
+    points = sorted({r.point or "all" for r in runs}, key=natural_key)
     autoscalers = sorted({r.autoscaler for r in runs})
-    return sweeps, autoscalers
+    return points, autoscalers
 
 
 def _bar(label: str, values: list[float | None], color: str, key: str, **opts: Any) -> dict[str, Any]:
@@ -54,39 +56,62 @@ def _bar(label: str, values: list[float | None], color: str, key: str, **opts: A
             **opts}
 
 
-def _bar_panel(metric_id: str, sweeps: list[str], autoscalers: list[str], cell: dict[tuple[str, str], Run],
+def _seed_mean(group: list[Run] | None, value: Any) -> tuple[float | None, float | None]:
+    """Mean over a group's seeds and its 95 % half width (None with one seed or no run)."""
+    if not group:
+        return None, None
+    e = estimate([value(r.summary) for r in group])
+    return (None if e.n == 0 else e.mean), (None if e.n < 2 or math.isnan(e.half_width) else e.half_width)
+
+
+def _errors(pairs: list[tuple[float | None, float | None]]) -> list[list[float] | None] | None:
+    out = [None if m is None or h is None else [round(m, 4), round(h, 4)] for m, h in pairs]
+    return out if any(out) else None
+
+
+def _bar_panel(metric_id: str, points: list[str], autoscalers: list[str], cell: dict[tuple[str, str], list[Run]],
                colors: dict[str, str], cost: Metric | None) -> dict[str, Any]:
     metric = (cost or BY_ID["cost"]) if metric_id == "cost" else BY_ID[metric_id]
     data = []
     for a in autoscalers:
-        runs_a = [cell.get((s, a)) for s in sweeps]
+        groups = [cell.get((p, a)) for p in points]
         if metric_id == "failures":
             for cause, hatch in FAILURE_HATCHES.items():
-                vals = [float((r.summary.get("failures") or {}).get(cause, 0)) if r else None for r in runs_a]
+                vals = [_seed_mean(g, lambda s, c=cause: float((s.get("failures") or {}).get(c, 0)))[0]
+                        for g in groups]
                 data.append(_bar(f"{a}: {cause}", vals, colors[a], f"a:{a}", hatch=hatch or None,
                                  borderWidth=0.4))
+            data[-1]["errors"] = _errors([_seed_mean(g, metric.value) for g in groups])  # on the stack's total
         else:
-            data.append(_bar(a, [metric.value(r.summary) if r else None for r in runs_a], colors[a], f"a:{a}"))
+            means = [_seed_mean(g, metric.value) for g in groups]
+            data.append(_bar(a, [m for m, _ in means], colors[a], f"a:{a}", errors=_errors(means)))
     title = metric.label if metric.id != "gpu_hours" else "Cost (GPU-hours)"
-    scales = {"x": {"stacked": True, "grid": {"display": False}},
-              "y": {"stacked": True, "beginAtZero": True, "title": {"display": True, "text": metric.unit or metric.label}}}
-    return panel(data, scales, kind="bar", labels=sweeps, height=250, title=title,
+    scales: dict[str, Any] = {
+        "x": {"stacked": True, "grid": {"display": False}},
+        "y": {"stacked": True, "beginAtZero": True, "title": {"display": True, "text": metric.unit or metric.label}}}
+    tops = [e[0] + e[1] for ds in data for e in ds.get("errors") or [] if e]
+    if tops:
+        scales["y"]["suggestedMax"] = round(max(tops), 4)  # the whiskers stay inside the panel
+    return panel(data, scales, kind="bar", labels=points, height=250, title=title,
                  interaction={"mode": "nearest", "axis": "x", "intersect": True})
 
 
 def grouped_bars(scenario: str, runs: list[Run], colors: dict[str, str] | None = None,
                  cost: Metric | None = None) -> dict[str, Any]:
-    """One figure per scenario: 2 x 3 panels of grouped bars (x: sweep point, hue: autoscaler)."""
-    sweeps, autoscalers = _groups(runs)
+    """One figure per scenario: 2 x 3 panels of grouped bars (x: sweep point, hue: autoscaler); with
+    several seeds each bar is their mean with its 95 % interval as an error bar."""
+    points, autoscalers = _groups(runs)
     colors = colors or palette(autoscalers)
-    cell = {(r.sweep or "all", r.autoscaler): r for r in runs}
-    panels = [_bar_panel(m, sweeps, autoscalers, cell, colors, cost) for m in PANELS]
+    cell: dict[tuple[str, str], list[Run]] = {}
+    for r in sorted(runs, key=lambda r: r.seed or 0):
+        cell.setdefault((r.point or "all", r.autoscaler), []).append(r)
+    panels = [_bar_panel(m, points, autoscalers, cell, colors, cost) for m in PANELS]
     legend = [legend_item(a, colors[a], "box", f"a:{a}") for a in autoscalers]
     legend += [legend_item(f"failed: {c}", "#ffffff", f"hatch-{c}") for c in FAILURE_HATCHES]
     return figure(f"bars-{scenario}", f"{scenario}: autoscalers side by side",
                   "Per sweep point, one bar per autoscaler: goodput, failures by cause (hatched: killed ////, "
                   "timeout ...., too_long \\\\\\\\, error xxxx; plain: rejected), mean TTFT, mean ITL, cost, energy "
-                  "(TDP).", panels, legend, columns=3)
+                  "(TDP). With several seeds: means, whiskers the 95 % interval.", panels, legend, columns=3)
 
 
 def replicas_over_time(title: str, runs: list[Run], colors: dict[str, str] | None = None,

@@ -7,6 +7,30 @@
   "use strict";
   if (typeof Chart === "undefined") { return; }
   if (window["chartjs-plugin-annotation"]) { Chart.register(window["chartjs-plugin-annotation"]); }
+  // Whiskers of a 95 % interval on bars: a dataset's "errors" holds [centre, half width] per label
+  // (the centre is the stack's total when the dataset tops a stack).
+  Chart.register({
+    id: "scalearenaErrorBars",
+    afterDatasetsDraw: function (chart) {
+      const g = chart.ctx;
+      chart.data.datasets.forEach(function (ds, i) {
+        if (!ds.errors || !chart.isDatasetVisible(i)) { return; }
+        const meta = chart.getDatasetMeta(i), y = chart.scales[meta.yAxisID];
+        g.save(); g.strokeStyle = "#000"; g.lineWidth = 1.1;
+        ds.errors.forEach(function (e, k) {
+          const el = meta.data[k];
+          if (!e || !el) { return; }
+          const lo = y.getPixelForValue(Math.max(e[0] - e[1], y.min)), hi = y.getPixelForValue(e[0] + e[1]);
+          const w = Math.max(2, Math.min(5, (el.width || 8) / 3));
+          g.beginPath();
+          g.moveTo(el.x, lo); g.lineTo(el.x, hi);
+          g.moveTo(el.x - w, lo); g.lineTo(el.x + w, lo); g.moveTo(el.x - w, hi); g.lineTo(el.x + w, hi);
+          g.stroke();
+        });
+        g.restore();
+      });
+    },
+  });
   const d = Chart.defaults;
   d.animation = false;
   d.responsive = true;

@@ -95,14 +95,16 @@ def pages(tmp_path_factory):
     suite = write_suite_report(cur, jobs=1)
     cmp_page = write_compare_html(compare(base, cur), cur / "compare.html")
     run_page = cur / "demo-rates" / "wva-headroom" / "rate-5" / "report.html"
-    return {"suite": suite, "run": run_page, "compare": cmp_page, "tmp": out}
+    seeded = write_suite_report(write_demo_results(out / "seeds", seed=3, autoscalers=AUTOSCALERS, seeds=(1, 2, 3)),
+                                jobs=1)
+    return {"suite": suite, "run": run_page, "compare": cmp_page, "seeds": seeded, "tmp": out}
 
 
-EXPECTED_PANELS = {"run": 9, "suite": None, "compare": 0}  # run: 1 + 1 + 2 + 2 + 3 panels of five figures
+EXPECTED_PANELS = {"run": 9, "suite": None, "compare": 0, "seeds": None}  # run: 1 + 1 + 2 + 2 + 3 panels of five figures
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("which", ["suite", "run", "compare"])
+@pytest.mark.parametrize("which", ["suite", "run", "compare", "seeds"])
 def test_page_fits_the_viewport_without_errors(pages, which, width):
     m = measure(pages[which], width, pages["tmp"])
     assert m["viewport"] == width
