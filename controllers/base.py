@@ -131,6 +131,7 @@ class VariantView:
     #   in phase Pending. 0 where the backend cannot tell (all counted Pending)
     profile: ReplicaProfile | None = None  # the swept latency table of one replica (None: engine unknown)
     admission: Admission | None = None  # the gateway's saturation test for its pods (None: none, or unknown)
+    role: str = "both"  # llm-d.ai/role of its pods: both (aggregated), prefill or decode (P/D disaggregation)
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,22 @@ class RoutedPod:
     inflight_tokens: int = 0  # uncached prompt tokens routed here whose first token has not come back
 
 
-Booking = tuple[tuple[RoutedPod, int], ...]  # (pod, in-flight tokens booked on it)
+class Booking:
+    """The in-flight tokens one routed request booked, (pod, tokens) per target; released once."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[tuple[RoutedPod, int], ...] = ()) -> None:
+        self.items = items
+
+    def release(self) -> None:
+        """The first token reached the client (or the request ended without one); a no-op the second time."""
+        for pod, n in self.items:
+            pod.inflight_tokens = max(0, pod.inflight_tokens - n)
+        self.items = ()
+
+
+NO_BOOKING = Booking()
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,7 @@ class Route:
     pod: RoutedPod | None = None  # the pod that decodes (and streams) the request
     scores: dict[str, float] | None = None
     prefill: RoutedPod | None = None  # P/D: the pod that prefills it first (None: served by ``pod`` alone)
-    booked: Booking = ()  # in-flight tokens to release at the first token (``Router.release``)
+    booked: Booking = NO_BOOKING  # in-flight tokens to release at the first token
 
 
 class Router:
@@ -142,11 +157,6 @@ class Router:
     def ready_pods(self, model: str) -> list[RoutedPod]:
         return self._pods.get(model, [])
 
-    @staticmethod
-    def release(booked: Booking) -> None:
-        """The first token reached the client (or the request ended): drop its in-flight tokens."""
-        for pod, n in booked:
-            pod.inflight_tokens = max(0, pod.inflight_tokens - n)
 
     # ---- picking ----------------------------------------------------------------------------------
     def route(self, now: float, req: RequestSpec, units: Units | None = None) -> Route:
@@ -178,7 +188,7 @@ class Router:
                 self._remember(target, keys, sizes)
             target.sent += 1
             target.inflight_tokens += n
-        return Route("pod", pod, prefill=p_pod, booked=tuple(booked))
+        return Route("pod", pod, prefill=p_pod, booked=Booking(tuple(booked)))
 
     def _pick(self, pods: list[RoutedPod], refreshed: tuple[list[float], float, list[int], bool],
               keys: tuple[int, ...], sizes: tuple[int, ...], total: int) -> RoutedPod:

@@ -58,6 +58,7 @@ def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
                 "cost": v.cost,
                 "tdp_w": g.tdp_w,
                 "price_per_hour": g.price_per_hour,
+                **({"role": v.role} if v.role != "both" else {}),  # P/D only: aggregated metadata unchanged
             }
         )
     return out

@@ -53,6 +53,7 @@ FAIRNESS_HEADER = "x-gateway-inference-fairness-id"  # llm-d flow control's fair
 PRIORITY_HEADER = "x-scalearena-priority"  # flow control's priority (llm-d: the InferenceObjective's)
 POD_HEADER = "x-scalearena-pod"
 VARIANT_HEADER = "x-scalearena-variant"
+PREFILL_POD_HEADER = "x-scalearena-prefill-pod"  # P/D: the pod that prefilled the request (serve-router)
 
 
 def request_headers(spec: RequestSpec) -> dict[str, str]:
@@ -176,6 +177,7 @@ RECORD_FIELDS = {
     "e2e_ms",
     "scheduled_s",
     "requested_output_tokens",
+    "prefill_pod",
 }
 
 

@@ -192,6 +192,7 @@ class OpenLoopUser(FastHttpUser):
             headers: Mapping[str, Any] = resp.headers or {}
             rec["pod"] = headers.get(load.POD_HEADER)
             rec["variant"] = headers.get(load.VARIANT_HEADER)
+            rec["prefill_pod"] = headers.get(load.PREFILL_POD_HEADER)
             raw = resp._response  # the body stream; None on an ErrorResponse
             if code == 200 and raw is not None:
                 read_stream(raw, rec, st)

@@ -48,6 +48,7 @@ class VariantInfo:
     step_model: StepModel | None = None  # VariantView.step_model: the roofline step-time model, if any
     profile: ReplicaProfile | None = None  # VariantView.profile: the swept per-replica latency table
     admission: Admission | None = None  # VariantView.admission: the gateway's saturation test
+    role: str = "both"  # VariantView.role: llm-d.ai/role (both | prefill | decode)
 
 
 def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def variant_info(spec: Any, gpu: Any, index: int, admission: Admission | None = 
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
         engine=(engine := engine_settings(spec, gpu, f"cluster.variants[{index}].engine")),
         step_model=step_model(engine, gpu), profile=replica_profile(engine, gpu), admission=admission,
+        role=spec.role,
     )
 
 
@@ -155,7 +157,7 @@ def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[st
             ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
             metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
             engine=info.engine, step_model=info.step_model, starting=st.starting, profile=info.profile,
-            admission=info.admission,
+            admission=info.admission, role=info.role,
         ))
     return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
                        gpu_capacity=gpu_capacity, forecast=forecast)

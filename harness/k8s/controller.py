@@ -137,7 +137,8 @@ def variant_info(st: VariantState) -> VariantInfo:
         cost=float(spec.get("variantCost", "10.0")), min_replicas=int(spec.get("minReplicas", DEFAULT_MIN)),
         max_replicas=int(spec.get("maxReplicas", DEFAULT_MAX)), startup_s=float(startup) if startup else None,
         engine=(engine := engine_from_args(dep) if dep else {}),
-        step_model=step_model(engine, st.accelerator) if dep else None)
+        step_model=step_model(engine, st.accelerator) if dep else None,
+        role=dep.get("metadata", {}).get("labels", {}).get("llm-d.ai/role", "both"))
 
 
 def replica_status(st: VariantState) -> ReplicaStatus:

@@ -101,6 +101,7 @@ class LocalRun:
         self.pods = PodSet(self.sup, list(sc.cluster.variants), self.scale, self._membership, self._event,
                            sc.cluster.gpu_types)
         self.pods.seed = sc.seed  # cold_start phases are drawn per pod from it
+        self.pods.kv_transfer = sc.cluster.kv_transfer.model_dump(mode="json")  # P/D engines' hand-off
         self.router_port = free_port()
         self.router_url = f"http://{LOOPBACK}:{self.router_port}"
         self._http = http.Session()

@@ -149,6 +149,11 @@ def _server_options(f: Any) -> Any:
               help="After SIGTERM, in-flight requests get this long (scenario time) before they are killed.")
 @click.option("--stream-tick", type=Duration(), default=0.005, help="Wall time between token pushes.")
 @click.option("--gpu-util-window", type=Duration("s"), default=15.0, help="Window of the busy-fraction gauge.")
+@click.option("--role", type=click.Choice(["both", "prefill", "decode"]), default="both", show_default=True,
+              help="llm-d.ai/role: prefill honours kv_transfer_params.do_remote_decode (keeps the KV, serves "
+              "/kv/read), decode honours do_remote_prefill (reads it); both ignores them (no KV connector).")
+@click.option("--kv-transfer", default=None, help="The KV hand-off as JSON (a scenario's cluster.kv_transfer: "
+              "bandwidth_gbps, latency_ms, kv_bytes_per_token, abort_timeout_s).")
 @click.option("--pod", default="", help="Pod name (logs).")
 @click.option("--variant", default="", help="Variant name (logs).")
 @click.option("--spawned-at", type=float, default=None, hidden=True,
@@ -189,6 +194,12 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
             gpu = GPUTypeSpec.model_validate(json.loads(o["gpu_spec"])).to_gpu(o["gpu"])
         except Exception as e:  # JSON or pydantic error: one line
             raise click.UsageError(f"--gpu-spec: {e}") from None
+    from scalearena.harness.disagg_spec import KVTransferSpec
+
+    try:
+        kv = KVTransferSpec.model_validate(json.loads(o["kv_transfer"]) if o["kv_transfer"] else {})
+    except Exception as e:  # JSON or pydantic error: one line
+        raise click.UsageError(f"--kv-transfer: {e}") from None
     bad = set(o["failure_types"]) - set(FAILURES)
     if bad:
         raise click.UsageError(f"--failure-types: unknown {sorted(bad)}; expected {sorted(FAILURES)}")
@@ -201,7 +212,7 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
         failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),
         stream_tick_s=o["stream_tick"], gpu_util_window_s=o["gpu_util_window"], pod=o["pod"],
         variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"], mode=o["mode"],
-        tokenizer=o["tokenizer"], limits=_limits(o),
+        tokenizer=o["tokenizer"], limits=_limits(o), role=o["role"], kv_transfer=kv,
     )
     asyncio.run(serve(cfg))
 

@@ -30,6 +30,8 @@ capped to what fits ``max_model_len`` when absent; a request whose prompt +
 max_tokens exceeds ``max_model_len`` (the KV cache's token capacity when the
 engine sets none) is the engine's admission 400 (too_long, as in the sim), so
 no request can hold a slot for ever.
+P/D disaggregation (``--role prefill|decode``, vLLM's ``kv_transfer_params``): kv_connector.py; a
+draining decode engine still takes the decode half of a request it was handed, as the sim does.
 A client that disconnects, streaming or not, queued or running, has its
 request aborted in the engine (KV blocks and slot freed; http_guard.py).
 
@@ -51,11 +53,13 @@ from typing import Any
 
 from aiohttp import web
 
+from scalearena.harness.disagg_spec import KVTransferSpec
 from scalearena.harness.engine.core import Engine, SubmitResult
 from scalearena.harness.engine.latency import build_latency
 
 from . import openai_responses as out
 from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
+from .kv_connector import KVConnector
 from .metrics_text import engine_metrics_text
 from .openai_api import ApiError, ParsedRequest, PromptCounter, output_tokens, parse_request, response_pieces
 
@@ -91,6 +95,8 @@ class EngineServerConfig:
     mode: str = "random"  # llm-d-inference-sim --mode: random filler text or the prompt echoed
     tokenizer: str | None = None  # a local tokenizer.json for prompt_tokens
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    role: str = "both"  # llm-d.ai/role: both (no KV connector) | prefill | decode
+    kv_transfer: Any = None  # harness.disagg_spec.KVTransferSpec (None: its defaults)
 
 
 @dataclass
@@ -106,6 +112,7 @@ class _Stream:
     tokens: int = 0
     finished: bool = False
     error: str | None = None  # "killed" | "error"
+    remote_decode: bool = False  # P/D prefill: answer with the kv_transfer_params of the kept KV
     pieces: list[str] = field(default_factory=list)  # the text of each output token
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -115,8 +122,12 @@ class EngineServer:
         self.cfg = cfg
         latency, blocks = build_latency(cfg.engine_spec, cfg.gpu)
         spec = cfg.engine_spec
+        kv = cfg.kv_transfer or KVTransferSpec()
         self.engine = Engine(latency, blocks, spec.block_size, spec.max_num_seqs, spec.max_waiting_queue,
-                             spec.max_model_len, spec.max_num_batched_tokens, spec.enable_prefix_caching)
+                             spec.max_model_len, spec.max_num_batched_tokens, spec.enable_prefix_caching,
+                             kv.abort_timeout_s)
+        self.port = cfg.port  # the bound port once listening (--port 0)
+        self.kv = KVConnector(self, kv, latency)
         self.num_gpu_blocks = blocks
         self.prompts = PromptCounter(cfg.tokenizer)
         self.names = {cfg.model, *cfg.served_model_names}
@@ -150,6 +161,9 @@ class EngineServer:
             for ev in self.engine.advance(t):
                 st = self.streams.get(ev.rid)
                 if st is None:
+                    continue
+                if ev.kind == "kv_pull":
+                    self.kv.start_pull(ev.rid, ev.tokens)
                     continue
                 st.tokens = max(st.tokens, ev.tokens)
                 if ev.kind == "finished":
@@ -229,6 +243,7 @@ class EngineServer:
         app.router.add_get("/metrics", self.handle_metrics)
         app.router.add_get("/health", self.handle_health)
         app.router.add_get("/health/ready", self.handle_ready)
+        app.router.add_post("/kv/read", self.kv.handle_read)
         return app
 
     async def handle_health(self, request: web.Request) -> web.Response:
@@ -271,6 +286,7 @@ class EngineServer:
                                f"This model's maximum context length is {limit} tokens. However, "
                                f"you requested {prompt + n_out} tokens ({prompt} in the messages, "
                                f"{n_out} in the completion).")
+        remote_decode, remote_prefill, params = self.kv.admit(self.cfg.role, req, len(counts))
         cached = self.engine.cache is not None
         units = [self.prompts.prompt_units(req, self.engine.bs, p) if cached else () for p in range(len(counts))]
         t, changed = self.now(), asyncio.Event()
@@ -280,21 +296,28 @@ class EngineServer:
             for j in range(req.n):
                 rid = self._next_rid
                 self._next_rid += 1
-                if self.engine.submit(t, rid, prompt, n_out, prefix=units[p]) is not SubmitResult.ACCEPTED:
+                if self.engine.submit(t, rid, prompt, n_out, prefix=units[p], do_remote_decode=remote_decode,
+                                      do_remote_prefill=remote_prefill) is not SubmitResult.ACCEPTED:
                     for st in streams:
                         self.engine.abort(t, st.rid)
                     raise ApiError(429, "rate_limit_exceeded", "waiting queue is full")
                 pieces = response_pieces(self.cfg.mode, req, n_out, self._rng, p)
-                streams.append(_Stream(rid, prompt, n_out, t, index=p * req.n + j, pieces=pieces, changed=changed))
+                streams.append(_Stream(rid, prompt, n_out, t, index=p * req.n + j, pieces=pieces, changed=changed,
+                                       remote_decode=remote_decode))
+                if remote_prefill:
+                    self.kv.remote[rid] = params
         for st in streams:
             self.streams[st.rid] = st
         self._wake.set()
         return streams, sum(counts)
 
     async def handle_completion(self, request: web.Request) -> web.StreamResponse:
-        if not self.ready():
-            raise ApiError(503, "service_unavailable", "draining" if self.draining else "model is loading")
+        ready = self.ready()
+        if not ready and not self.draining:
+            raise ApiError(503, "service_unavailable", "model is loading")
         req = parse_request(await read_body(request), chat=request.path.endswith("/chat/completions"))
+        if not ready and not self.kv.flags(self.cfg.role, req.body.get("kv_transfer_params"))[1]:
+            raise ApiError(503, "service_unavailable", "draining")
         streams, prompt_tokens = self._admit(req)
         rid = out.response_id(req.chat, streams[0].rid)
         try:
@@ -306,6 +329,8 @@ class EngineServer:
                 self.streams.pop(st.rid, None)
                 if not (st.finished or st.error):
                     self.engine.abort(self.now(), st.rid)
+                if st.rid in self.kv.remote:  # gone before its KV read: the prefill engine may free it
+                    self.kv.spawn(self.kv.release(st.rid))
             self._wake.set()
 
     async def _stream(self, request: web.Request, streams: list[_Stream], rid: str, req: ParsedRequest,
@@ -347,7 +372,10 @@ class EngineServer:
         failed = next((st.error for st in streams if st.error), None)
         if failed:
             raise ApiError(503, failed, f"request {failed}: pod terminated")
-        return web.json_response(out.unary(rid, req.model, req.chat, list(streams), prompt_tokens))
+        body = out.unary(rid, req.model, req.chat, list(streams), prompt_tokens)
+        if streams[0].remote_decode:  # the prefill half of a P/D request: where its KV waits
+            body["kv_transfer_params"] = self.kv.produced(streams[0].rid, prompt_tokens)
+        return web.json_response(body)
 
 
 async def serve(cfg: EngineServerConfig) -> None:
@@ -355,10 +383,12 @@ async def serve(cfg: EngineServerConfig) -> None:
     setup_logging()
     server = EngineServer(cfg)
     listener = await listen(server.app(), cfg.host, cfg.port, "serve-engine")
+    server.port = int(listener.url.rsplit(":", 1)[1])
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, server.begin_drain)
     loop.add_signal_handler(signal.SIGINT, server.stopped.set)
     driver = asyncio.create_task(server.drive())
     await server.stopped.wait()
     driver.cancel()
+    await server.kv.close()
     await listener.close()

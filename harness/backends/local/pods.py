@@ -71,6 +71,7 @@ class PodSet:
                                             for v in variants}
         self.startup_factor: Callable[[], float] = lambda: 1.0  # slow_cold_start fault hook
         self.seed = 0  # the scenario's seed (the run sets it): cold_start phases drawn per pod
+        self.kv_transfer: dict[str, Any] = {}  # P/D: the scenario's cluster.kv_transfer (--kv-transfer)
 
     # -- views -----------------------------------------------------------------------------------
     def of(self, variant: str, *states: str) -> list[Pod]:
@@ -101,7 +102,8 @@ class PodSet:
     # -- actuation -------------------------------------------------------------------------------
     def spawn(self, variant: str, warm: bool = False) -> Pod:
         v = self.variants[variant]
-        name = f"{variant}-{self._serial[variant]}"
+        role = "" if v.role == "both" or v.role in variant else f"-{v.role}"  # llm-d's selectors find the role
+        name = f"{variant}{role}-{self._serial[variant]}"
         self._serial[variant] += 1
         used = {p.port for p in self.pods.values()}
         port = next((s for s in self.slots[variant] if s not in used), None) or free_port()
@@ -117,6 +119,8 @@ class PodSet:
         ]
         if v.gpu in self.gpu_types:
             argv += ["--gpu-spec", json.dumps(self.gpu_types[v.gpu].model_dump(mode="json"))]
+        if v.role != "both":
+            argv += ["--role", v.role, "--kv-transfer", json.dumps(self.kv_transfer)]
         self.sup.start(name, argv)
         pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time())
         self.pods[name] = pod
@@ -186,6 +190,6 @@ class PodSet:
         return changed
 
     def endpoints(self) -> list[dict[str, Any]]:
-        return [{"pod": p.name, "variant": p.variant, "model": p.model, "url": p.url,
+        return [{"pod": p.name, "variant": p.variant, "model": p.model, "url": p.url, "role": self.variants[p.variant].role,
                  "state": "ready" if p.state == READY else "draining"}
                 for p in self.pods.values() if p.state in (READY, TERMINATING)]

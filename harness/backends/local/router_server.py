@@ -1,3 +1,4 @@
+# size: the gateway shell is one aiohttp server object: membership, EPP-like scrapes, admin API, routing waits and the streaming proxy (with the P/D hand-off) share its state
 """`scalearena serve-router`: the gateway in front of the local engines.
 
 The same endpoint picker the simulator uses (harness/router.py: weighted
@@ -15,6 +16,8 @@ its HTTP shell, playing the part of llm-d's gateway + EPP:
   (router_flow.py); when the model has no ready engine at all the request waits in the
   gateway queue (``scalearena_router_queue_size{model_name}`` on /metrics,
   the scale-from-zero signal) until one becomes ready or the queue timeout;
+* prefill/decode disaggregation: with a prefill pod picked too, the sidecar's prefill call goes
+  first (router_pd.py); the picker's in-flight tokens are released at the first chunk;
 * a stream that breaks before ``[DONE]`` gets a final SSE error chunk: type
   ``killed`` when the harness had marked the engine as terminating (a
   scale-down), ``error`` otherwise (a crash).
@@ -66,6 +69,7 @@ from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_log
 from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 from .router_flow import FlowGate, flow_tags
+from .router_pd import pd_headers, prefill_then_decode_body
 
 PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)
 OTHER_MODEL = "__other__"  # the model_name label of requests for models the router does not serve
@@ -105,6 +109,7 @@ class Endpoint:
     scrape_ok: bool = False
     inflight: int = 0
     routed: RoutedPod | None = field(default=None, repr=False)
+    role: str = "both"  # llm-d.ai/role: both | prefill | decode
 
     def load(self, now: float) -> tuple[int, int, float]:
         return (self.waiting, self.running, self.kv_usage)
@@ -146,7 +151,8 @@ class RouterServer:
             ep = self.endpoints.get(pod)
             if ep is None:
                 self.models.add(e["model"])
-                ep = Endpoint(pod=pod, variant=e["variant"], model=e["model"], url=e["url"].rstrip("/"))
+                ep = Endpoint(pod=pod, variant=e["variant"], model=e["model"], url=e["url"].rstrip("/"),
+                              role=e.get("role", "both"))
                 self.endpoints[pod] = ep
             self._set_state(ep, e.get("state", "ready"))
         for pod in [p for p in self.endpoints if p not in seen]:
@@ -159,7 +165,7 @@ class RouterServer:
     def _set_state(self, ep: Endpoint, state: str) -> None:
         ep.state = state
         if state == "ready" and ep.routed is None:
-            ep.routed = RoutedPod(name=ep.pod, engine=ep)
+            ep.routed = RoutedPod(name=ep.pod, engine=ep, role=ep.role)
             self.router.add_pod(ep.model, ep.routed)
         elif state != "ready" and ep.routed is not None:
             self.router.remove_pod(ep.model, ep.routed)
@@ -299,7 +305,13 @@ class RouterServer:
         route = await self._wait_for_route(spec, units)
         ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
         self.m_requests.labels(model, "routed").inc()
-        return await self._proxy(request, raw, ep, req.stream)
+        if route.prefill is not None:  # P/D: the sidecar's prefill call first
+            body = await prefill_then_decode_body(self, request.path, req.body, route.prefill.engine)
+            if isinstance(body, web.Response):
+                route.booked.release()
+                return body
+            raw = body
+        return await self._proxy(request, raw, ep, req.stream, route)
 
     async def _wait_for_route(self, spec: RequestSpec, units: tuple[tuple[int, int], ...] = ()) -> Any:
         """A pod route, after waiting in the model's gateway queue if no engine is ready; ApiError if none."""
@@ -336,11 +348,13 @@ class RouterServer:
                 self._queued[model] -= 1
                 self.m_queue.labels(model).set(self._queued[model])
 
-    async def _proxy(self, request: web.Request, raw: bytes, ep: Endpoint, stream: bool) -> web.StreamResponse:
+    async def _proxy(self, request: web.Request, raw: bytes, ep: Endpoint, stream: bool,
+                     route: Route) -> web.StreamResponse:
         assert self.session is not None
         ep.inflight += 1
         self.m_inflight.labels(ep.pod, ep.variant).inc()
-        headers = {POD_HEADER: ep.pod, VARIANT_HEADER: ep.variant}
+        headers = {POD_HEADER: ep.pod, VARIANT_HEADER: ep.variant, **pd_headers(route)}
+
         resp: web.StreamResponse | None = None
         tail = b""
         try:
@@ -356,6 +370,7 @@ class RouterServer:
                                                    "Cache-Control": "no-cache"})
                 await resp.prepare(request)
                 async for chunk in up.content.iter_any():
+                    route.booked.release()  # the EPP's in-flight tokens go at the first chunk
                     await resp.write(chunk)
                     tail = (tail + chunk)[-64:]
             if b"[DONE]" not in tail and b'"error"' not in tail:
@@ -370,6 +385,7 @@ class RouterServer:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
         finally:
+            route.booked.release()
             ep.inflight -= 1
             self.m_inflight.labels(ep.pod, ep.variant).dec()
             self._forget_series(ep)

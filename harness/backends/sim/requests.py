@@ -16,6 +16,7 @@ from scalearena.workloads.base import prefix_units
 
 from ...engine.cluster import GONE, TERMINATING, Pod
 from ...engine.core import SubmitResult
+from ...router import NO_BOOKING
 from .events import ARRIVAL, ENGINE, FLOW, TIMEOUT
 
 
@@ -28,7 +29,7 @@ class _Req:
         self.first_token_s: float | None = None
         self.done = False
         self.prefill_pod: Pod | None = None  # P/D: the pod that prefilled it (handoff.py)
-        self.booked: tuple = ()  # the router's in-flight tokens, released at the first token
+        self.booked = NO_BOOKING  # the router's in-flight tokens, released at the first token
 
 
 class RequestFlow:
@@ -200,9 +201,7 @@ class RequestFlow:
             return
         req.done = True
         self.inflight -= 1
-        if req.booked:
-            self.router.release(req.booked)
-            req.booked = ()
+        req.booked.release()
         s = req.spec
         ft = req.first_token_s
         itl = None
@@ -241,9 +240,7 @@ class RequestFlow:
                 continue
             if ev.kind == "first_token":
                 req.first_token_s = ev.t
-                if req.booked:  # the EPP releases in-flight tokens at the first chunk (StartOfStream)
-                    self.router.release(req.booked)
-                    req.booked = ()
+                req.booked.release()  # the EPP releases in-flight tokens at the first chunk (StartOfStream)
             elif ev.kind == "kv_pull":
                 self.kv_pull(ev.t, req, ev.tokens)
             elif ev.kind == "finished":
