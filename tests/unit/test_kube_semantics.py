@@ -22,6 +22,7 @@ from scalearena.harness.backends.kube.knobs import quantity
 from scalearena.harness.backends.kube.scenario import hpa_objects, wva_objects
 from scalearena.harness.backends.kube.validate import object_errors
 from scalearena.harness.scenario import load_scenario
+from scalearena.harness.startup_spec import sim_only
 from scalearena.harness.suite import load_suite
 from scalearena.workloads.generate import build_requests
 
@@ -113,6 +114,10 @@ def test_engines_carry_the_dummy_tokenizer_and_a_fitting_max_model_len() -> None
     backend = KubeBackend("kind")
     for path in SCENARIOS:
         sc = load_scenario(path)
+        if sim_only(sc):  # node pools / sleep mode / warm buffer: refused on kind (test_startup_spec)
+            with pytest.raises(UserError, match="only --cluster sim"):
+                backend.plan(sc, sc.autoscaler("hpa"))
+            continue
         longest = max(r.input_tokens + r.output_tokens for r in build_requests(sc))
         engines = [o["spec"]["template"]["spec"]["containers"][0] for o in backend.plan(sc, sc.autoscaler("wva"))
                    if o["kind"] == "Deployment" and o["metadata"]["labels"].get("scalearena.io/component") == "variant"]
