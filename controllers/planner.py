@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
@@ -50,8 +50,24 @@ class WarmupPoint(StrictSpec):
     """One adjustment interval of history (Dynamo's ``load_predictor_warmup_trace``, pre-aggregated)."""
 
     requests: float = Field(ge=0, description="Requests in the interval.")
-    isl: float = Field(gt=0, description="Mean prompt tokens.")
-    osl: float = Field(gt=0, description="Mean output tokens.")
+    isl: float | None = Field(default=None, gt=0, description="Mean prompt tokens (null: no request).")
+    osl: float | None = Field(default=None, gt=0, description="Mean output tokens (null: no request).")
+
+
+class WarmupTrace(StrictSpec):
+    """A request trace whose history warm-starts the predictors (Dynamo's ``load_predictor_warmup_trace``):
+    the harness reads it when the scenario loads (workloads/traces/intervals.py: the trace's requests
+    grouped into adjustment intervals, their count and mean ISL / OSL) into ``points``; the planner
+    itself reads no file."""
+
+    path: str = Field(description="Trace file; relative paths are against the scenario file.")
+    format: Literal["azure", "mooncake", "burstgpt"] = Field(description="Trace format (as workload traces).")
+    time_scale: float = Field(default=1.0, gt=0, le=1e6, description="Trace seconds per run second, as in "
+                              "a trace replay (2: the history runs twice as fast).")
+    start_s: float = Field(default=0.0, ge=0, description="Trace time (s since its first row) the history starts.")
+    window_s: float | None = Field(default=None, gt=0, description="Trace seconds of history; null: to the end.")
+    points: list[WarmupPoint] = Field(default_factory=list, description="Filled in by the harness from the file "
+                                      "(one per adjustment interval); not written by hand.")
 
 
 class PlannerConfig(AutoscalerConfig):
@@ -86,6 +102,20 @@ class PlannerConfig(AutoscalerConfig):
     default_osl: float = Field(default=150.0, gt=0, description="Mean output tokens until observed (Dynamo: 150).")
     warmup: list[WarmupPoint] = Field(
         default_factory=list, description="History fed to the predictors before the run, one point per interval.")
+    warmup_trace: WarmupTrace | None = Field(
+        default=None, description="Warm start from a trace file instead: its per-interval history.")
+
+    @model_validator(mode="after")
+    def _one_warmup(self) -> PlannerConfig:
+        if self.warmup and self.warmup_trace is not None:
+            raise ValueError("warmup and warmup_trace: give one history, not both")
+        return self
+
+    def history(self) -> list[WarmupPoint]:
+        """The warm-start points: ``warmup``, or those the harness read from ``warmup_trace``."""
+        if self.warmup_trace is not None:
+            return list(self.warmup_trace.points)
+        return list(self.warmup)
 
     def tunables(self) -> list[Tunable]:
         """The interval, the scale-down sensitivity, and the predictor (its kind and log1p)."""
@@ -122,6 +152,9 @@ class Planner(AutoscalerBase):
         self._models: dict[str, _Model] = {}
         if not (config.enable_throughput_scaling or config.enable_load_scaling):
             raise ValueError("planner: enable throughput or load scaling (or both)")
+        if config.warmup_trace is not None and not config.warmup_trace.points:
+            raise ValueError(f"planner: warmup_trace {config.warmup_trace.path} was not read; load the scenario "
+                             "through the harness (scalearena run / suite / validate), which fills its points")
 
     @property
     def period_s(self) -> float:
@@ -132,10 +165,11 @@ class Planner(AutoscalerBase):
             c, step = self.config, self.config.throughput_adjustment_interval_s
             st = _Model(LoadPredictor(c.predictor, step), LoadPredictor(c.predictor, step),
                         LoadPredictor(c.predictor, step))
-            for w in c.warmup:
+            for w in c.history():
                 st.req.add(w.requests)
-                st.isl.add(w.isl)
-                st.osl.add(w.osl)
+                if w.isl is not None and w.osl is not None:
+                    st.isl.add(w.isl)
+                    st.osl.add(w.osl)
             self._models[model] = st
         return self._models[model]
 
@@ -278,4 +312,4 @@ def _hold(v: VariantView, rule: str, msg: str) -> Decision:
     return Decision(v.name, v.spec_replicas, want, (Reason(rule, f"{msg} {want}", {}),))
 
 
-__all__ = ["Planner", "PlannerConfig", "WarmupPoint"]
+__all__ = ["Planner", "PlannerConfig", "WarmupPoint", "WarmupTrace"]

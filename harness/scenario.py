@@ -60,6 +60,7 @@ from .startup_spec import (
     check_variant,
     expected_startup_s,
 )
+from .warmup import compile_warmup
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
@@ -320,7 +321,7 @@ def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> S
         sc = Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as e:
         raise format_validation_error(e, where, data, Scenario) from None
-    return compile_objects(_resolve_paths(sc, base_dir), base_dir)
+    return compile_warmup(compile_objects(_resolve_paths(sc, base_dir), base_dir), base_dir)
 
 
 def compile_objects(sc: Scenario, base_dir: Path | None) -> Scenario:
