@@ -15,7 +15,9 @@ max_num_seqs, the KV cache (``kv_fill``) and the gateway's KV admission threshol
 the GPU budget.
 
 Load mode (``enable_load_scaling``), every ``load_adjustment_interval_s`` (5 s): per ready pod,
-estimate a new arrival's TTFT and the batch's ITL from its observed load; +1 replica when every
+estimate a new arrival's TTFT and the batch's ITL from its observed load (at the mean ISL / OSL of
+the last throughput interval, or in load-only mode of the last minute's traffic; ``default_isl`` /
+``default_osl`` only until a length has been observed); +1 replica when every
 pod's TTFT (or every pod's ITL) exceeds its target, -1 when every pod is below
 ``load_scaling_down_sensitivity`` % of both, one step at a time and none while a change is still
 under way (pending pods, or fewer ready than desired). With both modes the throughput result is a
@@ -44,6 +46,8 @@ from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reaso
 from .planner_capacity import Capacity, hand_out, load_estimates, replica_capacity
 from .predictors import Forecast, LoadPredictor, PredictorConfig
 from .traffic import Traffic, backlog, observe
+
+LENGTH_WINDOW_S = 60.0  # load-only mode: the mean ISL / OSL of the last minute's traffic
 
 
 class WarmupPoint(StrictSpec):
@@ -141,6 +145,7 @@ class _Model:
     audit: dict[str, Any] = field(default_factory=dict)
     pending_forecast: float | None = None
     errors: list[float] = field(default_factory=list)  # |predicted - observed| / observed per interval
+    lengths: tuple[float, float] | None = None  # load mode's last observed mean ISL / OSL
 
 
 class Planner(AutoscalerBase):
@@ -190,6 +195,7 @@ class Planner(AutoscalerBase):
                 self._throughput(now, view, model, variants, st, reasons)
             except MetricsUnavailable as e:
                 return [_hold(v, "metrics_unavailable", f"planner: {e}; holding") for v in variants]
+        lengths = self._lengths(view, model, st) if c.enable_load_scaling else None
         out = []
         for v in variants:
             want = st.target.get(v.name, v.spec_replicas) if c.enable_throughput_scaling else v.spec_replicas
@@ -198,7 +204,8 @@ class Planner(AutoscalerBase):
                 rs = [Reason("throughput_hold", f"planner: between throughput intervals; target {want}",
                              {"target": want, **st.audit})]
             if c.enable_load_scaling:
-                want = max(self._load(v, st, rs), st.target.get(v.name, 0) if c.enable_throughput_scaling else 0)
+                assert lengths is not None
+                want = max(self._load(v, lengths, rs), st.target.get(v.name, 0) if c.enable_throughput_scaling else 0)
             final = clamp(want, v.min_replicas, v.max_replicas)
             if final != want:
                 rs.append(Reason("clamp", f"planner: {want} clamped to [{v.min_replicas}, {v.max_replicas}]", {}))
@@ -272,7 +279,23 @@ class Planner(AutoscalerBase):
                                  + ", ".join(f"{n} {k}" for n, k in want.items())
                                  + (f" ({'; '.join(notes)})" if notes else ""), vals))
 
-    def _load(self, v: VariantView, st: _Model, reasons: list[Reason]) -> int:
+    def _lengths(self, view: ClusterView, model: str, st: _Model) -> tuple[float, float, str]:
+        """Mean ISL / OSL for the load estimates: the throughput intervals' latest when that mode has
+        measured one, else the model's traffic of the last ``LENGTH_WINDOW_S`` (the last such reading kept
+        while nothing new arrives or the metrics cannot answer), else ``default_isl`` / ``default_osl``."""
+        if st.isl.values and st.osl.values:
+            return st.isl.last(), st.osl.last(), "throughput"
+        try:
+            t = observe(view, model, LENGTH_WINDOW_S, self.config.traffic_source, None)
+            if t.isl and t.osl:
+                st.lengths = (t.isl, t.osl)
+        except MetricsUnavailable:
+            pass
+        if st.lengths is not None:
+            return st.lengths[0], st.lengths[1], "observed"
+        return self.config.default_isl, self.config.default_osl, "default"
+
+    def _load(self, v: VariantView, lengths: tuple[float, float, str], reasons: list[Reason]) -> int:
         c, n = self.config, v.spec_replicas
         if v.profile is None or not v.pods:
             reasons.append(Reason("load_hold", "planner: no pod samples or profile for load scaling", {}))
@@ -281,11 +304,11 @@ class Planner(AutoscalerBase):
             reasons.append(Reason("load_in_progress", f"planner: {v.pending} pending, {v.ready}/{n} ready; "
                                   "observing only", {}))
             return n
-        isl = st.isl.last() or c.default_isl
-        osl = st.osl.last() or c.default_osl
+        isl, osl, source = lengths
         ttfts, itls = load_estimates(v.profile, v, isl, osl)
         t_sla, i_sla, k = c.ttft_ms / 1000, c.itl_ms / 1000, c.load_scaling_down_sensitivity / 100
-        vals = {"est_ttft_s": ttfts, "est_itl_s": itls, "ttft_target_s": t_sla, "itl_target_s": i_sla}
+        vals = {"est_ttft_s": ttfts, "est_itl_s": itls, "ttft_target_s": t_sla, "itl_target_s": i_sla,
+                "isl": isl, "osl": osl, "lengths_from": source}
         if all(x > t_sla for x in ttfts) or all(x > i_sla for x in itls):
             want = n + 1
         elif all(x < t_sla * k for x in ttfts) and all(x < i_sla * k for x in itls):

@@ -241,3 +241,29 @@ def test_the_view_carries_the_scenarios_admission():
     assert info.admission == Admission("flow_control", 0.7, 5)
     (info,) = scenario_variants(load_scenario(path, ["router.admission.kind=none"]))
     assert info.admission is None
+
+
+def test_load_only_mode_estimates_at_the_observed_lengths_not_the_defaults():
+    from dataclasses import replace
+
+    # each pod: 3 running, 2 waiting. At the observed ISL 1000 / OSL 100 a request takes
+    # 0.2 + 99 x 0.002 = 0.398 s -> TTFT est 0.2 + 2 x 0.398 / 3 = 0.465 s < 0.5: hold at 2.
+    # At the defaults 3000 / 150 it would take 0.2 + 149 x 0.002 = 0.498 s -> 0.2 + 2 x 0.498 / 3 = 0.532 s
+    # > 0.5 on both pods: +1
+    busy = replace(variant(spec=2, pods=[pod(0, running=3, waiting=2), pod(1, running=3, waiting=2)]),
+                   profile=FlatProfile())
+    seen = GatewayMetrics({"inference_objective_request_total": 60,
+                           "inference_objective_input_tokens_sum": 60_000, "inference_objective_input_tokens_count": 60,
+                           "inference_objective_output_tokens_sum": 6000, "inference_objective_output_tokens_count": 60})
+    p = Planner(PlannerConfig(enable_throughput_scaling=False, enable_load_scaling=True))
+    (d,) = p.decide(0.0, view(0.0, busy, metrics=seen))
+    vals = d.reasons[0].values
+    assert (vals["isl"], vals["osl"], vals["lengths_from"]) == (1000.0, 100.0, "observed")
+    assert d.desired_replicas == 2 and max(vals["est_ttft_s"]) == pytest.approx(0.2 + 2 * 0.398 / 3)
+    # nothing new in the next minute: the last observed lengths are kept
+    (d,) = p.decide(5.0, view(5.0, busy, metrics=GatewayMetrics({})))
+    assert d.reasons[0].values["lengths_from"] == "observed" and d.desired_replicas == 2
+    # a planner that has never seen a length uses the defaults, and says so
+    (d,) = Planner(PlannerConfig(enable_throughput_scaling=False, enable_load_scaling=True)).decide(
+        0.0, view(0.0, busy, metrics=GatewayMetrics({})))
+    assert d.reasons[0].values["lengths_from"] == "default" and d.desired_replicas == 3
