@@ -140,9 +140,18 @@ def tune_figure(trials: int = 200) -> None:
           f"its report in {render:.1f} s (target < 10 s)")
 
 
+def predictors_figure() -> None:
+    """The planner's load predictors per decision (benchmarks/predictors.py --quick; ~10 s)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent / "predictors.py"
+    subprocess.run([sys.executable, str(script), "--quick"], check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["paper", "hour", "suite", "tune"])
+    ap.add_argument("--only", choices=["paper", "hour", "suite", "tune", "predictors"])
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     if args.only in (None, "paper"):
@@ -158,6 +167,8 @@ def main() -> None:
         suite_figure()
     if args.only in (None, "tune"):
         tune_figure()
+    if args.only in (None, "predictors"):
+        predictors_figure()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ with less history than it needs answers with ``constant`` and says why (``Foreca
 a fit that fails does the same. Fitting is refit on a schedule: auto-ARIMA and Prophet are fit
 again every ``refit_every`` new points and in between the fitted model is applied to the grown
 series (statsforecast ``forward``; Prophet predicts the next timestamp with its fitted model),
-which keeps a decision to ~1 ms between refits (a fit: ~0.4 s; benchmarks/predictors.py).
+which keeps a decision to ~0.6-1.6 ms between refits (an ARIMA fit: 0.5-1.0 s on 57-360 points;
+Kalman 0.05-0.1 ms a decision; measured by benchmarks/predictors.py on a 2-core machine).
 Fitting is deterministic (Prophet gets a fixed Stan seed).
 
 Written here: only the buffering, the fallback rule and the h-step Kalman prediction (F^h x);
