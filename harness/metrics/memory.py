@@ -36,19 +36,12 @@ from typing import Any, NamedTuple
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import (
-    CACHE_CONFIG,
     E2E_HIST,
-    EPP_INFLIGHT_TOKENS,
     EPP_POOL_SATURATION,
     EPP_QUEUE_SIZE,
     EPP_REQUEST_RUNNING,
-    GENERATION_TOKENS,
     GPU_UTIL,
     ITL_HIST,
-    KSM_REPLICAS,
-    KSM_REPLICAS_READY,
-    KSM_REPLICAS_UNAVAILABLE,
-    KSM_SPEC_REPLICAS,
     KV_USAGE,
     NAMESPACE,
     NUM_RUNNING,
@@ -56,20 +49,20 @@ from scalearena.contracts.series import (
     OBJECTIVE_INPUT_TOKENS,
     OBJECTIVE_OUTPUT_TOKENS,
     OBJECTIVE_REQUESTS,
-    PREFIX_CACHE_HITS,
-    PREFIX_CACHE_QUERIES,
-    PROMPT_TOKENS,
     REQUEST_SUCCESS,
     ROUTER_QUEUE,
     TTFT_HIST,
+    deployment_values,
+    epp_labels,
 )
 from scalearena.controllers.base import PodMetrics
 
-from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, quantile_from_buckets
+from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram, quantile_from_buckets
 from ..promql import TSDB, PromQLEngine
 from ..promql.rules import RuleEvaluator, RuleGroup
 from ..promql.tsdb import to_ms
 from ..promql.values import Labels, make_labels, to_api_result
+from .native_keys import EppLatency, NativeKeys, epp_latency_keys, native_keys
 
 
 class Sample(NamedTuple):
@@ -88,6 +81,7 @@ class Sample(NamedTuple):
     prompt_tokens: float = 0.0
     generation_tokens: float = 0.0
     inflight_tokens: float = 0.0
+    sums: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the TTFT / ITL / E2E histograms' _sum
 
 
 # Metric name -> how to read it off a Sample (the gauge value; the histogram's cumulative buckets and bounds).
@@ -120,7 +114,9 @@ class MemoryMetrics:
         self.tsdb = TSDB(retention_s=self.retention_s)
         self.promql = PromQLEngine(self.tsdb, lookback_s=staleness_s)
         self._rules: RuleEvaluator | None = None
-        self._keys: dict[tuple[str, str], _NativeKeys] = {}
+        self.epp: dict[str, EppLatency] = {}  # model -> the EPP's request histograms (``epp_latency``)
+        self._epp_keys: dict[str, list[tuple[list[Labels], Labels, Labels, Histogram]]] = {}  # built once
+        self._keys: dict[tuple[str, str], NativeKeys] = {}
         # scrapes not yet in the TSDB: written when PromQL is first asked (or the backlog is long), so a
         # run whose policies never send PromQL pays nothing for the native series
         # (variant, pod, Sample) per scrape, or (variant, pod, t) when the pod stopped being scraped at t
@@ -155,9 +151,8 @@ class MemoryMetrics:
         0; minReadySeconds 0, so ready pods are available), per kube-state-metrics' deployment metrics.
         """
         lab = {"namespace": self.namespace, "deployment": variant}
-        for name, value in ((KSM_SPEC_REPLICAS, spec), (KSM_REPLICAS, active), (KSM_REPLICAS_READY, ready),
-                            (KSM_REPLICAS_UNAVAILABLE, max(0, spec - ready))):
-            self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
+        for name, value in deployment_values(spec, active, ready):
+            self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), value))
 
     def record_pool(self, model: str, t: float, queued: int, saturation: float, in_flight: int,
                     objective: tuple[float, float, float, float] | None = None, gateway: int = 0) -> None:
@@ -166,12 +161,20 @@ class MemoryMetrics:
         ``objective``: the EPP's request counters so far (requests received, their prompt tokens, output tokens
         and count of completed requests), as ``inference_objective_*`` (histograms as _sum / _count); and the
         gateway's own queue gauge (``gateway``: held while no engine of the model is ready)."""
-        lab = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "inference_pool": model}
+        lab = epp_labels(model, self.namespace)
         for name, value in ((EPP_QUEUE_SIZE, queued), (EPP_POOL_SATURATION, saturation),
                             (EPP_REQUEST_RUNNING, in_flight)):
             self._unflushed_deployments.append((make_labels(name, lab), to_ms(t), float(value)))
         key = make_labels(ROUTER_QUEUE, {"namespace": self.namespace, "model_name": model})
         self._unflushed_deployments.append((key, to_ms(t), float(gateway)))
+        keys = self._epp_keys.get(model)
+        if keys is None:
+            keys = self._epp_keys[model] = epp_latency_keys(self.namespace, model, self.epp_latency(model))
+        t_ms, out = to_ms(t), self._unflushed_deployments
+        for buckets, sum_key, count_key, hist in keys:
+            out.extend((k, t_ms, c) for k, c in zip(buckets, hist.cumulative(), strict=True))
+            out.append((sum_key, t_ms, hist.sum))
+            out.append((count_key, t_ms, hist.count))
         if objective is None:
             return
         obj = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "target_model_name": model}
@@ -180,6 +183,13 @@ class MemoryMetrics:
                             (f"{OBJECTIVE_INPUT_TOKENS}_count", received), (f"{OBJECTIVE_OUTPUT_TOKENS}_sum", out_tokens),
                             (f"{OBJECTIVE_OUTPUT_TOKENS}_count", done)):
             self._unflushed_deployments.append((make_labels(name, obj), to_ms(t), float(value)))
+
+    def epp_latency(self, model: str) -> EppLatency:
+        """The model's EPP request histograms, for the simulator's requests to observe into."""
+        h = self.epp.get(model)
+        if h is None:
+            h = self.epp[model] = EppLatency()
+        return h
 
     def flush_native(self) -> None:
         """Write the held-back scrapes into the TSDB (done before every PromQL read)."""
@@ -197,7 +207,9 @@ class MemoryMetrics:
         """The series a real Prometheus would hold after scraping this pod (contracts/series.py names)."""
         keys = self._keys.get((variant, pod))
         if keys is None:
-            keys = self._keys[(variant, pod)] = self._native_keys(variant, pod)
+            model = self.models.get(variant, variant)
+            keys = self._keys[(variant, pod)] = native_keys(self.namespace, variant, pod, model,
+                                                             self.cache_config.get(variant, (None, None)))
         t, app = to_ms(sample.t), self.tsdb.append_ms
         app(keys.kv, t, sample.kv_usage)
         app(keys.waiting, t, float(sample.waiting))
@@ -213,42 +225,21 @@ class MemoryMetrics:
             app(keys.gpu, t, sample.gpu_util)
         if keys.cache is not None:
             app(keys.cache, t, 1.0)
-        for (bucket_keys, count_key), cumulative in zip(keys.hists, (sample.ttft, sample.itl, sample.e2e),
-                                                        strict=True):
+        for (bucket_keys, count_key, sum_key), cumulative, total in zip(
+                keys.hists, (sample.ttft, sample.itl, sample.e2e), sample.sums, strict=True):
             if len(cumulative) != len(bucket_keys):
                 continue  # a sample without this histogram (test fakes pass empty tuples)
             for key, c in zip(bucket_keys, cumulative, strict=True):
                 app(key, t, c)
             app(count_key, t, cumulative[-1])
+            app(sum_key, t, total)
 
-    def _mark_gone(self, keys: _NativeKeys, t: int) -> None:
+    def _mark_gone(self, keys: NativeKeys, t: int) -> None:
         singles = [keys.kv, keys.waiting, keys.running, keys.gpu, keys.success, keys.cache, keys.prefix_queries,
                    keys.prefix_hits, *keys.tokens]
-        for key in [*singles, *(k for buckets, count in keys.hists for k in (*buckets, count))]:
+        for key in [*singles, *(k for buckets, count, total in keys.hists for k in (*buckets, count, total))]:
             if key is not None:
                 self.tsdb.mark_stale_key(key, t)
-
-    def _native_keys(self, variant: str, pod: str) -> _NativeKeys:
-        model = self.models.get(variant, variant)
-        base = {"namespace": self.namespace, "pod": pod, "model_name": model, "variant": variant}
-        epp = {"namespace": self.namespace, "service": f"{model}-epp", "model_name": model, "inference_pool": model,
-               "endpoint_name": pod, "producer_name": "inflight-load-producer"}
-        tokens = (make_labels(PROMPT_TOKENS, base), make_labels(GENERATION_TOKENS, base),
-                  make_labels(EPP_INFLIGHT_TOKENS, epp))
-        blocks, block_size = self.cache_config.get(variant, (None, None))
-        cache = None if blocks is None else make_labels(
-            CACHE_CONFIG, {**base, "num_gpu_blocks": str(blocks), "block_size": str(block_size)})
-        hists = []
-        for name, (_, bounds) in _HISTS.items():
-            les = [repr(float(b)) for b in bounds] + ["+Inf"]
-            hists.append(([make_labels(f"{name}_bucket", {**base, "le": le}) for le in les],
-                          make_labels(f"{name}_count", base)))
-        return _NativeKeys(
-            kv=make_labels(KV_USAGE, base), waiting=make_labels(NUM_WAITING, base),
-            running=make_labels(NUM_RUNNING, base), gpu=make_labels(GPU_UTIL, base),
-            success=make_labels(REQUEST_SUCCESS, {**base, "finished_reason": "length"}), cache=cache, hists=hists,
-            prefix_queries=make_labels(PREFIX_CACHE_QUERIES, base), prefix_hits=make_labels(PREFIX_CACHE_HITS, base),
-            tokens=tokens)
 
     def add_rules(self, groups: list[RuleGroup]) -> None:
         """Evaluate these recording rules on their interval, as the queried Prometheus would."""
@@ -372,21 +363,6 @@ class MemoryMetrics:
 
 
 _MAX_UNFLUSHED = 20_000  # pod scrapes held back at most (bounds memory on long runs without PromQL)
-
-
-class _NativeKeys(NamedTuple):
-    """One pod's series keys, built once (label sets are sorted tuples)."""
-
-    kv: Labels
-    waiting: Labels
-    running: Labels
-    gpu: Labels
-    success: Labels
-    cache: Labels | None
-    hists: list[tuple[list[Labels], Labels]]
-    tokens: tuple[Labels, ...] = ()  # prompt, generation, EPP in-flight tokens
-    prefix_queries: Labels | None = None
-    prefix_hits: Labels | None = None
 
 
 def _gauge(metric: str) -> Callable[[Sample], float | None]:

@@ -23,7 +23,8 @@ def test_relative_run_folder_gets_absolute_paths_and_scrapes(tmp_path: Path, mon
         prom = PrometheusProcess(sup, Path("run"), scrape_interval_s=0.5)
         cfg = yaml.safe_load(prom.config_path.read_text())
         files = [f for job in cfg["scrape_configs"] for sd in job["file_sd_configs"] for f in sd["files"]]
-        assert len(files) == 2 and all(Path(f).is_absolute() and Path(f).exists() for f in files)
+        # engines, router, kube-state-metrics: each job its own file-SD file
+        assert len(files) == 3 and all(Path(f).is_absolute() and Path(f).exists() for f in files)
         assert all(a.split("=", 1)[1].startswith("/") for a in prom.argv() if a.startswith(("--config.file=", "--storage.tsdb.path=")))
         prom.start()
         prom.set_router(f"{LOOPBACK}:{prom.port}")  # Prometheus scrapes its own /metrics

@@ -292,7 +292,8 @@ def test_router_unknown_models_404_at_once_with_bounded_metrics(router: Server) 
         assert_openai_error(post(router.url, {"model": f"junk-{i}", "prompt": "x"}, timeout=5), 404)
     text = requests.get(router.url + "/metrics", timeout=5).text
     labels = set(re.findall(r'model_name="([^"]*)"', text))
-    assert labels == {"__other__"}, labels  # 30 junk names, one label value; a and b have no series yet
+    # 30 junk names, one label value; the served models a and b have their EPP series from the start
+    assert labels == {"__other__", "a", "b"}, labels
     assert_openai_error(post(router.url, {"model": "a", "prompt": "x", "max_tokens": "abc"}), 400, "max_tokens")
 
 

@@ -46,3 +46,31 @@ def test_pool_gauges_per_model() -> None:
     # a 20 s window at t=15 holds both samples: max(1.25, 0.4) = 1.25
     assert _one(m, "max_over_time(llm_d_epp_flow_control_pool_saturation[20s])", 15.0) == pytest.approx(1.25)
     assert _one(m, "sum by (model_name) (llm_d_epp_request_running)", 15.0) == 9.0
+
+
+def test_epp_request_histograms_are_written_at_each_pool_scrape() -> None:
+    m = MemoryMetrics(staleness_s=300)
+    h = m.epp_latency("llama")
+    h.observe(0.3, 2.3, 10)  # TTFT 0.3 s, e2e 2.3 s over 10 tokens: NTPOT 0.23 s
+    h.observe(None, 1.5, 0)  # answered without a first token seen: TTFT = the whole 1.5 s, no NTPOT
+    m.record_pool("llama", 15.0, queued=0, saturation=0.0, in_flight=0)
+    sel = '{inference_pool="llama",service="llama-epp",target_model_name="llama"}'
+    assert _one(m, f"llm_d_epp_request_ttft_seconds_count{sel}", 15.0) == 2.0
+    assert _one(m, f"llm_d_epp_request_ttft_seconds_sum{sel}", 15.0) == pytest.approx(1.8)  # 0.3 + 1.5
+    # the llm-d router's TTFT buckets: 0.3 lands in le=0.4, 1.5 in le=1.5
+    assert _one(m, 'llm_d_epp_request_ttft_seconds_bucket{le="0.2"}', 15.0) == 0.0
+    assert _one(m, 'llm_d_epp_request_ttft_seconds_bucket{le="0.4"}', 15.0) == 1.0
+    assert _one(m, 'llm_d_epp_request_ttft_seconds_bucket{le="1.5"}', 15.0) == 2.0
+    assert _one(m, "llm_d_epp_request_ntpot_seconds_count", 15.0) == 1.0
+    assert _one(m, 'llm_d_epp_request_ntpot_seconds_bucket{le="0.2"}', 15.0) == 0.0  # 0.23 > 0.2
+    assert _one(m, 'llm_d_epp_request_ntpot_seconds_bucket{le="0.5"}', 15.0) == 1.0
+
+
+def test_engine_histograms_carry_their_sum() -> None:
+    m = MemoryMetrics(staleness_s=300)
+    ttft = tuple([0.0] * 7 + [3.0] * (len(TTFT_BUCKETS) - 7 + 1))  # le=0.08 holds 0, le=0.1 all 3
+    m.record("va", "va-0", Sample(0.0, 0.5, 0, 3, None, 3.0, ttft, *Z[1:], sums=(0.27, 0.0, 0.0)))
+    assert _one(m, "vllm:time_to_first_token_seconds_sum", 0.0) == pytest.approx(0.27)
+    # mean TTFT as dashboards ask for it: sum / count = 0.27 / 3 = 0.09
+    assert _one(m, "vllm:time_to_first_token_seconds_sum / vllm:time_to_first_token_seconds_count", 0.0) \
+        == pytest.approx(0.09)

@@ -26,6 +26,7 @@ def test_durations_follow_llm_d_inference_sim(text: str, unit: str, seconds: flo
 class _M:  # an EngineMetrics-shaped snapshot
     running, waiting, kv_usage, busy_s, request_success_total = 3, 2, 0.8125, 12.5, 7
     prefix_cache_queries, prefix_cache_hits = 100, 40
+    prompt_tokens_total, generation_tokens_total = 900, 120
 
     def __init__(self) -> None:
         self.ttft = Histogram(TTFT_BUCKETS)
@@ -42,6 +43,8 @@ def test_metrics_page_round_trip_with_pod_label() -> None:
     assert 'num_gpu_blocks="256"' in text and 'block_size="16"' in text
     assert 'vllm:prefix_cache_queries_total{model_name="m",pod="va-0"} 100.0' in text
     assert 'vllm:prefix_cache_hits_total{model_name="m",pod="va-0"} 40.0' in text
+    assert 'vllm:prompt_tokens_total{model_name="m",pod="va-0"} 900.0' in text
+    assert 'vllm:generation_tokens_total{model_name="m",pod="va-0"} 120.0' in text
     # two TTFT observations of 0.2 s: le=0.1 holds 0, le=0.25 holds 2, sum 0.4
     assert 'vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="m",pod="va-0"} 0.0' in text
     assert 'vllm:time_to_first_token_seconds_bucket{le="0.25",model_name="m",pod="va-0"} 2.0' in text
@@ -56,6 +59,9 @@ def test_prometheus_config_scales_durations(tmp_path: Path) -> None:
     assert cfg["global"]["scrape_timeout"] == "1500ms"
     assert [j["job_name"] for j in cfg["scrape_configs"]] == ["engines", "router"]
     assert all(j["honor_labels"] for j in cfg["scrape_configs"])
+    cfg = render_config(15.0, tmp_path / "e.json", tmp_path / "r.json", kube_state_sd=tmp_path / "k.json")
+    assert [j["job_name"] for j in cfg["scrape_configs"]] == ["engines", "router", "kube-state-metrics"]
+    assert cfg["scrape_configs"][2]["file_sd_configs"][0]["files"] == [str(tmp_path / "k.json")]
 
 
 def test_file_sd_document() -> None:

@@ -51,6 +51,7 @@ from ...control.ports import LoadSample, WallClock
 from ...control.view import forecast_from_requests, scenario_variants
 from ...startup_spec import refuse_sim_only
 from ..locust_process import LocustProcess
+from .kube_state import DeploymentCollector, KubeStateExporter
 from .pods import PENDING, PodSet
 from .prometheus import PrometheusProcess
 from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
@@ -102,6 +103,8 @@ class LocalRun:
                            sc.cluster.gpu_types)
         self.pods.seed = sc.seed  # cold_start phases are drawn per pod from it
         self.pods.kv_transfer = sc.cluster.kv_transfer.model_dump(mode="json")  # P/D engines' hand-off
+        self.kube_state = DeploymentCollector([v.name for v in sc.cluster.variants])
+        self.ksm = KubeStateExporter(self.kube_state)  # kube-state-metrics of the run's Deployments
         self.router_port = free_port()
         self.router_url = f"http://{LOOPBACK}:{self.router_port}"
         self._http = http.Session()
@@ -126,6 +129,10 @@ class LocalRun:
 
     def _event(self, kind: str, details: dict[str, Any]) -> None:
         self.writer.add_event(self.now() if self.t0 else 0.0, kind, **details)
+
+    def publish_replicas(self) -> None:
+        """What kube-state-metrics reports: each variant's replicas as the actuator sees them now."""
+        self.kube_state.update({v.name: self.pods.replicas(v.name) for v in self.sc.cluster.variants})
 
     def _membership(self) -> None:
         """Push engine membership to the router and to Prometheus' file-SD targets."""
@@ -153,6 +160,7 @@ class LocalRun:
             raise
         finally:
             self.sup.close(grace_s=3.0)
+            self.ksm.stop()
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
 
@@ -161,6 +169,8 @@ class LocalRun:
             for i, port in enumerate(ports):
                 self.prom.set_engine(f"{variant}-slot{i}", f"{LOOPBACK}:{port}",
                                      {"variant": variant, "namespace": NAMESPACE}, pod_label=False)
+        self.publish_replicas()
+        self.prom.set_kube_state(self.ksm.start())
         self.prom.start()
         argv = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "router", "--port",
                 str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",
@@ -169,7 +179,7 @@ class LocalRun:
         router = self.sup.start("router", argv)
         if not wait_for_port(self.router_port, 30.0, router.proc):
             raise UserError(f"router did not start:\n{router.log_tail()}", where=str(router.log_path))
-        self.prom.set_router(f"{LOOPBACK}:{self.router_port}")
+        self.prom.set_router(f"{LOOPBACK}:{self.router_port}", {"namespace": NAMESPACE})
         warm = self.sc.cluster.warm_start  # initial replicas start warm unless the scenario says not
         for v in self.sc.cluster.variants:
             for _ in range(v.start_replicas):
@@ -284,6 +294,7 @@ class LocalHooks(LoopHooks):
         while self.outage_ends and self.outage_ends[0][0] <= t:
             run._fault(t, run.sc.faults[self.outage_ends.pop(0)[1]], start=False)
         run.pods.poll()
+        run.publish_replicas()
 
     def after_decide(self, t: float) -> None:
         self.run.pods.reconcile()

@@ -6,7 +6,8 @@ instead of prometheus-client's live Counter/Histogram objects the page is
 built from a snapshot by a custom collector, in the text exposition format
 Prometheus and llm-d's EPP both parse. Names and labels follow vLLM
 (``model_name``; ``vllm:cache_config_info`` carries ``num_gpu_blocks`` and
-``block_size`` as labels) plus the GPU busy-fraction gauge the multi-metric
+``block_size`` as labels; prompt / generation token and prefix-cache counters; the
+TTFT / ITL / E2E histograms with vLLM's buckets) plus the GPU busy-fraction gauge the multi-metric
 autoscaler reads (``gpu_utilization``, DCGM_FI_DEV_GPU_UTIL / 100 on real GPUs).
 """
 from __future__ import annotations
@@ -25,11 +26,16 @@ from prometheus_client.core import (
 from scalearena.contracts.series import (
     CACHE_CONFIG,
     E2E_HIST,
+    GENERATION_TOKENS,
     GPU_UTIL,
     ITL_HIST,
     KV_USAGE,
     NUM_RUNNING,
     NUM_WAITING,
+    PREFIX_CACHE_HITS,
+    PREFIX_CACHE_QUERIES,
+    PROMPT_TOKENS,
+    REQUEST_SUCCESS,
     TTFT_HIST,
 )
 
@@ -76,15 +82,16 @@ def engine_families(m: Any, model: str, gpu_busy: float, spec: Any, num_gpu_bloc
         1.0,
     )
     out.append(info)
-    c = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.",
+    c = CounterMetricFamily(REQUEST_SUCCESS.removesuffix("_total"), "Count of successfully processed requests.",
                             labels=["model_name", "finished_reason"])
     c.add_metric([model, "length"], m.request_success_total)
     out.append(c)
-    for name, doc, value in (("vllm:prefix_cache_queries", "Prefix cache queries, in terms of prompt tokens.",
+    for name, doc, value in ((PREFIX_CACHE_QUERIES, "Prefix cache queries, in terms of prompt tokens.",
                               m.prefix_cache_queries),
-                             ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of prompt tokens.",
-                              m.prefix_cache_hits)):
-        pc = CounterMetricFamily(name, doc, labels=["model_name"])
+                             (PREFIX_CACHE_HITS, "Prefix cache hits, in terms of prompt tokens.", m.prefix_cache_hits),
+                             (PROMPT_TOKENS, "Number of prefill tokens processed.", m.prompt_tokens_total),
+                             (GENERATION_TOKENS, "Number of generation tokens processed.", m.generation_tokens_total)):
+        pc = CounterMetricFamily(name.removesuffix("_total"), doc, labels=["model_name"])
         pc.add_metric([model], value)
         out.append(pc)
     out.append(_hist(TTFT_HIST, "Histogram of time to first token in seconds.", model, m.ttft))

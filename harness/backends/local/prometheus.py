@@ -47,6 +47,7 @@ from .supervisor import LOOPBACK, Supervisor, free_port
 
 JOB_ENGINES = "engines"
 JOB_ROUTER = "router"
+JOB_KUBE_STATE = "kube-state-metrics"
 
 
 def find_prometheus() -> str:
@@ -81,11 +82,16 @@ def render_targets(targets: Iterable[Target]) -> bytes:
 
 
 def render_config(
-    scrape_interval_s: float, engines_sd: Path, router_sd: Path, time_scale: float = 1.0
+    scrape_interval_s: float, engines_sd: Path, router_sd: Path, time_scale: float = 1.0,
+    kube_state_sd: Path | None = None,
 ) -> dict:
-    """The prometheus.yml document (as a dict) for one run."""
+    """The prometheus.yml document (as a dict) for one run; with ``kube_state_sd`` a third job scrapes the
+    harness's kube-state-metrics endpoint (kube_state.py)."""
     interval = scrape_interval_s / time_scale
     sd_refresh = prometheus_duration(max(interval, 0.5))
+    jobs = [(JOB_ENGINES, engines_sd), (JOB_ROUTER, router_sd)]
+    if kube_state_sd is not None:
+        jobs.append((JOB_KUBE_STATE, kube_state_sd))
     return {
         "global": {
             "scrape_interval": prometheus_duration(interval),
@@ -93,16 +99,9 @@ def render_config(
             "evaluation_interval": prometheus_duration(interval),
         },
         "scrape_configs": [
-            {
-                "job_name": JOB_ENGINES,
-                "honor_labels": True,
-                "file_sd_configs": [{"files": [str(engines_sd)], "refresh_interval": sd_refresh}],
-            },
-            {
-                "job_name": JOB_ROUTER,
-                "honor_labels": True,
-                "file_sd_configs": [{"files": [str(router_sd)], "refresh_interval": sd_refresh}],
-            },
+            {"job_name": job, "honor_labels": True,
+             "file_sd_configs": [{"files": [str(sd)], "refresh_interval": sd_refresh}]}
+            for job, sd in jobs
         ],
     }
 
@@ -130,11 +129,13 @@ class PrometheusProcess:
         self.port = free_port()
         self.engines_sd = self.dir / "targets-engines.json"
         self.router_sd = self.dir / "targets-router.json"
+        self.kube_state_sd = self.dir / "targets-kube-state.json"
         self.config_path = self.dir / "prometheus.yml"
         self._engines: dict[str, Target] = {}
         self._router: list[Target] = []
+        self._kube_state: list[Target] = []
         self.binary = find_prometheus()
-        config = render_config(scrape_interval_s, self.engines_sd, self.router_sd, time_scale)
+        config = render_config(scrape_interval_s, self.engines_sd, self.router_sd, time_scale, self.kube_state_sd)
         if rule_groups:  # a kubernetes autoscaler's PrometheusRules / rule files, evaluated here as on a cluster
             rules_path = self.dir / "rules.yml"
             rules_path.write_text(yaml.safe_dump({"groups": rule_groups}, sort_keys=False))
@@ -160,9 +161,15 @@ class PrometheusProcess:
         self._router = [Target(address, {"pod": "router", **(labels or {})})]
         self._write_targets()
 
+    def set_kube_state(self, address: str) -> None:
+        """The harness's kube-state-metrics endpoint (its series carry their own namespace)."""
+        self._kube_state = [Target(address, {})]
+        self._write_targets()
+
     def _write_targets(self) -> None:
         atomic_write_bytes(self.engines_sd, render_targets(self._engines.values()))
         atomic_write_bytes(self.router_sd, render_targets(self._router))
+        atomic_write_bytes(self.kube_state_sd, render_targets(self._kube_state))
 
     # -- process ---------------------------------------------------------------------------------
     def argv(self) -> list[str]:

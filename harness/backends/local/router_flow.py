@@ -7,9 +7,8 @@ llm-d reads the priority from the InferenceObjective that ``x-gateway-inference-
 a CRD serve-router does not have). ``pump`` runs after every metrics refresh: it evicts requests
 past ``admission.ttl_s`` (503) and hands held requests to the picker, highest priority first,
 tenants in turn, FCFS within one, while it finds room. A full queue is 429 at once; a client that
-goes away leaves the queue. ``llm_d_epp_flow_control_queue_size`` and ``..._pool_saturation``
-(max over ready engines of max(waiting / queue_threshold, KV / kv_threshold), 1 with none) are on
-the router's /metrics, as the EPP exports them.
+goes away leaves the queue. ``llm_d_epp_flow_control_queue_size`` counts the held requests on
+the router's /metrics (router_metrics.py), next to ``..._pool_saturation``, as the EPP exports them.
 """
 from __future__ import annotations
 
@@ -17,9 +16,6 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge
-
-from scalearena.contracts.series import EPP_POOL_SATURATION, EPP_QUEUE_SIZE
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import FAIRNESS_HEADER, PRIORITY_HEADER
 
@@ -45,13 +41,9 @@ class _Waiter:
 
 
 class FlowGate:
-    def __init__(self, router: Router, spec: Any, now: Callable[[], float], registry: CollectorRegistry) -> None:
+    def __init__(self, router: Router, spec: Any, now: Callable[[], float]) -> None:
         self.router, self.adm, self.now = router, spec.admission, now
         self.queues: dict[str, FlowQueues] = {}
-        self.m_size = Gauge(EPP_QUEUE_SIZE, "Requests held in the flow-control queues.", ["model_name"],
-                            registry=registry)
-        self.m_sat = Gauge(EPP_POOL_SATURATION, "Pool saturation (above 1: saturated).", ["model_name"],
-                           registry=registry)
 
     def busy(self, model: str) -> bool:
         q = self.queues.get(model)
@@ -70,11 +62,10 @@ class FlowGate:
             raise ApiError(503, "service_unavailable", "request timed out in queue") from None
         finally:
             q.remove(w)  # no-op when it was dispatched or evicted
-            self.m_size.labels(spec.model).set(len(q))
 
     def pump(self) -> None:
         now = self.now()
-        for model, q in self.queues.items():
+        for q in self.queues.values():
             for w in q.expired(now):
                 if not w.fut.done():
                     w.fut.set_exception(ApiError(503, "service_unavailable", "request timed out in queue: TTL"))
@@ -87,8 +78,3 @@ class FlowGate:
                 if not head.fut.done():
                     head.fut.set_result(route)
                 head = q.peek()
-            self.m_size.labels(model).set(len(q))
-            pods = self.router.ready_pods(model)
-            kv_t, q_t = self.adm.kv_threshold, max(1, self.adm.queue_threshold)
-            self.m_sat.labels(model).set(max((max(p.snapshot[0] / q_t, p.snapshot[2] / kv_t) for p in pods),
-                                             default=1.0))

@@ -58,9 +58,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from scalearena.harness.metrics.prometheus import ROUTER_QUEUE
 from scalearena.harness.router import Route, RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
@@ -69,6 +67,7 @@ from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_log
 from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 from .router_flow import FlowGate, flow_tags
+from .router_metrics import RouterMetrics, epp_state
 from .router_pd import pd_headers, prefill_then_decode_body
 
 PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)
@@ -127,17 +126,12 @@ class RouterServer:
         self.completed: dict[str, int] = {}  # variant -> streams/requests finished ok (harness time series)
         self._ready_changed = asyncio.Condition()
         self._file_mtime: float | None = None
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.m_queue = Gauge(ROUTER_QUEUE, "Requests held at the gateway for lack of a ready engine.",
-                             ["model_name"], registry=self.registry)
-        self.m_requests = Counter("scalearena_router_requests", "Requests by outcome.",
-                                  ["model_name", "outcome"], registry=self.registry)
-        self.m_inflight = Gauge("scalearena_router_inflight", "Requests being proxied, per engine.",
-                                ["pod", "variant"], registry=self.registry)
+        self.metrics = RouterMetrics(lambda: epp_state(self))  # the EPP's series and the router's own
+        self._request_seq = 0
         self.session: aiohttp.ClientSession | None = None
         self.stopped = asyncio.Event()
         flow = cfg.spec.admission.kind == "flow_control"
-        self.flow = FlowGate(self.router, cfg.spec, self.now, self.registry) if flow else None
+        self.flow = FlowGate(self.router, cfg.spec, self.now) if flow else None
 
     def now(self) -> float:
         return (time.monotonic() - self._mono0) * self.cfg.time_scale
@@ -174,8 +168,7 @@ class RouterServer:
     def _forget_series(self, ep: Endpoint) -> None:
         """A gone engine's in-flight series is dropped once idle, so pod churn cannot grow /metrics."""
         if ep.state == "gone" and ep.inflight == 0:
-            with contextlib.suppress(KeyError):
-                self.m_inflight.remove(ep.pod, ep.variant)
+            self.metrics.forget_pod(ep.pod, ep.variant)
 
     async def watch_file(self) -> None:
         path = self.cfg.endpoints_file
@@ -246,7 +239,7 @@ class RouterServer:
         return web.json_response({"object": "list", "data": data})
 
     async def handle_metrics(self, request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(self.registry), content_type="text/plain", charset="utf-8")
+        return web.Response(body=self.metrics.text(), content_type="text/plain", charset="utf-8")
 
     def _authorize(self, request: web.Request) -> None:
         token = self.cfg.admin_token or ""
@@ -298,20 +291,21 @@ class RouterServer:
         req = parse_request(raw, chat=request.path.endswith("/chat/completions"))
         model = req.model
         if model not in self.models:
-            self.m_requests.labels(OTHER_MODEL, "model_not_found").inc()
+            self.metrics.requests.labels(OTHER_MODEL, "model_not_found").inc()
             raise ApiError(404, "model_not_found", f"The model `{model}` does not exist.", "model")
         spec = self._spec(request, req)
+        self.metrics.arrived(model, spec.input_tokens)
         units = self.prompts.prompt_units(req, PREFIX_BLOCK_TOKENS) if self.cfg.spec.scorers.prefix_cache > 0 else ()
         route = await self._wait_for_route(spec, units)
         ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
-        self.m_requests.labels(model, "routed").inc()
+        self.metrics.requests.labels(model, "routed").inc()
         if route.prefill is not None:  # P/D: the sidecar's prefill call first
             body = await prefill_then_decode_body(self, request.path, req.body, route.prefill.engine)
             if isinstance(body, web.Response):
                 route.booked.release()
                 return body
             raw = body
-        return await self._proxy(request, raw, ep, req.stream, route)
+        return await self._proxy(request, raw, ep, req.stream, route, spec)
 
     async def _wait_for_route(self, spec: RequestSpec, units: tuple[tuple[int, int], ...] = ()) -> Any:
         """A pod route, after waiting in the model's gateway queue if no engine is ready; ApiError if none."""
@@ -327,18 +321,18 @@ class RouterServer:
                 if route.kind == "pod":
                     return route
                 if route.kind == "reject":
-                    self.m_requests.labels(model, "rejected").inc()
+                    self.metrics.requests.labels(model, "rejected").inc()
                     raise ApiError(429, "rate_limit_exceeded", "every ready engine is saturated")
                 if not queued:
                     if self._queued.get(model, 0) >= self.cfg.spec.admission.queue_limit:
-                        self.m_requests.labels(model, "queue_full").inc()
+                        self.metrics.requests.labels(model, "queue_full").inc()
                         raise ApiError(429, "rate_limit_exceeded", f"gateway queue of model {model!r} is full")
                     queued = True
                     self._queued[model] = self._queued.get(model, 0) + 1
-                    self.m_queue.labels(model).set(self._queued[model])
+                    self.metrics.queue.labels(model).set(self._queued[model])
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    self.m_requests.labels(model, "queue_timeout").inc()
+                    self.metrics.requests.labels(model, "queue_timeout").inc()
                     raise ApiError(503, "service_unavailable", f"no ready engine for model {model!r}")
                 async with self._ready_changed:
                     with contextlib.suppress(TimeoutError):
@@ -346,23 +340,25 @@ class RouterServer:
         finally:  # also when the client went away while queued
             if queued:
                 self._queued[model] -= 1
-                self.m_queue.labels(model).set(self._queued[model])
+                self.metrics.queue.labels(model).set(self._queued[model])
 
-    async def _proxy(self, request: web.Request, raw: bytes, ep: Endpoint, stream: bool,
-                     route: Route) -> web.StreamResponse:
+    async def _proxy(self, request: web.Request, raw: bytes, ep: Endpoint, stream: bool, route: Route,
+                     spec: RequestSpec) -> web.StreamResponse:
         assert self.session is not None
         ep.inflight += 1
-        self.m_inflight.labels(ep.pod, ep.variant).inc()
+        self._request_seq += 1
+        key, ok, body = self._request_seq, False, None
+        # the EPP's in-flight tokens (route.booked) go at the first chunk or when the request ends (rec)
+        rec = self.metrics.started(key, ep.pod, ep.variant, ep.model, spec.arrival_s, route.booked)
         headers = {POD_HEADER: ep.pod, VARIANT_HEADER: ep.variant, **pd_headers(route)}
-
         resp: web.StreamResponse | None = None
-        tail = b""
         try:
             async with self.session.post(ep.url + request.path, data=raw,
                                          headers={"Content-Type": "application/json"}) as up:
                 if up.status != 200 or not stream:
                     body = await up.read()
                     if up.status == 200:
+                        ok = True
                         self.completed[ep.variant] = self.completed.get(ep.variant, 0) + 1
                     return web.Response(status=up.status, body=body, headers={**headers, "Content-Type":
                                         up.headers.get("Content-Type", "application/json")})
@@ -370,12 +366,13 @@ class RouterServer:
                                                    "Cache-Control": "no-cache"})
                 await resp.prepare(request)
                 async for chunk in up.content.iter_any():
-                    route.booked.release()  # the EPP's in-flight tokens go at the first chunk
+                    rec.feed(chunk, self.now())
                     await resp.write(chunk)
-                    tail = (tail + chunk)[-64:]
+            tail = rec.tail[-64:]
             if b"[DONE]" not in tail and b'"error"' not in tail:
                 raise aiohttp.ClientPayloadError("stream ended early")
             if b"[DONE]" in tail:
+                ok = True
                 self.completed[ep.variant] = self.completed.get(ep.variant, 0) + 1
         except (aiohttp.ClientError, TimeoutError):
             kind = "killed" if ep.state != "ready" else "error"
@@ -385,9 +382,8 @@ class RouterServer:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
         finally:
-            route.booked.release()
             ep.inflight -= 1
-            self.m_inflight.labels(ep.pod, ep.variant).dec()
+            self.metrics.finished(key, ep.variant, self.now(), ok, body)
             self._forget_series(ep)
         with contextlib.suppress(ConnectionError, RuntimeError):
             await resp.write_eof()

@@ -259,6 +259,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
                     m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
                     float(m.prefix_cache_queries), float(m.prefix_cache_hits),
                     float(m.prompt_tokens_total), float(m.generation_tokens_total), float(pod.routed.inflight_tokens),
+                    (m.ttft.sum, m.itl.sum, m.e2e.sum),
                 ))
         for model, (saturation, in_flight, endpoints) in pools.items():
             # no ready endpoint: the detector fails closed at 1.0

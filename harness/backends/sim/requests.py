@@ -38,6 +38,7 @@ class RequestFlow:
     sc: Any
     requests: list
     router: Any
+    metrics: Any  # harness.metrics.memory.MemoryMetrics (the EPP's request histograms live there)
     writer: Any
     gateway: dict[str, list[_Req]]
     flows: dict[str, Any]  # model -> harness.flow_control.FlowQueues (admission flow_control only)
@@ -212,6 +213,8 @@ class RequestFlow:
             obj = self._objective.setdefault(s.model, [0.0, 0.0, 0.0, 0.0])
             obj[2] += tokens
             obj[3] += 1
+            self.metrics.epp_latency(s.model).observe(None if ft is None else ft - s.arrival_s, t - s.arrival_s,
+                                                      tokens)
         self.writer.add_request(RequestRecord(
             request_id=s.request_id, model=s.model, arrival_s=s.arrival_s, first_token_s=ft, end_s=t,
             input_tokens=s.input_tokens, output_tokens=tokens, status=status, http_status=http,
