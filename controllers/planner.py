@@ -27,9 +27,9 @@ Before the first full interval, and while no traffic has been seen, the planner 
 metrics cannot be read it holds. Decisions carry the observation, the prediction (and which
 predictor made it, with the fallback reason when the chosen one lacked history), the predictor's
 error so far (mean absolute percentage error of the request-count forecasts), the capacity per
-replica and the replicas per variant. Limits: aggregated serving only (one role per variant);
-P/D pools once the engine's roles are on main; Dynamo's correction factors (observed / expected
-latency) are not applied.
+replica and the replicas per variant. A model with prefill / decode variants (``VariantView.role``)
+has each pool sized on its own (controllers/planner_pd.py); the load mode treats every variant as a
+pool of its own. Limits: Dynamo's correction factors (observed / expected latency) are not applied.
 """
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ from scalearena.contracts.tunable import Tunable, declared, tune
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
 from .planner_capacity import Capacity, hand_out, load_estimates, replica_capacity
+from .planner_pd import hand_out_pd, is_pd, pd_capacities
 from .predictors import Forecast, LoadPredictor, PredictorConfig
 from .traffic import Traffic, backlog, observe
 
@@ -257,14 +258,18 @@ class Planner(AutoscalerBase):
                 return
             caps[v.name] = replica_capacity(v.profile, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000, c.kv_fill,
                                             v.admission)
+        pd = is_pd(variants)
+        if pd:
+            caps = pd_capacities(variants, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000, c.kv_fill)
         budget = c.max_gpu_budget
         if budget is None and view.gpu_capacity:
             budget = sum(view.gpu_capacity.get(g, 0) for g in {v.gpu for v in variants})
-        want, notes = hand_out(demand, variants, caps, c.min_endpoint, budget)
+        want, notes = (hand_out_pd if pd else hand_out)(demand, variants, caps, c.min_endpoint, budget)
         st.target = want
         mape = sum(st.errors) / len(st.errors) if st.errors else None
         fallbacks = {n: f.fallback for n, f in zip(("requests", "isl", "osl"), fc, strict=True) if f.fallback}
-        vals: dict[str, Any] = {**st.audit, "predicted_requests": fc[0].value, "predicted_isl": isl,
+        vals: dict[str, Any] = {**st.audit, "pools": "prefill/decode" if pd else "aggregated",
+                                "predicted_requests": fc[0].value, "predicted_isl": isl,
                                 "predicted_osl": osl, "predictor": fc[0].used, "predictor_mape": mape,
                                 "demand_rps": demand, "gpu_budget": budget, "replicas": dict(want),
                                 "capacity": {v.name: _capacity_values(caps[v.name], v) for v in variants}}
@@ -273,7 +278,8 @@ class Planner(AutoscalerBase):
             vals["fallback"] = fallbacks
             reasons.append(Reason("predictor_fallback", "planner: " + "; ".join(f"{k}: {m}, using constant"
                                                                                for k, m in fallbacks.items()), fallbacks))
-        per = ", ".join(f"{n} {k.rate_rps:.2f} req/s at batch {k.batch} ({k.bound})" for n, k in caps.items())
+        per = ", ".join(f"{n} {k.rate_rps:.2f} req/s " + (f"(prefill {k.ttft_s:.3f} s)" if k.bound == "prefill" else
+                                                             f"at batch {k.batch} ({k.bound})") for n, k in caps.items())
         reasons.insert(0, Reason("throughput", f"planner: observed {t.requests:g} requests, predicted "
                                  f"{fc[0].value:.1f} ({fc[0].used}) -> {demand:.2f} req/s; per replica {per} -> "
                                  + ", ".join(f"{n} {k}" for n, k in want.items())

@@ -64,7 +64,12 @@ def batch_limits(profile: ReplicaProfile, isl: float, osl: float, kv_fill: float
 
 
 def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: float, itl_s: float,
-                     kv_fill: float = 1.0, admission: Admission | None = None) -> Capacity:
+                     kv_fill: float = 1.0, admission: Admission | None = None, decode_only: bool = False) -> Capacity:
+    """``decode_only``: a decode replica of a P/D pool (controllers/planner_pd.py): its prompts are
+    prefilled elsewhere, so only the ITL target bounds the batch and a request holds it for OSL x ITL
+    (Dynamo's decode rate: concurrency / (OSL x ITL))."""
+    if decode_only:
+        ttft_s = math.inf
     limits = batch_limits(profile, isl, osl, kv_fill, admission)
     b_max = max(1, min(limits.values()))
     batches = list(range(1, b_max + 1))
@@ -75,7 +80,7 @@ def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: fl
             break
         best = i + 1
     k = max(best, 1) - 1
-    service = ttfts[k] + max(0.0, osl - 1) * itls[k]
+    service = max(1.0, osl) * itls[k] if decode_only else ttfts[k] + max(0.0, osl - 1) * itls[k]
     bound = "latency" if best < b_max else min(limits, key=lambda n: (limits[n], _ORDER.index(n)))
     return Capacity(k + 1, (k + 1) / max(service, 1e-9), ttfts[k], itls[k], b_max, best > 0, bound, limits)
 

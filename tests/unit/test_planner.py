@@ -267,3 +267,55 @@ def test_load_only_mode_estimates_at_the_observed_lengths_not_the_defaults():
     (d,) = Planner(PlannerConfig(enable_throughput_scaling=False, enable_load_scaling=True)).decide(
         0.0, view(0.0, busy, metrics=GatewayMetrics({})))
     assert d.reasons[0].values["lengths_from"] == "default" and d.desired_replicas == 3
+
+
+def pd_view(t0_prefill=0.25, max_p=10, max_d=30):
+    from dataclasses import replace
+
+    pre = replace(variant("pre", spec=1, pods=[pod(0)], max_replicas=max_p), role="prefill",
+                  profile=FlatProfile(t0=t0_prefill))
+    dec = replace(variant("dec", spec=1, pods=[pod(1)], max_replicas=max_d), role="decode", profile=FlatProfile())
+    return pre, dec
+
+
+def test_pd_pools_are_sized_each_on_its_own():
+    from scalearena.controllers.planner_pd import hand_out_pd, pd_capacities
+
+    pre, dec = pd_view()
+    caps = pd_capacities([pre, dec], 4096, 1024, 0.5, 0.05, 1.0)
+    # prefill: one 4096-token prompt takes 0.25 s -> 4 req/s per replica
+    assert (caps["pre"].rate_rps, caps["pre"].bound, caps["pre"].meets_sla) == (4.0, "prefill", True)
+    # decode: the next request's prompt KV must fit: (16,384 - 4096) / 4608 = 2.67 -> 2 sequences, each held
+    # 1024 x 0.002 = 2.048 s -> 2 / 2.048 = 0.9766 req/s per replica
+    assert (caps["dec"].batch, caps["dec"].bound) == (2, "kv_cache")
+    assert caps["dec"].rate_rps == pytest.approx(2 / 2.048)
+    # 10 req/s: prefill ceil(10 / 4) = 3, decode ceil(10 / 0.9766) = ceil(10.24) = 11
+    want, notes = hand_out_pd(10.0, [pre, dec], caps, 1, None)
+    assert want == {"pre": 3, "dec": 11} and notes == []
+    # a budget of 8 GPUs (14 asked): prefill floor(3 x 8 / 14) = floor(1.71) = 1, decode the other 7
+    want, notes = hand_out_pd(10.0, [pre, dec], caps, 1, 8)
+    assert want == {"pre": 1, "dec": 7} and notes == ["GPU budget 8: prefill 1 / decode 7 GPUs (asked 3 / 11)"]
+
+
+def test_pd_prefill_that_misses_ttft_alone_gets_the_latency_floor():
+    from scalearena.controllers.planner_pd import hand_out_pd, pd_capacities
+
+    pre, dec = pd_view(t0_prefill=1.2)
+    caps = pd_capacities([pre, dec], 4096, 1024, 0.5, 0.05, 1.0)
+    # one prompt takes 1.2 s > 0.5 s: rate 1 / 1.2 = 0.833 req/s, floor ceil(1.2 / 0.5) = 3 replicas;
+    # 1 req/s needs ceil(1 / 0.833) = ceil(1.2) = 2 -> the floor 3 wins; decode ceil(1 / 0.9766) = 2
+    assert caps["pre"].meets_sla is False and caps["pre"].limits == {"ttft_floor": 3}
+    want, _ = hand_out_pd(1.0, [pre, dec], caps, 1, None)
+    assert want == {"pre": 3, "dec": 2}
+
+
+def test_planner_loop_sizes_a_pd_model_and_says_so():
+    pre, dec = pd_view()
+    p = Planner(PlannerConfig(throughput_adjustment_interval_s=60, predictor=PredictorConfig(kind="constant")))
+    p.decide(0.0, view(0.0, pre, dec, metrics=traffic(0)))
+    # 600 requests in 60 s = 10 req/s -> prefill 3, decode 11 (test above)
+    d_pre, d_dec = p.decide(60.0, view(60.0, pre, dec, metrics=traffic(600)))
+    assert (d_pre.desired_replicas, d_dec.desired_replicas) == (3, 11)
+    vals = d_pre.reasons[0].values
+    assert vals["pools"] == "prefill/decode" and vals["capacity"]["pre"]["bound"] == "prefill"
+    assert "pre 4.00 req/s (prefill 0.250 s)" in d_pre.reasons[0].message
