@@ -47,9 +47,10 @@ model's ``decode`` and ``both`` pods first (the scorers above); then the P/D dec
 shorter than N, or whose part the chosen decode pod is not believed to hold is shorter than N, is
 served decode-only; N = 0 always disaggregates) sends it through a prefill pod, picked by the same
 scorers among the ``prefill`` pods. No ready prefill pod: decode-only (upstream's ProcessResults
-keeps the decode result when the prefill profile fails). Admission looks at both pools: a request
-is rejected (or held) when every decode pod, or every prefill pod, is saturated. The prefix index
-remembers the prompt on both pods (the decode pod receives the prompt's KV).
+keeps the decode result when the prefill profile fails). Admission looks at the whole pool, as the
+EPP's saturation detector sees every endpoint of the InferencePool whatever its role: a request is
+rejected (or held) only when every ready pod, prefill and decode alike, is saturated. The prefix
+index remembers the prompt on both pods (the decode pod receives the prompt's KV).
 
 In-flight tokens (llm-d EPP ``inflight-load-producer``, the series ``llm_d_epp_inflight_tokens``):
 each routed request books its prompt tokens the target is not believed to hold (prompt - prefix
@@ -167,7 +168,7 @@ class Router:
         refreshed = self._refresh(now, req.model, pods)
         prefill = self._prefill.get(req.model)
         pf = self._refresh(now, f"{req.model}\x00prefill", prefill) if prefill else None
-        if self.adm.kind == "saturation" and (refreshed[3] or (pf is not None and pf[3])):
+        if self.adm.kind == "saturation" and refreshed[3] and (pf is None or pf[3]):
             return Route("reject")
         if self.adm.kind == "flow_control" and self.saturated(req.model):
             return Route("hold")
@@ -216,15 +217,15 @@ class Router:
 
     def saturated(self, model: str) -> bool:
         """Flow control's saturation detector: every ready pod at waiting (plus what this slot sent it)
-        >= queue_threshold or KV usage >= kv_threshold (on the last refreshed snapshot), in the decode
-        pool or in the prefill pool."""
+        >= queue_threshold or KV usage >= kv_threshold (on the last refreshed snapshot), decode and
+        prefill pods alike."""
         kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
 
         def full(pods: list[RoutedPod]) -> bool:
             return all(p.snapshot[0] + p.sent >= q_t or p.snapshot[2] >= kv_t for p in pods)
 
         prefill = self._prefill.get(model)
-        return full(self._pods.get(model, [])) or bool(prefill and full(prefill))
+        return full(self._pods.get(model, [])) and (not prefill or full(prefill))
 
     def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[float], float, list[int], bool]:
         """One pool's snapshot scores (``model`` is the pool's key: the model, or its prefill pool's)."""

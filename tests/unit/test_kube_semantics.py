@@ -118,6 +118,8 @@ def test_engines_carry_the_dummy_tokenizer_and_a_fitting_max_model_len() -> None
             with pytest.raises(UserError, match="only --cluster sim"):
                 backend.plan(sc, sc.autoscaler("hpa"))
             continue
+        if any(v.role != "both" for v in sc.cluster.variants):
+            continue  # P/D is refused on Kubernetes, not rendered (test_pd_spec)
         longest = max(r.input_tokens + r.output_tokens for r in build_requests(sc))
         engines = [o["spec"]["template"]["spec"]["containers"][0] for o in backend.plan(sc, sc.autoscaler("wva"))
                    if o["kind"] == "Deployment" and o["metadata"]["labels"].get("scalearena.io/component") == "variant"]

@@ -63,3 +63,15 @@ def test_bad_values_are_named() -> None:
     d = pd(v0={"role": "prefil"})
     with pytest.raises(UserError, match=r"cluster.variants.0.role"):
         scenario_from_data(d, "pd.yaml")
+
+
+def test_kubernetes_backends_refuse_roles_instead_of_serving_aggregated() -> None:
+    from pathlib import Path
+
+    from scalearena.harness.backends.kube.backend import KubeBackend
+    from scalearena.harness.scenario import load_scenario
+
+    sc = load_scenario(Path(__file__).resolve().parents[2] / "workloads/scenarios/pd-disaggregated.yaml")
+    with pytest.raises(UserError, match=r"cluster.variants\[0\].role: role 'prefill': prefill/decode disaggregation "
+                                        r"is not rendered for Kubernetes"):
+        KubeBackend("kind").plan(sc, sc.autoscaler("hpa"))
