@@ -135,8 +135,15 @@ def validate(file: str) -> None:
             for t in getattr(a, "targets", []):
                 obj = t.source.rsplit(": ", 1)[-1]  # source: "<file>: <Kind>/<name>"
                 click.echo(f"  {a.label}: {obj} -> variant {t.variant} ({t.autoscaler.kind})")
+        from .disagg_spec import role_blind
         from .fit import oversized
 
+        for label in role_blind(sc):
+            err_console.print(Text.assemble(
+                ("warning:", "yellow"),
+                f" {file}: autoscaler {label!r} pools a model's variants as cost tiers and does not know "
+                "prefill/decode roles; on this P/D model it may grow one pool for the other's load"),
+                highlight=False, soft_wrap=True)
         for o in oversized(sc):
             err_console.print(Text.assemble(
                 ("warning:", "yellow"),

@@ -60,6 +60,17 @@ def _error(loc: tuple[Any, ...], value: Any, msg: str) -> ValidationError:
     return ValidationError.from_exception_data("ClusterSpec", [InitErrorDetails(type=err, loc=loc, input=value)])
 
 
+ROLE_BLIND = ("wva", "oracle")  # autoscalers that pool a model's variants as interchangeable cost tiers
+
+
+def role_blind(sc: Any) -> list[str]:
+    """Labels of the scenario's autoscalers that treat a P/D model's prefill and decode variants as
+    interchangeable (empty when no model has prefill variants)."""
+    if not any(v.role == "prefill" for v in sc.cluster.variants):
+        return []
+    return [a.label for a in sc.autoscaler_configs() if a.kind in ROLE_BLIND]
+
+
 def kv_bytes_per_token(variant: Any) -> int | None:
     """The KV bytes of one token of a variant's model (None: the constant latency model has no shape)."""
     lat = variant.engine.latency

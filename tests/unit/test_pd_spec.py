@@ -75,3 +75,14 @@ def test_kubernetes_backends_refuse_roles_instead_of_serving_aggregated() -> Non
     with pytest.raises(UserError, match=r"cluster.variants\[0\].role: role 'prefill': prefill/decode disaggregation "
                                         r"is not rendered for Kubernetes"):
         KubeBackend("kind").plan(sc, sc.autoscaler("hpa"))
+
+
+def test_role_blind_autoscalers_are_named_for_pd_models_only() -> None:
+    from scalearena.harness.disagg_spec import role_blind
+
+    d = copy.deepcopy(BASE)
+    d["autoscalers"] = [{"kind": "wva"}, {"kind": "hpa"}, {"kind": "oracle", "name": "bound"}]
+    assert role_blind(scenario_from_data(d, "pd.yaml")) == ["wva", "bound"]
+    for v in d["cluster"]["variants"]:
+        v["role"] = "both"
+    assert role_blind(scenario_from_data(d, "pd.yaml")) == []
