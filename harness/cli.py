@@ -138,12 +138,8 @@ def validate(file: str) -> None:
         from .disagg_spec import role_blind
         from .fit import oversized
 
-        for label in role_blind(sc):
-            err_console.print(Text.assemble(
-                ("warning:", "yellow"),
-                f" {file}: autoscaler {label!r} pools a model's variants as cost tiers and does not know "
-                "prefill/decode roles; on this P/D model it may grow one pool for the other's load"),
-                highlight=False, soft_wrap=True)
+        for msg in role_blind(sc):
+            err_console.print(Text.assemble(("warning:", "yellow"), f" {file}: {msg}"), highlight=False, soft_wrap=True)
         for o in oversized(sc):
             err_console.print(Text.assemble(
                 ("warning:", "yellow"),

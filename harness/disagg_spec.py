@@ -64,11 +64,13 @@ ROLE_BLIND = ("wva", "oracle")  # autoscalers that pool a model's variants as in
 
 
 def role_blind(sc: Any) -> list[str]:
-    """Labels of the scenario's autoscalers that treat a P/D model's prefill and decode variants as
-    interchangeable (empty when no model has prefill variants)."""
+    """A warning per autoscaler of the scenario that treats a P/D model's prefill and decode variants
+    as interchangeable (none when no model has prefill variants)."""
     if not any(v.role == "prefill" for v in sc.cluster.variants):
         return []
-    return [a.label for a in sc.autoscaler_configs() if a.kind in ROLE_BLIND]
+    return [f"autoscaler {a.label!r} pools a model's variants as cost tiers and does not know prefill/decode "
+            "roles; on this P/D model it may grow one pool for the other's load"
+            for a in sc.autoscaler_configs() if a.kind in ROLE_BLIND]
 
 
 def kv_bytes_per_token(variant: Any) -> int | None:

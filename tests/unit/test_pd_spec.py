@@ -82,7 +82,8 @@ def test_role_blind_autoscalers_are_named_for_pd_models_only() -> None:
 
     d = copy.deepcopy(BASE)
     d["autoscalers"] = [{"kind": "wva"}, {"kind": "hpa"}, {"kind": "oracle", "name": "bound"}]
-    assert role_blind(scenario_from_data(d, "pd.yaml")) == ["wva", "bound"]
+    warnings = role_blind(scenario_from_data(d, "pd.yaml"))
+    assert [w.split("'")[1] for w in warnings] == ["wva", "bound"] and "prefill/decode roles" in warnings[0]
     for v in d["cluster"]["variants"]:
         v["role"] = "both"
     assert role_blind(scenario_from_data(d, "pd.yaml")) == []
