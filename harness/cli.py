@@ -77,6 +77,12 @@ class ArenaGroup(click.Group):
             ctx.exit(2)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise  # click's own usage errors (exit 2) and exits
+        except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does (128 + SIGPIPE)
+            try:  # and no second BrokenPipeError when the interpreter flushes stdout at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):  # io.UnsupportedOperation is a ValueError: stdout is not a file
+                pass
+            ctx.exit(141)
         except Exception as e:  # noqa: BLE001 - the one guard: a bug must not look like bad input
             log = write_internal_error_log()
             print_error(f"internal error: {type(e).__name__}: {e} (traceback in {log}; please report it)")

@@ -115,13 +115,13 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
     target = html_path or Path(current) / "compare.html"
     try:
         html = write_compare_html(result, target, verbose)
-        click.echo(f"report: {html}")
         if markdown_path is not None:
             target = markdown_path
             markdown_path.parent.mkdir(parents=True, exist_ok=True)
             markdown_path.write_text(markdown(result), encoding="utf-8")
     except OSError as e:
         _fail(UserError(f"cannot write: {e.strerror or e}", where=str(target), expected="a writable path"))
+    click.echo(f"report: {html}")  # outside the try: a closed stdout (| head) is not an unwritable file
     append_step_summary(result)
     if result.config_changes and not allow_config_change:
         _fail(UserError("SLOs or workload differ between baseline and current (listed above); "

@@ -120,6 +120,16 @@ def test_user_text_is_never_markup(tmp_path, scenario_dict, name) -> None:
     one_error(r, f"got {name!r}")  # printed as written: no MarkupError, no emoji, no lost brackets
 
 
+def test_a_closed_stdout_ends_quietly_with_141(scenario_file, monkeypatch) -> None:
+    def gone(*a, **k):
+        raise BrokenPipeError(32, "Broken pipe")  # what print() raises under `| head` once head has quit
+
+    monkeypatch.setattr(cli, "load_scenario", gone)
+    r = invoke("validate", str(scenario_file))
+    assert r.exit_code == 141  # 128 + SIGPIPE, as a shell reports cat's
+    assert "internal error" not in r.output and "error" not in r.output
+
+
 def test_unexpected_exception_is_internal_error_exit_3(scenario_file, monkeypatch) -> None:
     def boom(*a, **k):
         raise ZeroDivisionError("a bug, not bad input")
