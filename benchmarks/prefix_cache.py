@@ -5,7 +5,7 @@ twice per autoscaler, with ``enable_prefix_caching`` true and false on every var
 one line per run. The hit rate is vLLM's counters summed over the run's pods
 (``vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total``, each pod's last scrape).
 
-    .venv/bin/python benchmarks/prefix_cache.py [SCENARIO] [--autoscaler static]
+    .venv/bin/python benchmarks/prefix_cache.py [SCENARIO] [--autoscaler static] [--set key=value]...
 """
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from scalearena.workloads.generate import WorkloadStats, build_requests
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one(path: Path, label: str, caching: bool, out: Path) -> str:
-    n = len(load_scenario(path).cluster.variants)
-    sc = load_scenario(path, [f"cluster.variants.{i}.engine.enable_prefix_caching={str(caching).lower()}"
-                              for i in range(n)])
+def one(path: Path, label: str, caching: bool, out: Path, overrides: list[str]) -> str:
+    n = len(load_scenario(path, overrides).cluster.variants)
+    sc = load_scenario(path, [*overrides, *(f"cluster.variants.{i}.engine.enable_prefix_caching="
+                                             f"{str(caching).lower()}" for i in range(n))])
     cfg = next(a for a in sc.autoscalers if a.label == label)
     requests = build_requests(sc, WorkloadStats())
     queries = hits = 0.0
@@ -45,21 +45,24 @@ def one(path: Path, label: str, caching: bool, out: Path) -> str:
     ttft = [r.ttft_ms for r in writer.requests if r.ttft_ms is not None]
     p50, p90 = (np.percentile(ttft, q) for q in (50, 90)) if ttft else (float("nan"), float("nan"))
     rate = hits / queries if queries else 0.0
-    return (f"{label:8s} caching {'on ' if caching else 'off'}  hit rate {rate:6.1%}  TTFT p50 {p50:7.0f} ms  "
-            f"p90 {p90:7.0f} ms  ok {summary['requests_ok']}/{summary['requests_total']}  "
-            f"GPU-hours {summary['gpu_hours']:.4f}")
+    mean = float(np.mean(ttft)) if ttft else float("nan")
+    prompt = sum(r.input_tokens for r in writer.requests)  # prefilled without caching
+    return (f"{label:8s} caching {'on ' if caching else 'off'}  hit rate {rate:6.1%}  prefill tokens computed "
+            f"{(prompt - hits) / prompt:6.1%}  TTFT mean {mean:7.0f} p50 {p50:7.0f} p90 {p90:7.0f} ms  "
+            f"ok {summary['requests_ok']}/{summary['requests_total']}  GPU-hours {summary['gpu_hours']:.4f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario", nargs="?", default=str(ROOT / "workloads/scenarios/prefix-cache-mooncake.yaml"))
     ap.add_argument("--autoscaler", action="append", help="autoscaler label (default: the scenario's)")
+    ap.add_argument("--set", action="append", default=[], help="dotted.key=value scenario override (repeatable)")
     args = ap.parse_args()
-    labels = args.autoscaler or [a.label for a in load_scenario(Path(args.scenario)).autoscalers]
+    labels = args.autoscaler or [a.label for a in load_scenario(Path(args.scenario), args.set).autoscalers]
     with tempfile.TemporaryDirectory() as tmp:
         for label in labels:
             for caching in (False, True):
-                print(one(Path(args.scenario), label, caching, Path(tmp)), flush=True)
+                print(one(Path(args.scenario), label, caching, Path(tmp), args.set), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ Continuous batching over a paged KV cache of ``num_gpu_blocks`` x
 ``block_size`` tokens. Requests wait FCFS; the head of the waiting queue is
 admitted when ``running < max_num_seqs`` and the blocks for its whole prompt
 are free. A running request holds ``ceil(tokens / block_size)`` blocks and
-takes one more block every ``block_size`` generated tokens. When a block is
+takes one more block every ``block_size`` generated tokens; with prefix caching
+the blocks of its cached prompt units are shared with every other request
+holding them and counted once (prefix_cache.py). When a block is
 needed and none is free, the most recently admitted running request is
 preempted by recompute (vLLM's default): its blocks are freed and it goes back
 to the FRONT of the waiting queue; when re-admitted it prefills prompt +
@@ -110,7 +112,7 @@ class EngineMetrics:
 
 class _Seq:
     __slots__ = ("rid", "prompt", "output", "arrival", "state", "order", "gen", "v0", "first_token",
-                 "epoch", "todo", "done", "final_blocks", "held", "keys", "ublocks", "held_keys",
+                 "epoch", "todo", "done", "final_blocks", "held", "keys", "ublocks", "held_keys", "shared",
                  "remote_decode", "remote_prefill")
 
     def __init__(self, rid: int, prompt: int, output: int, arrival: float) -> None:
@@ -124,7 +126,8 @@ class _Seq:
         self.todo = 0  # roofline: prefill tokens still to compute
         self.done = 0  # roofline: prefill tokens computed (attention prefix of the next chunk)
         self.final_blocks = 0
-        self.held = 0  # blocks held while in prefill
+        self.held = 0  # blocks owned privately while in prefill (or kept for a remote decode)
+        self.shared = 0  # blocks of its cached prompt units: counted once, in the prefix cache
         self.keys: tuple[int, ...] = ()  # prefix-cache chain keys of the prompt's units
         self.ublocks: tuple[int, ...] = ()  # full KV blocks per unit
         self.held_keys: tuple[int, ...] = ()  # units this request holds in the prefix cache
@@ -162,6 +165,7 @@ class Engine(KVTransferMixin):
         self._recalc_at = INF
         self._order = 0
         self._prefill_blocks = 0
+        self._dec_shared = 0  # sum of ``shared`` over decoders (their cached units count in the cache)
         self._final_sum = 0
         self._s_prompt = 0  # sum of prompt over decoders
         self._s_v0 = 0.0  # sum of v0 over decoders
@@ -273,6 +277,8 @@ class Engine(KVTransferMixin):
         rounding per decoding request); ``metrics`` gives the exact block count."""
         n = len(self.decoders)
         used = float(self._prefill_blocks + self._kept_blocks)
+        if self.cache is not None:
+            used += self.cache.referenced_blocks - self._dec_shared
         if n:
             v = self.V + self.rate * max(0.0, now - self.t)
             used += (self._s_prompt + n * v - self._s_v0) / self.bs + 0.5 * n
@@ -282,6 +288,8 @@ class Engine(KVTransferMixin):
     def used_blocks(self) -> int:
         bs, V = self.bs, self.V
         used = self._prefill_blocks + self._kept_blocks
+        if self.cache is not None:  # shared prompt blocks once; decoders own the rest of theirs
+            used += self.cache.referenced_blocks - self._dec_shared
         for s in self.decoders.values():
             used += (int(s.prompt + V - s.v0 + _EPS) + bs - 1) // bs
         return used
@@ -341,14 +349,16 @@ class Engine(KVTransferMixin):
                 victim = max(self.running.values(), key=lambda x: x.order) if not self._loading else \
                     max((x for x in self.running.values() if x.state != LOADING), key=lambda x: x.order)
                 before = self._held_blocks(victim)
+                ref0 = self.cache.referenced_blocks if self.cache is not None else 0
                 self._preempt(victim, te)
-                used -= before
+                used -= before + (ref0 - (self.cache.referenced_blocks if self.cache is not None else 0))
         self._admit(te)
         self._reschedule()
 
     def _held_blocks(self, s: _Seq) -> int:
+        """Blocks ``s`` owns privately (its cached units are the prefix cache's)."""
         if s.state == DECODE:
-            return (int(s.prompt + self.V - s.v0 + _EPS) + self.bs - 1) // self.bs
+            return (int(s.prompt + self.V - s.v0 + _EPS) + self.bs - 1) // self.bs - s.shared
         return s.held
 
     def _admit(self, now: float) -> None:
@@ -361,17 +371,20 @@ class Engine(KVTransferMixin):
             s = self.waiting[0]
             tokens = s.prompt + s.gen
             need = self._blocks(tokens)
-            if need > free:
+            units = hit = idle = 0
+            if s.keys and self.cache is not None:  # cached units are shared: only the rest is allocated,
+                units, hit, idle = self.cache.match(s.keys, s.ublocks)  # plus cached blocks no one holds
+            if need - hit + idle > free:
                 break
             self.waiting.popleft()
-            cached = self._lookup(s, free - need) if self.cache is not None else 0
-            free -= need
+            free -= need - hit + idle
+            cached = self._lookup(s, units, free) if self.cache is not None else 0
             self._order += 1
             s.order = self._order
             s.state = PREFILL
             s.epoch += 1
-            s.held = need
-            self._prefill_blocks += need
+            s.held = need - hit
+            self._prefill_blocks += need - hit
             self._final_sum += s.final_blocks
             self.running[s.rid] = s
             if s.remote_prefill:
@@ -385,26 +398,32 @@ class Engine(KVTransferMixin):
         if self.shared and not self._phase and self._pf_queue:
             self._start_phase(now)
 
-    def _lookup(self, s: _Seq, free_after: int) -> int:
-        """Prefix-cache hit at admission: hold the longest cached chain of the prompt's units, evict
-        unreferenced units down to the free blocks, count the lookup; returns the cached tokens (full
-        blocks; vLLM recomputes the last prompt token when the whole prompt is cached)."""
+    def _lookup(self, s: _Seq, n: int, free_after: int) -> int:
+        """Prefix-cache hit at admission: hold the ``n`` cached units of the prompt's chain (their blocks
+        shared, ``s.shared``), evict unreferenced units down to the free blocks, count the lookup;
+        returns the cached tokens (full blocks; vLLM recomputes the last prompt token when the whole
+        prompt is cached)."""
         cache = self.cache
         assert cache is not None
-        n = cache.match(s.keys, s.ublocks) if s.keys else 0
         s.held_keys = s.keys[:n]
+        s.shared = sum(s.ublocks[:n])
         cache.acquire(s.held_keys, s.ublocks[:n])
         cache.evict_to(free_after)
-        cached = min(sum(s.ublocks[:n]) * self.bs, s.prompt - 1)
+        cached = min(s.shared * self.bs, s.prompt - 1)
         cache.queries += s.prompt
         cache.hits += max(0, cached)
         return max(0, cached)
 
     def _cache_prompt(self, s: _Seq) -> None:
-        """Prefill done: the prompt's every unit is cached and held by this request."""
+        """Prefill done: the prompt's every unit is cached and held by this request; their blocks move
+        from its own to the cache's (a unit another request cached meanwhile is shared: vLLM keeps a
+        duplicate block until the request ends, a small over-saving)."""
         if self.cache is not None and len(s.held_keys) < len(s.keys):
             k = len(s.held_keys)
             self.cache.acquire(s.keys[k:], s.ublocks[k:])
+            moved = sum(s.ublocks[k:])
+            s.shared += moved
+            s.held = max(0, s.held - moved)
             s.held_keys = s.keys
 
     def _ctx(self) -> float:
@@ -470,6 +489,7 @@ class Engine(KVTransferMixin):
             return
         s.v0 = self.V - s.gen
         self.decoders[s.rid] = s
+        self._dec_shared += s.shared
         self._s_prompt += s.prompt
         self._s_v0 += s.v0
         heapq.heappush(self._dec_heap, (s.v0 + s.output, s.order, s.epoch, s))
@@ -494,10 +514,13 @@ class Engine(KVTransferMixin):
         if s.held_keys and self.cache is not None:
             self.cache.release(s.held_keys)
         s.held_keys = ()
+        s.shared = 0
 
     def _remove(self, s: _Seq) -> None:
         """Take a request out of every structure and free its blocks."""
         self._gen_gone += self._gen(s)
+        if s.state == DECODE:
+            self._dec_shared -= s.shared
         self._release(s)
         s.epoch += 1
         if s.state == DECODE:

@@ -9,10 +9,11 @@ shared-prefix group (one unit of the prefix length). Chaining the unit hashes gi
 longest-prefix semantics, and the work per request is one dictionary step per unit, not per token
 or per 16-token block (the per-request cost the simulator promises).
 
-Memory accounting stays with the engine (each running request holds all of its blocks, so a hit
-saves compute, not capacity: conservative); the cache's unreferenced units occupy blocks the engine
-counts as free, so before each lookup they are evicted, least recently used first, down to the free
-block count.
+Memory is shared as vLLM shares physical blocks: a cached unit's blocks are counted once, in
+``referenced_blocks``, however many running requests hold it; a request owns privately only the
+blocks beyond its cached units (the engine's ``_Seq.held`` / ``shared``). A hit therefore saves
+prefill compute *and* KV capacity. Unreferenced units occupy blocks the engine counts as free, so
+before each lookup they are evicted, least recently used first, down to the free block count.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class PrefixCache:
         self.blocks: dict[int, int] = {}  # key -> KV blocks it covers
         self.lru: OrderedDict[int, int] = OrderedDict()  # unreferenced key -> blocks, oldest first
         self.unreferenced_blocks = 0
+        self.referenced_blocks = 0  # blocks of units some request holds: counted once in the engine's usage
         self.queries = 0  # prompt tokens looked up (vllm:prefix_cache_queries)
         self.hits = 0  # of them, found cached (vllm:prefix_cache_hits)
 
@@ -49,14 +51,20 @@ class PrefixCache:
             self.unreferenced_blocks -= n
             del self.refs[key], self.blocks[key]
 
-    def match(self, keys: tuple[int, ...], blocks: tuple[int, ...]) -> int:
-        """Units of the longest cached prefix chain (and count the lookup's tokens in the caller)."""
-        n = 0
-        for k in keys:
-            if k not in self.refs:
+    def match(self, keys: tuple[int, ...], blocks: tuple[int, ...]) -> tuple[int, int, int]:
+        """The longest cached prefix chain: (units, their blocks, of those the blocks no request holds
+        now, which an admission takes out of the free count)."""
+        n = hit = idle = 0
+        refs = self.refs
+        for k, b in zip(keys, blocks, strict=True):
+            r = refs.get(k)
+            if r is None:
                 break
             n += 1
-        return n
+            hit += b
+            if r == 0:
+                idle += b
+        return n, hit, idle
 
     def acquire(self, keys: tuple[int, ...], blocks: tuple[int, ...]) -> None:
         """A running request holds these units (inserting the ones not cached yet)."""
@@ -64,9 +72,11 @@ class PrefixCache:
             r = self.refs.get(k)
             if r is None:
                 self.refs[k], self.blocks[k] = 1, b
+                self.referenced_blocks += b
             else:
                 if r == 0:
                     self.unreferenced_blocks -= self.lru.pop(k)
+                    self.referenced_blocks += self.blocks[k]
                 self.refs[k] = r + 1
 
     def release(self, keys: tuple[int, ...]) -> None:
@@ -79,5 +89,6 @@ class PrefixCache:
                 self.refs[k] = 0
                 self.lru[k] = self.blocks[k]
                 self.unreferenced_blocks += self.blocks[k]
+                self.referenced_blocks -= self.blocks[k]
             else:
                 self.refs[k] = r - 1
