@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.backends.sim.loop import Simulation
@@ -42,7 +43,7 @@ def one(path: Path, label: str, caching: bool, out: Path, overrides: list[str]) 
                                    at=sim.end_s):
             hits += float(h["value"][1])
     summary = writer.finish()
-    ttft = [r.ttft_ms for r in writer.requests if r.ttft_ms is not None]
+    ttft = pd.read_parquet(writer.dir / "requests.parquet")["ttft_ms"].dropna().tolist()
     p50, p90 = (np.percentile(ttft, q) for q in (50, 90)) if ttft else (float("nan"), float("nan"))
     rate = hits / queries if queries else 0.0
     mean = float(np.mean(ttft)) if ttft else float("nan")

@@ -151,7 +151,7 @@ class ClusterView:
     metrics: MetricsReader
     router_queue: Mapping[str, int] = field(default_factory=dict)  # model -> requests queued at the gateway
     gpu_capacity: Mapping[str, int] | None = None  # gpu type -> GPUs in the pool (CapacityDiscovery); None = unknown
-    forecast: tuple[ArrivalForecast, ...] = ()
+    forecast: Sequence[ArrivalForecast] = ()  # a tuple, or a sequence made on first read (simulator)
 
     def variant(self, name: str) -> VariantView:
         for v in self.variants:

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalearena.contracts.records import FAILURE_CAUSES, REQUEST_COLUMNS, TIMESERIES_COLUMNS
+from scalearena.contracts.records import FAILURE_CAUSES, TIMESERIES_COLUMNS
 
 from .provisioning import vs_oracle
 from .recovery import slo_recovery
+from .request_table import RequestTable, as_table
 from .scaling import efficiency_kpis, scaling_kpis
 from .usage import IDLE_POWER_FRACTION, integrate, sum_or_none
 from .verdict import DEFAULT_TARGET
@@ -85,15 +86,25 @@ def _decision_counts(decisions: list[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def _workload(req: pd.DataFrame, duration: float) -> dict[str, Any]:
+def _workload(req: RequestTable, duration: float) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "offered_rps": _per_s(len(req), duration),
-        "input_tokens": pct_stats(req["input_tokens"]),
-        "output_tokens": pct_stats(req["output_tokens"]),
+        "offered_rps": _per_s(req.rows, duration),
+        "input_tokens": pct_stats(req.columns(["input_tokens"])["input_tokens"]),
+        "output_tokens": pct_stats(req.columns(["output_tokens"])["output_tokens"]),
     }
-    if req["requested_output_tokens"].notna().any():
-        out["requested_output_tokens"] = pct_stats(req["requested_output_tokens"])
+    requested = req.columns(["requested_output_tokens"])["requested_output_tokens"]
+    if requested.notna().any():
+        out["requested_output_tokens"] = pct_stats(requested)
     return out
+
+
+def _send_lag(req: RequestTable) -> dict[str, Any] | None:
+    """Send lag (local/kube: arrival - open-loop schedule time) when the records carry a schedule."""
+    cols = req.columns(["arrival_s", "scheduled_s"])
+    if not cols["scheduled_s"].notna().any():
+        return None
+    lag_ms = (pd.to_numeric(cols["arrival_s"]) - pd.to_numeric(cols["scheduled_s"])) * 1000.0
+    return {**pct_stats(lag_ms), "max": float(lag_ms.max())}
 
 
 def _generation(meta: dict[str, Any]) -> dict[str, Any]:
@@ -125,28 +136,35 @@ def _timeseries_stats(ts: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _recovery(req: pd.DataFrame, slo: dict[str, Any], duration: float, meta: dict[str, Any]) -> dict[str, Any]:
+def _recovery(req: RequestTable, slo: dict[str, Any], duration: float, meta: dict[str, Any]) -> dict[str, Any]:
     """``scaling.slo_recovery`` at the scenario's attainment target (reports/recovery.py)."""
     target = meta.get("attainment_target")
-    good = (req["status"] == "ok").to_numpy(dtype=bool) & meets_slo(req, slo).to_numpy(dtype=bool)
-    return slo_recovery(pd.to_numeric(req["arrival_s"]).to_numpy(dtype=float), good, duration,
+    cols = req.columns(["arrival_s", "ttft_ms", "itl_ms"])
+    good = req.ok_mask() & meets_slo(cols, slo).to_numpy(dtype=bool)
+    return slo_recovery(pd.to_numeric(cols["arrival_s"]).to_numpy(dtype=float), good, duration,
                         float(target) if isinstance(target, int | float) else DEFAULT_TARGET)
 
 
 def summarize(  # size: the summary.json schema as one literal; its keys read in DESIGN.md's order
-    req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, Any]], meta: dict[str, Any]
+    req: pd.DataFrame | RequestTable | None, ts: pd.DataFrame | None, decisions: list[dict[str, Any]],
+    meta: dict[str, Any],
 ) -> dict[str, Any]:
-    """summary.json for one run (keys fixed by DESIGN.md, plus documented extras)."""
-    req = _frame(req, REQUEST_COLUMNS)
+    """summary.json for one run (keys fixed by DESIGN.md, plus documented extras).
+
+    ``req``: the request records as a DataFrame or a ``RequestTable`` (RunWriter passes its
+    requests.parquet, read a few columns at a time, so a day-long run is summarized in bounded
+    memory); read it through ``RequestTable.columns`` only."""
+    requests = as_table(req)
     ts = _frame(ts, TIMESERIES_COLUMNS)
     decisions = list(decisions or [])
     duration = float(meta.get("duration_s") or 0.0)
     slo = dict(meta.get("slo") or {"ttft_ms": float("inf"), "itl_ms": float("inf")})
 
-    total = len(req)
-    ok = req[req["status"] == "ok"]
+    total = requests.rows
+    statuses = requests.status_counts()
+    ok = requests.columns(["ttft_ms", "itl_ms"], ok_only=True)
     good = int(meets_slo(ok, slo).sum()) if len(ok) else 0
-    failures = {c: int((req["status"] == c).sum()) for c in FAILURE_CAUSES}
+    failures = {c: statuses.get(c, 0) for c in FAILURE_CAUSES}
     n_failed = sum(failures.values())
     ttft_ok = int(pd.to_numeric(ok["ttft_ms"], errors="coerce").le(float(slo["ttft_ms"])).sum())
     itl = pd.to_numeric(ok["itl_ms"], errors="coerce")
@@ -171,7 +189,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
         "slo": slo,
         "ttft_ms": pct_stats(ok["ttft_ms"]),
         "itl_ms": pct_stats(ok["itl_ms"]),
-        "e2e_ms": pct_stats(ok["e2e_ms"]),
+        "e2e_ms": pct_stats(requests.columns(["e2e_ms"], ok_only=True)["e2e_ms"]),
         "replicas": {
             "mean": usage.ready_mean,
             "max": usage.ready_max,
@@ -189,7 +207,9 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
             "ttft": _ratio(ttft_ok, total),
             "itl": _ratio(itl_ok, total),
         },
-        "output_tokens_per_s": _per_s(float(ok["output_tokens"].sum()) if len(ok) else 0.0, duration),
+        "output_tokens_per_s": _per_s(
+            float(requests.columns(["output_tokens"], ok_only=True)["output_tokens"].sum()) if len(ok) else 0.0,
+            duration),
         "billed_replicas": {"mean": usage.billed_mean, "max": usage.billed_max},
         "replica_hours": float(sum(v.replica_hours for v in vus)),
         "cost_usd": sum_or_none([v.cost_usd for v in vus]) if vus else None,
@@ -218,16 +238,15 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
         },
         "decisions": counts,
         "alerts": counts["alerts_raised"],
-        "workload": {**_workload(req, duration), **_generation(meta)},
+        "workload": {**_workload(requests, duration), **_generation(meta)},
         "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
         "events": list(meta.get("events") or []),
-        "scaling": {**scaling_kpis(req, ts, decisions), "vs_oracle": vs_oracle(ts, meta),
-                    "slo_recovery": _recovery(req, slo, duration, meta)},
+        "scaling": {**scaling_kpis(requests, ts, decisions), "vs_oracle": vs_oracle(ts, meta),
+                    "slo_recovery": _recovery(requests, slo, duration, meta)},
     }
-    summary["efficiency"] = efficiency_kpis(req, summary["cost"], summary["cost_usd"], summary["energy_kwh"])
+    summary["efficiency"] = efficiency_kpis(requests, summary["cost"], summary["cost_usd"], summary["energy_kwh"])
     if meta.get("node_pools"):  # cluster.node_pools: the nodes billed, empty ones included
         summary["node_pools"] = meta["node_pools"]
-    if req["scheduled_s"].notna().any():
-        lag_ms = (pd.to_numeric(req["arrival_s"]) - pd.to_numeric(req["scheduled_s"])) * 1000.0
-        summary["send_lag_ms"] = {**pct_stats(lag_ms), "max": float(lag_ms.max())}
+    if (lag := _send_lag(requests)) is not None:
+        summary["send_lag_ms"] = lag
     return json_clean(summary)

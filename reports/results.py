@@ -1,15 +1,19 @@
-"""Results written as a run goes, atomically.
+"""Results written as a run goes, atomically, in memory that does not grow with the run.
 
 Layout (DESIGN.md): ``OUT/<scenario>/<autoscaler>[/rate-<r>]/`` holding
 requests.parquet, timeseries.parquet, decisions.jsonl, pods.jsonl (each pod's
 start-up phases) and summary.json.
 
 Every file is replaced by write-to-temp + ``os.replace`` so a reader (or an
-interrupted run) never sees half a file. ``checkpoint()`` rewrites the parquet
-files and a provisional summary (``complete: false``) at most every
-``checkpoint_wall_s`` seconds of wall time; ``finish()`` writes the final
-summary with ``complete: true``. decisions.jsonl is appended and flushed line
-by line.
+interrupted run) never sees half a file. Request and timeseries rows stream to
+their parquet files in row groups as they come (``reports.parquet_stream``);
+``checkpoint()`` publishes them with a provisional summary (``complete:
+false``) at most every ``checkpoint_wall_s`` seconds of wall time; ``finish()``
+writes the final summary with ``complete: true``; ``abort()`` keeps what was
+measured, marked incomplete. decisions.jsonl is appended and flushed line by
+line. The parquet column types are fixed here (``REQUEST_SCHEMA``,
+``TIMESERIES_SCHEMA``: what pandas wrote for the same records before, so
+readers see the same dtypes).
 """
 from __future__ import annotations
 
@@ -17,14 +21,22 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from scalearena.contracts.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS, RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision
+
+from .parquet_stream import ROW_GROUP_ROWS, ParquetStream
+from .request_table import ParquetRequests
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -43,20 +55,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n").encode())
-
-
-def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        df.to_parquet(tmp, index=False)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _json_default(o: Any) -> Any:
@@ -84,40 +82,71 @@ def timeseries_frame(records: Iterable[TimeseriesRecord]) -> pd.DataFrame:
     return pd.DataFrame(_columns(records, TIMESERIES_COLUMNS), columns=list(TIMESERIES_COLUMNS))
 
 
-# Signature of the summary function (reports.metrics.summarize): it is the one
-# definition of every metric, shared by summary.json and the report.
-Summarizer = Callable[[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], dict[str, Any]], dict[str, Any]]
+_STRING = pa.large_string()  # what pandas (pyarrow strings) wrote for these columns
+REQUEST_SCHEMA = pa.schema([
+    ("request_id", pa.int64()), ("model", _STRING), ("arrival_s", pa.float64()), ("first_token_s", pa.float64()),
+    ("end_s", pa.float64()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("status", _STRING),
+    ("http_status", pa.int64()), ("variant", _STRING), ("pod", _STRING), ("ttft_ms", pa.float64()),
+    ("itl_ms", pa.float64()), ("e2e_ms", pa.float64()), ("scheduled_s", pa.float64()),
+    ("requested_output_tokens", pa.int64()),
+])
+TIMESERIES_SCHEMA = pa.schema([
+    ("t_s", pa.float64()), ("variant", _STRING), ("model", _STRING), ("spec_replicas", pa.int64()),
+    ("ready_replicas", pa.int64()), ("pending_replicas", pa.int64()), ("terminating_replicas", pa.int64()),
+    ("kv_usage_mean", pa.float64()), ("kv_usage_max", pa.float64()), ("waiting", pa.int64()),
+    ("running", pa.int64()), ("gpu_util_mean", pa.float64()), ("offered_rps", pa.float64()),
+    ("completed_rps", pa.float64()), ("router_queue", pa.int64()),
+])
+assert tuple(REQUEST_SCHEMA.names) == REQUEST_COLUMNS and tuple(TIMESERIES_SCHEMA.names) == TIMESERIES_COLUMNS
+# A checkpoint re-reads the run's files; the next one waits at least this many times as long as it took.
+CHECKPOINT_COST_FACTOR = 20.0
 
 
 class RunWriter:
-    """Collects one run's records and keeps its folder up to date on disk."""
+    """Streams one run's records to its folder and keeps the folder's files complete on disk.
 
-    def __init__(self, run_dir: Path, meta: dict[str, Any], checkpoint_wall_s: float = 5.0) -> None:
+    Request and timeseries rows go to ``ParquetStream``s (memory: one row group each, whatever
+    the run length); decisions are appended to decisions.jsonl line by line and kept (one per
+    controller period: thousands a day, not millions). ``checkpoint()`` publishes both parquet
+    files and a provisional summary (``complete: false``) at most every ``checkpoint_wall_s``
+    seconds of wall time, and no sooner than ``CHECKPOINT_COST_FACTOR`` times what the last one
+    took (a checkpoint re-reads the files it summarizes, so its cost grows with the run: spacing
+    them by their cost keeps them under ~5 % of a long run); ``finish()`` writes the final
+    summary with ``complete: true``. The summary is a second pass over requests.parquet, a few
+    columns at a time (``reports.request_table.ParquetRequests``)."""
+
+    def __init__(self, run_dir: Path, meta: dict[str, Any], checkpoint_wall_s: float = 5.0,
+                 row_group_rows: int = ROW_GROUP_ROWS) -> None:
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.meta = dict(meta)  # scenario, autoscaler, cluster, seed, duration_s, slo, variants, ...
-        self.requests: list[RequestRecord] = []
-        self.timeseries: list[TimeseriesRecord] = []
         self.decisions: list[dict[str, Any]] = []
         self.checkpoint_wall_s = checkpoint_wall_s
+        self._checkpoint_gap_s = checkpoint_wall_s
         self._last_checkpoint = time.monotonic()
         self._dirty = False
-        self._decisions_f = open(self.dir / "decisions.jsonl", "w", encoding="utf-8")  # noqa: SIM115
         self._pods_f: Any = None
         for stale in ("summary.json", "requests.parquet", "timeseries.parquet", "pods.jsonl"):
             (self.dir / stale).unlink(missing_ok=True)
+        self._requests = ParquetStream(self.dir / "requests.parquet", REQUEST_SCHEMA, row_group_rows)
+        self._timeseries = ParquetStream(self.dir / "timeseries.parquet", TIMESERIES_SCHEMA, row_group_rows)
+        self._tally = RunTally()
+        self._requests.on_flush(self._tally.add_requests)
+        self._timeseries.on_flush(self._tally.add_timeseries)
+        self._decisions_f = open(self.dir / "decisions.jsonl", "w", encoding="utf-8")  # noqa: SIM115
 
     # -- collection -------------------------------------------------------------------------------
     def add_request(self, rec: RequestRecord) -> None:
-        self.requests.append(rec)
+        self._requests.add(rec)
         self._dirty = True
 
     def add_requests(self, recs: Iterable[RequestRecord]) -> None:
-        self.requests.extend(recs)
+        for rec in recs:
+            self._requests.add(rec)
         self._dirty = True
 
     def add_timeseries(self, rec: TimeseriesRecord) -> None:
-        self.timeseries.append(rec)
+        self._timeseries.add(rec)
         self._dirty = True
 
     def add_decision(self, t_s: float, autoscaler: str, decision: Decision, loop: str = "main") -> None:
@@ -137,13 +166,32 @@ class RunWriter:
         """A non-decision event worth keeping (fault injected, pod crashed, metrics outage)."""
         self.meta.setdefault("events", []).append({"t_s": round(t_s, 6), "kind": kind, **details})
 
+    def tally(self) -> RunTally:
+        """Counts of every row added so far (buffered rows are written out first)."""
+        self._requests.flush()
+        self._timeseries.flush()
+        return self._tally
+
+    def requests_written(self) -> list[RequestRecord]:
+        """Every request record added so far, read back from requests.parquet (published first).
+        Holds the whole table: for tests and small runs, not for what a run keeps in memory."""
+        self._requests.publish()
+        return [RequestRecord(**row) for row in pq.read_table(self._requests.path).to_pylist()]
+
+    def timeseries_written(self) -> list[TimeseriesRecord]:
+        """Every timeseries row added so far, read back from timeseries.parquet (published first)."""
+        self._timeseries.publish()
+        return [TimeseriesRecord(**row) for row in pq.read_table(self._timeseries.path).to_pylist()]
+
     # -- persistence ------------------------------------------------------------------------------
     def checkpoint(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not self._dirty or (not force and now - self._last_checkpoint < self.checkpoint_wall_s):
+        if not self._dirty or (not force and now - self._last_checkpoint < self._checkpoint_gap_s):
             return
         self._write(complete=False)
-        self._last_checkpoint = now
+        done = time.monotonic()
+        self._checkpoint_gap_s = max(self.checkpoint_wall_s, CHECKPOINT_COST_FACTOR * (done - now))
+        self._last_checkpoint = done
 
     def finish(self, extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
         if extra_meta:
@@ -164,21 +212,43 @@ class RunWriter:
                 self._decisions_f.close()
             if self._pods_f is not None and not self._pods_f.closed:
                 self._pods_f.close()
+            self._requests.discard()
+            self._timeseries.discard()
 
     def _write(self, complete: bool) -> dict[str, Any]:
         from scalearena.reports.metrics import summarize
 
-        req = requests_frame(self.requests)
-        ts = timeseries_frame(self.timeseries)
-        atomic_write_parquet(self.dir / "requests.parquet", req)
-        atomic_write_parquet(self.dir / "timeseries.parquet", ts)
-        summary = summarize(req, ts, self.decisions, self.meta)
+        self._requests.publish()
+        self._timeseries.publish()
+        ts = pd.read_parquet(self._timeseries.path)
+        summary = summarize(ParquetRequests(self._requests.path), ts, self.decisions, self.meta)
         summary["complete"] = complete
         if not complete and "incomplete_reason" in self.meta:
             summary["incomplete_reason"] = self.meta["incomplete_reason"]
         atomic_write_json(self.dir / "summary.json", summary)
         self._dirty = False
         return summary
+
+
+@dataclass
+class RunTally:
+    """Running counts of the rows written (what a backend checks before trusting a run)."""
+
+    requests: int = 0
+    http_status: Counter[int] = field(default_factory=Counter)
+    status: Counter[str] = field(default_factory=Counter)
+    timeseries: int = 0
+    timeseries_with_kv: int = 0  # rows with an engine KV reading (kv_usage_mean not null)
+
+    def add_requests(self, table: pa.Table) -> None:
+        self.requests += table.num_rows
+        for col, counter in (("http_status", self.http_status), ("status", self.status)):
+            for v in pc.value_counts(table.column(col)).to_pylist():
+                counter[v["values"]] += int(v["counts"])
+
+    def add_timeseries(self, table: pa.Table) -> None:
+        self.timeseries += table.num_rows
+        self.timeseries_with_kv += table.num_rows - table.column("kv_usage_mean").null_count
 
 
 def run_dir(out: Path, scenario: str, autoscaler: str, sweep_label: str | None = None) -> Path:

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .request_table import RequestTable, as_table
+
 # Two applied changes of one variant in opposite directions at most this far apart are one oscillation.
 OSCILLATION_WINDOW_S = 300.0
 LAG_PERCENTILES = (50, 95)
@@ -94,7 +96,7 @@ def ready_lags(changes: list[dict[str, Any]], ts: pd.DataFrame) -> tuple[list[fl
     return lags, unmatched
 
 
-def scaling_kpis(req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, Any]]) -> dict[str, Any]:
+def scaling_kpis(req: pd.DataFrame | RequestTable, ts: pd.DataFrame, decisions: list[dict[str, Any]]) -> dict[str, Any]:
     """summary.json ``scaling``: counts, steps, oscillations, decision-to-ready lag, killed requests."""
     changes = applied_changes(decisions)
     lags, unmatched = ready_lags(changes, ts)
@@ -105,7 +107,7 @@ def scaling_kpis(req: pd.DataFrame, ts: pd.DataFrame, decisions: list[dict[str, 
         "oscillation_window_s": OSCILLATION_WINDOW_S,
         "by_variant": {v: _variant_counts([d for d in changes if str(d.get("variant")) == v]) for v in variants},
         "decision_to_ready_lag_s": {**lag_stats, "matched": len(lags), "unmatched": unmatched},
-        "requests_lost_to_scale_down": int((req["status"] == "killed").sum()),
+        "requests_lost_to_scale_down": as_table(req).status_counts().get("killed", 0),
     }
 
 
@@ -113,10 +115,10 @@ def _per_million(amount: float | None, tokens: float) -> float | None:
     return None if amount is None or tokens <= 0 else amount / tokens * 1e6
 
 
-def efficiency_kpis(req: pd.DataFrame, cost: float, cost_usd: float | None,
+def efficiency_kpis(req: pd.DataFrame | RequestTable, cost: float, cost_usd: float | None,
                     energy_kwh: float | None) -> dict[str, Any]:
     """summary.json ``efficiency``: run cost and energy per million tokens of requests that finished ok."""
-    ok = req[req["status"] == "ok"]
+    ok = as_table(req).columns(["input_tokens", "output_tokens"], ok_only=True)
     out_tok = float(pd.to_numeric(ok["output_tokens"], errors="coerce").fillna(0).sum())
     all_tok = out_tok + float(pd.to_numeric(ok["input_tokens"], errors="coerce").fillna(0).sum())
     return {

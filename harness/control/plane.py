@@ -31,15 +31,19 @@ class ControlPlane:
 
     def __init__(self, policy: Autoscaler | None, label: str, variants: Sequence[VariantInfo], *, clock: Clock,
                  metrics: MetricsSource, actuator: Actuator, probe: LoadProbe, writer: Any,
-                 forecast: tuple[ArrivalForecast, ...] = (), gpu_capacity: Mapping[str, int] | None = None,
-                 emit_row: Callable[[TimeseriesRecord], None] | None = None) -> None:
+                 forecast: Sequence[ArrivalForecast] = (), gpu_capacity: Mapping[str, int] | None = None,
+                 emit_row: Callable[[TimeseriesRecord], None] | None = None,
+                 arrived: Callable[[], Mapping[str, int]] | None = None) -> None:
         self.policy, self.label, self.variants = policy, label, tuple(variants)
         self.clock, self.metrics, self.actuator, self.probe = clock, metrics, actuator, probe
         self.writer, self.forecast, self.gpu_capacity = writer, forecast, gpu_capacity
         self.emit_row = emit_row or writer.add_timeseries
         self._by_name = {v.name: v for v in self.variants}
-        # offered load: each model's scheduled arrivals, counted in (previous sample, now]
-        self._arrivals = {f.model: sorted(f.arrival_s) for f in forecast}
+        # offered load: each model's scheduled arrivals, counted in (previous sample, now]: from the
+        # schedule, or from ``arrived`` (arrivals so far per model, counted by a backend that sends
+        # them in order: the simulator, which does not hold the schedule)
+        self._arrived_so_far = arrived
+        self._arrivals = {} if arrived is not None else {f.model: sorted(f.arrival_s) for f in forecast}
         self._arrived = {m: 0 for m in self._arrivals}
         self._completed_prev: dict[str, int] = {}
         self.last_sample = 0.0
@@ -133,6 +137,11 @@ class ControlPlane:
 
     def _offered(self, now: float) -> dict[str, int]:
         out = {}
+        if self._arrived_so_far is not None:
+            for m, upto in self._arrived_so_far().items():
+                out[m] = upto - self._arrived.get(m, 0)
+                self._arrived[m] = upto
+            return out
         for m, times in self._arrivals.items():
             upto = bisect_right(times, now)
             out[m] = upto - self._arrived[m]

@@ -11,9 +11,9 @@ meet once. A test (tests/unit/test_backend_conformance.py) fails if
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.controllers.base import (
@@ -112,6 +112,47 @@ def oracle_plan(variants: Sequence[VariantInfo], forecast: Sequence[ArrivalForec
     return Oracle(OracleConfig()).capacity_plan(views, forecast, float(last) + 1e-6)
 
 
+class LazyForecast(Sequence[ArrivalForecast]):
+    """``forecast_from_requests`` of a request stream, made only when a policy first reads it.
+
+    The simulator streams a run's requests from the generator instead of holding them (a day at
+    100 RPS is 8.6 M requests); only the ``oracle`` reads the schedule ahead, so only its runs
+    pay for it: ``requests()`` regenerates the same seeded stream, and the tuples are built then."""
+
+    def __init__(self, requests: Callable[[], Iterable[Any]], models: Iterable[str]) -> None:
+        self._requests, self._models = requests, list(models)
+        self._made: tuple[ArrivalForecast, ...] | None = None
+
+    def _forecast(self) -> tuple[ArrivalForecast, ...]:
+        if self._made is None:
+            cols: dict[str, tuple[list[float], list[int], list[int]]] = {m: ([], [], []) for m in self._models}
+            for r in self._requests():
+                c = cols.get(r.model)
+                if c is not None:
+                    c[0].append(r.arrival_s)
+                    c[1].append(r.input_tokens)
+                    c[2].append(r.output_tokens)
+            self._made = tuple(ArrivalForecast(m, tuple(a), tuple(i), tuple(o)) for m, (a, i, o) in cols.items())
+        return self._made
+
+    @property
+    def made(self) -> bool:
+        """Whether a policy has read it (and it holds the whole schedule)."""
+        return self._made is not None
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    @overload
+    def __getitem__(self, i: int) -> ArrivalForecast: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[ArrivalForecast]: ...
+
+    def __getitem__(self, i: int | slice) -> ArrivalForecast | Sequence[ArrivalForecast]:
+        return self._forecast()[i]
+
+
 def metrics_router_queue(metrics: Any, models: Iterable[str]) -> dict[str, int]:
     """Gateway queue per model from a source that exports it (the EPP's queue metric); unreadable -> absent."""
     fn = getattr(metrics, "router_queue", None)
@@ -128,7 +169,7 @@ def metrics_router_queue(metrics: Any, models: Iterable[str]) -> dict[str, int]:
 
 def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[str, ReplicaStatus],
                metrics: MetricsSource, *, router_queue: Mapping[str, int] | None = None,
-               gpu_capacity: Mapping[str, int] | None = None, forecast: tuple[ArrivalForecast, ...] = (),
+               gpu_capacity: Mapping[str, int] | None = None, forecast: Sequence[ArrivalForecast] = (),
                with_pods: bool = True, metrics_errors: dict[str, str] | None = None) -> ClusterView:
     """The view a policy decides on at ``now``.
 

@@ -69,7 +69,7 @@ def simulate(tmp_path: Path, sc: Any, requests: list[RequestSpec], policy: Any =
 
 
 def by_id(w: RunWriter) -> dict[int, Any]:
-    return {r.request_id: r for r in w.requests}
+    return {r.request_id: r for r in w.requests_written()}
 
 
 def test_cold_start_delays_readiness_exactly_startup_s(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_pod_crash_fails_in_flight_with_500_and_pod_is_recreated(tmp_path: Path)
     w, _ = simulate(tmp_path, sc, reqs([25.0], out=2000))
     r = by_id(w)[0]
     assert (r.status, r.http_status, r.end_s) == ("error", 500, 30.0)
-    ts = pd.DataFrame([asdict(x) for x in w.timeseries])
+    ts = pd.DataFrame([asdict(x) for x in w.timeseries_written()])
     after = ts[ts.t_s > 30]
     # the replacement starts at 30 and is ready at 50
     assert after[after.t_s < 50].ready_replicas.max() == 0 and after[after.t_s >= 50].ready_replicas.min() == 1
@@ -143,7 +143,7 @@ def test_saturated_router_rejects_429(tmp_path: Path) -> None:
     sc = scenario(router={"admission": {"kind": "saturation", "kv_threshold": 0.5, "queue_threshold": 5}})
     # 600-token prompts: 38 blocks each; after 14 requests KV > 0.5 (14 x 38 = 532 blocks > 512)
     w, _ = simulate(tmp_path, sc, reqs([20.0 + 0.1 * i for i in range(30)], out=3000, inp=600))
-    assert any(r.status == "rejected" and r.http_status == 429 for r in w.requests)
+    assert any(r.status == "rejected" and r.http_status == 429 for r in w.requests_written())
 
 
 def test_meta_and_gpu_capacity(tmp_path: Path) -> None:
@@ -153,8 +153,8 @@ def test_meta_and_gpu_capacity(tmp_path: Path) -> None:
                              "cluster": {**data_sc.cluster.model_dump(mode="json"), "gpu_capacity": {"H100-SXM": 1}}},
                             "<test>")
     w, _ = simulate(tmp_path, sc, reqs([30.0]))
-    assert max(x.ready_replicas for x in w.timeseries) == 1
-    assert min(x.pending_replicas for x in w.timeseries) == 1
+    assert max(x.ready_replicas for x in w.timeseries_written()) == 1
+    assert min(x.pending_replicas for x in w.timeseries_written()) == 1
     v = w.meta["variants"][0]
     assert (w.meta["cluster"], v["tdp_w"], v["gpus_per_replica"]) == ("sim", 700.0, 1)
 
@@ -167,11 +167,11 @@ def test_every_request_accounted_once_and_replicas_within_bounds(tmp_path: Path,
     sc = scenario(variant={"min_replicas": 1, "max_replicas": 3, "startup_s": 3, "termination_grace_s": 2},
                   client={"timeout_s": 30})
     w, sim = simulate(tmp_path, sc, reqs(sorted(times), out=out), Scripted(wants, period_s=4.0))
-    ids = [r.request_id for r in w.requests]
+    ids = [r.request_id for r in w.requests_written()]
     assert sorted(ids) == list(range(len(times)))  # exactly once each
-    assert all(1 <= x.spec_replicas <= 3 for x in w.timeseries)
-    assert all(x.ready_replicas + x.pending_replicas <= 3 for x in w.timeseries)
-    assert all(r.status in ("ok", "rejected", "killed", "timeout", "error") for r in w.requests)
+    assert all(1 <= x.spec_replicas <= 3 for x in w.timeseries_written())
+    assert all(x.ready_replicas + x.pending_replicas <= 3 for x in w.timeseries_written())
+    assert all(r.status in ("ok", "rejected", "killed", "timeout", "error") for r in w.requests_written())
 
 
 def test_same_seed_gives_identical_summary(tmp_path: Path) -> None:

@@ -181,11 +181,23 @@ def scenario(tmp_path: Path) -> Any:
     return load_scenario(path)
 
 
+class RowsWriter(RunWriter):
+    """A RunWriter that also keeps its timeseries rows in memory (the comparison reads them back)."""
+
+    def __init__(self, run_dir: Path, meta: dict[str, Any]) -> None:
+        super().__init__(run_dir, meta)
+        self.timeseries: list[Any] = []
+
+    def add_timeseries(self, rec: Any) -> None:
+        self.timeseries.append(rec)
+        super().add_timeseries(rec)
+
+
 class SimRig:
     """The simulator's own adapters; engines are stubs, the pod lifecycle is the script's."""
 
     def __init__(self, sc: Any, cfg: Any, policy: Any, tmp: Path) -> None:
-        self.writer = RunWriter(tmp / "sim", {})
+        self.writer = RowsWriter(tmp / "sim", {})
         self.sim = Simulation(sc, cfg, self.writer, REQUESTS, policy=policy)
         self.scaled: list[tuple[str, int]] = []
         real_scale = self.sim.scale
@@ -232,7 +244,7 @@ class LocalRig:
     def __init__(self, sc: Any, cfg: Any, policy: Any, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ports = itertools.count(20000)
         monkeypatch.setattr(local_pods, "free_port", lambda: next(ports))  # no socket in a unit test
-        self.writer = RunWriter(tmp / "local", {})
+        self.writer = RowsWriter(tmp / "local", {})
         self.wall = 0.0
         clock = WallClock(2.0, wall=lambda: self.wall, t0=1000.0)  # scenario time runs twice as fast as wall
         self.prom = ScriptedPrometheus(lambda ts: 1000.0 + ts / 2.0, _blocks(sc))

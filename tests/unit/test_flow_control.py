@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from scalearena.harness.flow_control import FlowQueues
@@ -100,6 +101,8 @@ def test_simulator_holds_and_dispatches_by_priority(tmp_path, scenario_dict) -> 
     cfg = sc.autoscalers[0]
     writer = RunWriter(tmp_path / "run", {"scenario": sc.name})
     Simulation(sc, cfg, writer, reqs, policy=REGISTRY.build(cfg)).run()
-    ttft = {r.request_id: r.ttft_ms for r in writer.requests}
-    assert {r.status for r in writer.requests} == {"ok"}
+    writer.finish()
+    records = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    ttft = dict(zip(records["request_id"], records["ttft_ms"], strict=True))
+    assert set(records["status"]) == {"ok"}
     assert [ttft[i] for i in range(4)] == pytest.approx([100.0, 2090.0, 3080.0, 1070.0], abs=1e-3)

@@ -198,9 +198,9 @@ def test_sampler_records_replicas_metrics_and_every_request(tmp_path: Path) -> N
                                    "itl_ms": 10.0, "e2e_ms": 1000.0}) + "\n")
     s.clock.wall = lambda: s.t0 + 10.0
     s.finish([records], reqs)
-    assert sorted(r.request_id for r in w.requests) == [0, 1, 2, 3]  # every request once
-    assert [r.status for r in w.requests] == ["ok", "error", "error", "error"]  # 3 never reported
-    assert w.timeseries[0].completed_rps == 0.5  # one ok end (t=1) in (0, 2]
+    assert sorted(r.request_id for r in w.requests_written()) == [0, 1, 2, 3]  # every request once
+    assert [r.status for r in w.requests_written()] == ["ok", "error", "error", "error"]  # 3 never reported
+    assert w.timeseries_written()[0].completed_rps == 0.5  # one ok end (t=1) in (0, 2]
 
 
 def test_sampler_records_an_in_cluster_hpa_scaling_as_a_decision(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from scalearena.harness.backends.kube.cluster import KindCluster, Kubectl, Shell
 from scalearena.harness.backends.kube.honesty import Readiness, check_run
 from scalearena.harness.scenario import load_scenario
 from scalearena.harness.suite import load_suite
+from scalearena.reports.results import RunWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 KIND_CONFIG = ROOT / "manifests/kind/cluster.yaml"
@@ -55,6 +56,18 @@ def sample(kv: float | None) -> TimeseriesRecord:
                             gpu_util_mean=None, offered_rps=1, completed_rps=0, router_queue=0)
 
 
+def tally(tmp_path: Path, requests: list[RequestRecord], samples: list[TimeseriesRecord]) -> Any:
+    """What the run's writer counted of these rows (check_run reads the counts, not the rows)."""
+    w = RunWriter(tmp_path / f"run-{next(_RUNS)}", {})
+    w.add_requests(requests)
+    for s in samples:
+        w.add_timeseries(s)
+    return w.tally()
+
+
+_RUNS = itertools.count()
+
+
 class Proc:
     def __init__(self, rc: int | None) -> None:
         self.returncode = rc
@@ -67,23 +80,24 @@ class Proc:
 
 
 # ---- after the run ----------------------------------------------------------------------------------
-def test_a_run_with_no_successful_request_fails_with_the_status_counts() -> None:
+def test_a_run_with_no_successful_request_fails_with_the_status_counts(tmp_path: Path) -> None:
+    failed = tally(tmp_path, [record("error", 500), record("error", 500), record("error", 503)], [sample(0.2)])
     with pytest.raises(RunFailed, match=r"0 of 3 requests succeeded \(HTTP status: count \{500: 2, 503: 1\}\)"):
-        check_run([record("error", 500), record("error", 500), record("error", 503)], [sample(0.2)], [])
-    check_run([record("error", 500), record("ok", 200)], [sample(0.2)], [])  # one success is a measurement
+        check_run(failed, [])
+    check_run(tally(tmp_path, [record("error", 500), record("ok", 200)], [sample(0.2)]), [])  # one success counts
 
 
 def test_a_dead_port_forward_fails_the_run_with_its_log_tail(tmp_path: Path) -> None:
     log = tmp_path / "pf-gateway.log"
     log.write_text("Forwarding from 127.0.0.1:4000 -> 8080\nE1201 lost connection to pod\n")
     with pytest.raises(RunFailed, match=r"port-forward to svc/gateway exited .*exit 1.*lost connection to pod"):
-        check_run([record("ok", 200)], [sample(0.1)], [("svc/gateway", Proc(1), log)])
-    check_run([record("ok", 200)], [sample(0.1)], [("svc/gateway", Proc(None), log)])
+        check_run(tally(tmp_path, [record("ok", 200)], [sample(0.1)]), [("svc/gateway", Proc(1), log)])
+    check_run(tally(tmp_path, [record("ok", 200)], [sample(0.1)]), [("svc/gateway", Proc(None), log)])
 
 
-def test_metrics_that_never_arrived_fail_the_run() -> None:
+def test_metrics_that_never_arrived_fail_the_run(tmp_path: Path) -> None:
     with pytest.raises(RunFailed, match="no engine metrics arrived from Prometheus in 2 samples"):
-        check_run([record("ok", 200)], [sample(None), sample(None)], [])
+        check_run(tally(tmp_path, [record("ok", 200)], [sample(None), sample(None)]), [])
 
 
 # ---- before t0 ------------------------------------------------------------------------------------------

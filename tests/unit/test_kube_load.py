@@ -194,8 +194,8 @@ def test_backend_in_cluster_run_applies_jobs_skips_the_gateway_forward_and_accou
 
     n = len(build_requests(sc))
     assert n > 2
-    assert sorted(r.request_id for r in w.requests) == list(range(n))  # every scheduled request exactly once
-    assert sorted(r.request_id for r in w.requests if r.status == "ok") == [0, 1]  # what the workers reported
+    assert sorted(r.request_id for r in w.requests_written()) == list(range(n))  # every scheduled request exactly once
+    assert sorted(r.request_id for r in w.requests_written() if r.status == "ok") == [0, 1]  # what the workers reported
 
 
 def test_default_run_keeps_the_port_forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -207,7 +207,7 @@ class KubeBackend:
             metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=autoscaler.kind in NATIVE)
             sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress, requests=requests, load_runner=runner)
-            check_run(writer.requests, writer.timeseries, named)  # measured nothing -> exit 1, with why
+            check_run(writer.tally(), named)  # measured nothing -> exit 1, with why
         finally:
             for f in forwards:
                 f.terminate()

@@ -121,16 +121,15 @@ def _tail(path: Path, n: int = 3) -> str:
         return "no log"
 
 
-def check_run(requests: list[Any], timeseries: list[Any], forwards: list[tuple[str, Any, Path]]) -> None:
-    """Raise RunFailed when the run measured nothing trustworthy (after the run, before finish)."""
+def check_run(tally: Any, forwards: list[tuple[str, Any, Path]]) -> None:
+    """Raise RunFailed when the run measured nothing trustworthy (after the run, before finish).
+    ``tally``: the writer's running counts of what it wrote (``reports.results.RunTally``)."""
     for name, proc, log in forwards:
         if proc.poll() is not None:
             raise RunFailed(f"kubectl port-forward to {name} exited during the run (exit {proc.returncode}; "
                             f"kubernetes/kubectl#1169): {_tail(log)}")
-    if requests and not any(r.status == "ok" for r in requests):
-        codes: dict[int, int] = {}
-        for r in requests:
-            codes[r.http_status] = codes.get(r.http_status, 0) + 1
-        raise RunFailed(f"0 of {len(requests)} requests succeeded (HTTP status: count {dict(sorted(codes.items()))})")
-    if timeseries and all(t.kv_usage_mean is None for t in timeseries):
-        raise RunFailed(f"no engine metrics arrived from Prometheus in {len(timeseries)} samples")
+    if tally.requests and not tally.status.get("ok"):
+        codes = {int(k): int(v) for k, v in tally.http_status.items()}
+        raise RunFailed(f"0 of {tally.requests} requests succeeded (HTTP status: count {dict(sorted(codes.items()))})")
+    if tally.timeseries and not tally.timeseries_with_kv:
+        raise RunFailed(f"no engine metrics arrived from Prometheus in {tally.timeseries} samples")

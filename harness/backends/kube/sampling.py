@@ -239,11 +239,11 @@ class Sampler(LoopHooks):
         rows = {k: self.resolve_pod(r) for k, r in load.read_records(record_files).items()}
         end = self.clock.now()
         self.write_pods()
+        ok_ends: dict[str, list[float]] = {}
         for spec in requests:
             row = rows.get(spec.request_id)
-            self.writer.add_request(load.to_request_record(row) if row else load.unsent_record(spec, end))
-        ok_ends: dict[str, list[float]] = {}
-        for r in self.writer.requests:
+            r = load.to_request_record(row) if row else load.unsent_record(spec, end)
+            self.writer.add_request(r)
             if r.status == "ok" and r.variant:
                 ok_ends.setdefault(r.variant, []).append(r.end_s)
         for ends in ok_ends.values():

@@ -14,16 +14,18 @@ import heapq
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from scalearena.controllers.base import Autoscaler, AutoscalerConfig
+from scalearena.controllers.base import ArrivalForecast, Autoscaler, AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.reports.results import RunWriter
+from scalearena.workloads.base import RequestSpec
+from scalearena.workloads.generate import iter_requests
 
 from ...control.plane import ControlPlane
 from ...control.ports import VirtualClock
-from ...control.view import forecast_from_requests, scenario_variants
+from ...control.view import LazyForecast, forecast_from_requests, scenario_variants
 from ...engine.cluster import READY, Deployment, GPUPool
 from ...engine.latency import build_latency
 from ...flow_control import FlowQueues
@@ -67,22 +69,28 @@ class SimBackend:
             progress: Progress | None = None) -> None:
         from dataclasses import asdict
 
-        from scalearena.workloads.generate import WorkloadStats, build_requests
+        from scalearena.workloads.generate import WorkloadStats, iter_requests
 
-        stats = WorkloadStats()
-        requests = build_requests(scenario, stats)
-        writer.meta["workload_generation"] = {
-            "requests": list(stats.requests), "clipped": stats.clipped,
-            "traces": [asdict(t) if t is not None else None for t in stats.traces],
-        }
-        Simulation(scenario, autoscaler, writer, requests, progress).run()
+        stats = WorkloadStats()  # filled in as the stream is consumed
+        try:
+            Simulation(scenario, autoscaler, writer, iter_requests(scenario, stats), progress).run()
+        finally:
+            writer.meta["workload_generation"] = {
+                "requests": list(stats.requests), "clipped": stats.clipped,
+                "traces": [asdict(t) if t is not None else None for t in stats.traces],
+            }
 
 
 class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
-    def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: list,
+    """One simulated run. ``requests``: the run's requests in send order, a list (the oracle's
+    forecast is read from it) or a stream generated from ``sc`` (``iter_requests``: never held
+    whole; the forecast is generated again from ``sc`` if, and when, a policy reads it)."""
+
+    def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: Iterable[RequestSpec],
                  progress: Progress | None = None, policy: Autoscaler | None = None) -> None:
         self.sc, self.config, self.writer, self.progress = sc, config, writer, progress
-        self.requests = requests
+        self._arrivals: Iterator[RequestSpec] = iter(requests)
+        self._next_spec: RequestSpec | None = next(self._arrivals, None)
         policy = policy or REGISTRY.build(config)
         self.router = Router(sc.router, seed=sc.seed)
         self.metrics = MemoryMetrics(sc.metrics.staleness_s)
@@ -107,7 +115,6 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = itertools.count()
         self._pod_seq = itertools.count()
-        self._next_arrival = 0
         self.inflight = 0
         self._deadlines: deque[tuple[float, _Req]] = deque()
         self._fast_next: float | None = None  # next time of the fast loop's chain; None: no fast loop
@@ -121,10 +128,14 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         for d in self.deps:
             self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
             self.metrics.models[d.name] = d.spec.model
+        self._arrived = {m: 0 for m in self.models}  # arrivals so far per model (offered load of a stream)
+        listed = isinstance(requests, Sequence)
+        forecast: Sequence[ArrivalForecast] = forecast_from_requests(requests, self.models) \
+            if isinstance(requests, Sequence) else LazyForecast(lambda: iter_requests(sc), self.models)
         self.control = ControlPlane(
             policy, config.label, scenario_variants(sc), clock=self.clock, metrics=self.metrics, actuator=self,
-            probe=self, writer=writer, forecast=forecast_from_requests(requests, self.models),
-            gpu_capacity=sc.cluster.gpu_capacity)
+            probe=self, writer=writer, forecast=forecast, gpu_capacity=sc.cluster.gpu_capacity,
+            arrived=None if listed else lambda: self._arrived)
 
     @property
     def t(self) -> float:
@@ -154,8 +165,8 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         for d in self.deps:
             self.reconcile(d)
         self._warm = False
-        if self.requests:
-            self.push(self.requests[0].arrival_s, ARRIVAL)
+        if self._next_spec is not None:
+            self.push(self._next_spec.arrival_s, ARRIVAL)
         # Prometheus scrapes on its own phase, not in step with the controllers' loops (which all start
         # at t=0): the first scrape at 0 fills the view, the next at a seeded offset in (0, interval].
         # Aligned loops would hide the scrape interval entirely (every decision would see a fresh scrape).
@@ -188,7 +199,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             if kind == END:
                 break
             handlers[kind](t, payload)
-            if (t >= sc.duration_s and self.inflight == 0 and self._next_arrival >= len(self.requests)
+            if (t >= sc.duration_s and self.inflight == 0 and self._next_spec is None
                     and kind in (ENGINE, TIMEOUT, SAMPLE)):
                 break
         self.finish_run()
@@ -209,8 +220,10 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             fq = self.flows.get(m)
             while fq is not None and len(fq):
                 self.record(fq.pop(), t, "timeout", 0, 0)
-        for i in range(self._next_arrival, len(self.requests)):  # arrivals after the end (none by design)
-            self.record(_Req(self.requests[i]), t, "timeout", 0, 0)
+        while self._next_spec is not None:  # arrivals after the end (none by design)
+            self.inflight += 1
+            self.record(_Req(self._next_spec), t, "timeout", 0, 0)
+            self._next_spec = next(self._arrivals, None)
         self.finish_pods()
         self.writer.meta["sim_end_s"] = round(t, 6)
         if self.progress:

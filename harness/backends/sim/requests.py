@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from scalearena.contracts.records import RequestRecord
@@ -36,7 +37,9 @@ class RequestFlow:
     """Arrival -> router -> engine -> record. Needs the Simulation's state (see loop.Simulation)."""
 
     sc: Any
-    requests: list
+    _arrivals: Iterator[Any]  # the run's requests still to come, in send order
+    _next_spec: Any  # the next of them (None: all sent)
+    _arrived: dict[str, int]  # requests sent so far per model
     router: Any
     metrics: Any  # harness.metrics.memory.MemoryMetrics (the EPP's request histograms live there)
     writer: Any
@@ -44,7 +47,6 @@ class RequestFlow:
     flows: dict[str, Any]  # model -> harness.flow_control.FlowQueues (admission flow_control only)
     _flow_tick: dict[str, float]
     inflight: int
-    _next_arrival: int
     _ok_total: dict[str, int]
     _objective: dict[str, list[float]]
     _deadlines: deque[tuple[float, _Req]]  # (client deadline, request) in arrival order
@@ -65,10 +67,12 @@ class RequestFlow:
         def end_pd(self, t: float, req: _Req, status: str, http: int, notify: bool = True) -> None: ...
 
     def on_arrival(self, t: float, _: Any) -> None:
-        spec = self.requests[self._next_arrival]
-        self._next_arrival += 1
-        if self._next_arrival < len(self.requests):
-            self.push(self.requests[self._next_arrival].arrival_s, ARRIVAL)
+        spec = self._next_spec
+        assert spec is not None  # an ARRIVAL event is booked only for a request still to come
+        nxt = self._next_spec = next(self._arrivals, None)
+        if nxt is not None:
+            self.push(nxt.arrival_s, ARRIVAL)
+        self._arrived[spec.model] += 1
         req = _Req(spec)
         obj = self._objective.setdefault(spec.model, [0.0, 0.0, 0.0, 0.0])
         obj[0] += 1

@@ -1,0 +1,137 @@
+"""A results table streamed to one parquet file in row groups, in memory bounded by one row group.
+
+A day-long replay at 100 requests per second writes 8.6 M request records; holding them until
+the end cost about 2.8 KB each (20+ GiB), so ``RunWriter`` hands every record to a
+``ParquetStream`` instead. Rows are buffered up to ``row_group_rows`` and then written as one
+row group to a hidden spool file next to the target (``.requests.parquet.spool-XXXX``) with
+pyarrow's ``ParquetWriter``; memory holds one row group, whatever the run length.
+
+A parquet file is readable only once its footer is written, so ``publish()`` is what makes
+``path`` a complete file: it closes the spool and renames it onto ``path`` (first publish), or
+writes the rows already published followed by the spool's into a temp file and renames that
+(``os.replace``: a reader never sees half a file, an interrupted run keeps what was published).
+A publish after the first one therefore copies the file (row group by row group, memory still
+bounded); ``RunWriter`` spaces its checkpoints by their cost so that copying stays a small share
+of a run. A run that publishes only at its end (every simulated run shorter than the checkpoint
+interval) writes each row once and never copies.
+
+Written by hand because pyarrow has no appendable single-file parquet writer and the results
+layout (DESIGN.md) is one file per table, which every reader (reports/load.py, pandas) expects.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROW_GROUP_ROWS = 32_768  # rows per row group: ~1 MB of parquet, ~15 MB of buffered records at most
+
+
+def records_table(records: Sequence[Any], schema: pa.Schema) -> pa.Table:
+    """Rows (objects with one attribute per column, e.g. slotted dataclasses) as an Arrow table."""
+    return pa.Table.from_arrays(
+        [pa.array([getattr(r, f.name) for r in records], type=f.type) for f in schema], schema=schema)
+
+
+class ParquetStream:
+    """One table of a run (requests.parquet or timeseries.parquet), streamed as rows come."""
+
+    def __init__(self, path: Path, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS,
+                 to_table: Callable[[Sequence[Any], pa.Schema], pa.Table] = records_table) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.row_group_rows = row_group_rows
+        self.to_table = to_table
+        self.rows = 0  # rows added so far
+        self.published_rows = -1  # rows in ``path`` as last published (-1: never published)
+        self._buf: list[Any] = []
+        self._spool: Path | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._on_flush: list[Callable[[pa.Table], None]] = []
+
+    def on_flush(self, fn: Callable[[pa.Table], None]) -> None:
+        """Call ``fn`` with every row group as it is written (for running tallies of the rows)."""
+        self._on_flush.append(fn)
+
+    def add(self, row: Any) -> None:
+        buf = self._buf
+        buf.append(row)
+        self.rows += 1
+        if len(buf) >= self.row_group_rows:
+            self.flush()
+
+    def extend(self, rows: Sequence[Any]) -> None:
+        for r in rows:
+            self.add(r)
+
+    def flush(self) -> None:
+        """Write the buffered rows as one row group of the spool file."""
+        if not self._buf:
+            return
+        table = self.to_table(self._buf, self.schema)
+        self._buf = []
+        if self._writer is None:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.spool-", dir=self.path.parent)
+            os.close(fd)
+            self._spool = Path(tmp)
+            self._writer = pq.ParquetWriter(tmp, self.schema)
+        self._writer.write_table(table, row_group_size=max(1, table.num_rows))
+        for fn in self._on_flush:
+            fn(table)
+
+    def publish(self) -> bool:
+        """Make ``path`` hold every row added so far (atomically); False when it already did."""
+        self.flush()
+        if self.published_rows == self.rows:
+            return False
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        spool, self._spool = self._spool, None
+        if spool is None:  # nothing spooled: an empty table (the first publish of a run without rows)
+            _atomic(self.path, lambda tmp: pq.write_table(self.schema.empty_table(), tmp))
+        elif self.published_rows <= 0:
+            os.chmod(spool, 0o644)  # mkstemp creates 0600; results are meant to be shared
+            os.replace(spool, self.path)
+        else:
+            _atomic(self.path, lambda tmp: _concatenate([self.path, spool], tmp, self.schema))
+            spool.unlink()
+        self.published_rows = self.rows
+        return True
+
+    def discard(self) -> None:
+        """Drop the spool file (a writer closed without publishing)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._spool is not None:
+            self._spool.unlink(missing_ok=True)
+            self._spool = None
+
+
+def _concatenate(parts: list[Path], out: str, schema: pa.Schema) -> None:
+    """Row groups of ``parts`` in order into one parquet file (one row group in memory at a time)."""
+    with pq.ParquetWriter(out, schema) as w:
+        for part in parts:
+            pf = pq.ParquetFile(part)
+            for i in range(pf.num_row_groups):
+                t = pf.read_row_group(i)
+                w.write_table(t, row_group_size=max(1, t.num_rows))
+
+
+def _atomic(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,139 @@
+"""The request records a summary reads: an in-memory frame, or requests.parquet read column by column.
+
+``reports.metrics.summarize`` needs per-status counts and a few columns at a time (TTFT and ITL
+of the requests that finished ok, token counts of all of them, ...). A day-long run has 8.6 M
+records, far too many to hold as one DataFrame with every column (the old writer held them as
+objects, ~2.8 KB each), but one float column of them is 69 MB. So the summary asks a
+``RequestTable`` for just the columns it is about to use: ``FrameRequests`` answers from a
+DataFrame (tests, the report), ``ParquetRequests`` reads them from the run's requests.parquet
+(``RunWriter``'s second pass at a checkpoint and at the end). Both return the same values in
+the same (file) order, so the summary's exact percentiles and means are the same numbers as
+before, bit for bit (tests/unit/test_results_stream.py checks both paths against each other).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from scalearena.contracts.records import REQUEST_COLUMNS
+
+
+class RequestTable(Protocol):
+    """What a summary reads of a run's requests."""
+
+    @property
+    def rows(self) -> int:
+        """Requests in the run."""
+        ...
+
+    def status_counts(self) -> dict[str, int]:
+        """Requests per ``status`` value."""
+        ...
+
+    def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
+        """These columns, of every request or only of those with status ``ok``, in record order."""
+        ...
+
+    def ok_mask(self) -> np.ndarray:
+        """One bool per request, in record order: status ``ok``."""
+        ...
+
+
+class FrameRequests:
+    """A ``RequestTable`` over a DataFrame of request records (missing columns read as nulls)."""
+
+    def __init__(self, df: pd.DataFrame | None) -> None:
+        if df is None:
+            df = pd.DataFrame(columns=list(REQUEST_COLUMNS))
+        missing = [c for c in REQUEST_COLUMNS if c not in df.columns]
+        self.df = df.assign(**{c: None for c in missing}) if missing else df
+        self._ok: np.ndarray | None = None
+
+    def ok_mask(self) -> np.ndarray:
+        if self._ok is None:
+            self._ok = (self.df["status"] == "ok").to_numpy(dtype=bool)
+        return self._ok
+
+    @property
+    def rows(self) -> int:
+        return len(self.df)
+
+    def status_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.df["status"].value_counts().items()}
+
+    def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
+        if not ok_only:
+            return self.df[names]
+        return self.df.loc[self.ok_mask(), names]
+
+
+class ParquetRequests:
+    """A ``RequestTable`` reading requests.parquet one row group at a time.
+
+    Memory: the columns asked for (8 B per value, of the selected rows, filled in place) plus one
+    row group, and the ok mask (1 B per request); the status column is never held whole (a
+    day-long run's is ~100 MB of strings)."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = pq.ParquetFile(path)
+        self._ok: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return int(self.file.metadata.num_rows)
+
+    def status_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(self.file.num_row_groups):
+            status = self.file.read_row_group(i, columns=["status"]).column(0)
+            for v in pc.value_counts(status).to_pylist():
+                if v["values"] is not None:
+                    out[str(v["values"])] = out.get(str(v["values"]), 0) + int(v["counts"])
+        return out
+
+    def _groups(self, names: list[str]):  # type: ignore[no-untyped-def]
+        for i in range(self.file.num_row_groups):
+            yield self.file.read_row_group(i, columns=names)
+
+    def ok_mask(self) -> np.ndarray:
+        if self._ok is None:
+            out = np.empty(self.rows, dtype=bool)
+            at = 0
+            for group in self._groups(["status"]):
+                ok = pc.fill_null(pc.equal(group.column(0), "ok"), False).to_numpy(zero_copy_only=False)
+                out[at:at + len(ok)] = ok
+                at += len(ok)
+            self._ok = out
+        return self._ok
+
+    def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
+        mask = self.ok_mask() if ok_only else None
+        out: dict[str, np.ndarray] = {}
+        src = dst = 0  # rows read from the file / rows kept
+        for group in self._groups(names):
+            rows = group.num_rows
+            if mask is not None:
+                group = group.filter(mask[src:src + rows])
+            src += rows
+            for name in names:
+                values = group.column(name).to_numpy(zero_copy_only=False)  # ints with nulls -> float, NaN
+                col = out.get(name)
+                if col is None:
+                    col = out[name] = np.empty(int(mask.sum()) if mask is not None else self.rows, values.dtype)
+                elif col.dtype != values.dtype:  # an int column meets a group with nulls: float, as to_pandas
+                    col = out[name] = col.astype(np.result_type(col.dtype, values.dtype))
+                col[dst:dst + group.num_rows] = values
+            dst += group.num_rows
+        return pd.DataFrame({m: out.get(m, np.empty(0)) for m in names}, columns=names, copy=False)
+
+
+def as_table(req: pd.DataFrame | RequestTable | None) -> RequestTable:
+    """A DataFrame (or nothing) wrapped as a ``RequestTable``; a table as it is."""
+    if req is None or isinstance(req, pd.DataFrame):
+        return FrameRequests(req)
+    return req
