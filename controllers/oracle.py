@@ -149,10 +149,15 @@ class Oracle(AutoscalerBase):
         plan: dict[str, list[int]] = {v.name: [] for v in variants}
         for model, vs in by_model.items():
             for b in range(n):
-                alloc, _ = self._allocate(model, fcs[model], vs, b)
-                for v in vs:
-                    plan[v.name].append(clamp(alloc[v.name][0], v.min_replicas, v.max_replicas))
+                for name, replicas in self.window_replicas(model, fcs[model], vs, b).items():
+                    plan[name].append(replicas)
         return {"window_s": self.config.window_s, "replicas": plan, "floor": {v.name: v.min_replicas for v in variants}}
+
+    def window_replicas(self, model: str, fc: ArrivalForecast, variants: list[VariantView], b: int) -> dict[str, int]:
+        """One window of ``capacity_plan``: replicas per variant of ``model`` for the arrivals of ``fc``
+        in window ``b`` (``fc`` may hold only that window's: harness.control.view.OraclePlanStream)."""
+        alloc, _ = self._allocate(model, fc, variants, b)
+        return {v.name: clamp(alloc[v.name][0], v.min_replicas, v.max_replicas) for v in variants}
 
     def _allocate(self, model: str, fc: ArrivalForecast, variants: list[VariantView], b: int) -> tuple[_Alloc, float]:
         """Replicas per variant for bucket ``b`` (memoised: the forecast and engines are fixed for a run)."""

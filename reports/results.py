@@ -23,7 +23,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -82,22 +82,24 @@ def timeseries_frame(records: Iterable[TimeseriesRecord]) -> pd.DataFrame:
     return pd.DataFrame(_columns(records, TIMESERIES_COLUMNS), columns=list(TIMESERIES_COLUMNS))
 
 
-_STRING = pa.large_string()  # what pandas (pyarrow strings) wrote for these columns
-REQUEST_SCHEMA = pa.schema([
-    ("request_id", pa.int64()), ("model", _STRING), ("arrival_s", pa.float64()), ("first_token_s", pa.float64()),
-    ("end_s", pa.float64()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("status", _STRING),
-    ("http_status", pa.int64()), ("variant", _STRING), ("pod", _STRING), ("ttft_ms", pa.float64()),
-    ("itl_ms", pa.float64()), ("e2e_ms", pa.float64()), ("scheduled_s", pa.float64()),
-    ("requested_output_tokens", pa.int64()),
-])
-TIMESERIES_SCHEMA = pa.schema([
-    ("t_s", pa.float64()), ("variant", _STRING), ("model", _STRING), ("spec_replicas", pa.int64()),
-    ("ready_replicas", pa.int64()), ("pending_replicas", pa.int64()), ("terminating_replicas", pa.int64()),
-    ("kv_usage_mean", pa.float64()), ("kv_usage_max", pa.float64()), ("waiting", pa.int64()),
-    ("running", pa.int64()), ("gpu_util_mean", pa.float64()), ("offered_rps", pa.float64()),
-    ("completed_rps", pa.float64()), ("router_queue", pa.int64()),
-])
-assert tuple(REQUEST_SCHEMA.names) == REQUEST_COLUMNS and tuple(TIMESERIES_SCHEMA.names) == TIMESERIES_COLUMNS
+_ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.large_string(), "bool": pa.bool_()}
+
+
+def arrow_schema(record: type) -> pa.Schema:
+    """The parquet columns of a record dataclass, from its annotations (``X | None``: nullable X): the
+    types pandas wrote for the same rows before (int64, double, large_string), fixed, so a column is
+    typed the same whether or not a run fills it."""
+    cols = []
+    for f in fields(record):
+        name = str(f.type).replace(" | None", "").strip()
+        if name not in _ARROW_TYPES:
+            raise TypeError(f"{record.__name__}.{f.name}: no parquet type for {f.type!r}")
+        cols.append((f.name, _ARROW_TYPES[name]))
+    return pa.schema(cols)
+
+
+REQUEST_SCHEMA = arrow_schema(RequestRecord)
+TIMESERIES_SCHEMA = arrow_schema(TimeseriesRecord)
 # A checkpoint re-reads the run's files; the next one waits at least this many times as long as it took.
 CHECKPOINT_COST_FACTOR = 20.0
 

@@ -33,7 +33,7 @@ class ControlPlane:
                  metrics: MetricsSource, actuator: Actuator, probe: LoadProbe, writer: Any,
                  forecast: Sequence[ArrivalForecast] = (), gpu_capacity: Mapping[str, int] | None = None,
                  emit_row: Callable[[TimeseriesRecord], None] | None = None,
-                 arrived: Callable[[], Mapping[str, int]] | None = None) -> None:
+                 arrived: Callable[[], Mapping[str, int]] | None = None, plan_oracle: bool = True) -> None:
         self.policy, self.label, self.variants = policy, label, tuple(variants)
         self.clock, self.metrics, self.actuator, self.probe = clock, metrics, actuator, probe
         self.writer, self.forecast, self.gpu_capacity = writer, forecast, gpu_capacity
@@ -47,8 +47,10 @@ class ControlPlane:
         self._arrived = {m: 0 for m in self._arrivals}
         self._completed_prev: dict[str, int] = {}
         self.last_sample = 0.0
-        meta = getattr(writer, "meta", None)  # the oracle's schedule, for the summary's scaling.vs_oracle
-        if isinstance(meta, dict) and forecast and "oracle_plan" not in meta:
+        # the oracle's schedule, for the summary's scaling.vs_oracle (plan_oracle False: the backend writes
+        # it itself; the simulator from its request stream, harness.control.view.OraclePlanStream)
+        meta = getattr(writer, "meta", None)
+        if plan_oracle and isinstance(meta, dict) and forecast and "oracle_plan" not in meta:
             meta["oracle_plan"] = oracle_plan(self.variants, forecast)
 
     @property

@@ -11,6 +11,7 @@ meet once. A test (tests/unit/test_backend_conformance.py) fails if
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -95,6 +96,15 @@ def forecast_from_requests(requests: Sequence[Any], models: Iterable[str]) -> tu
     return tuple(out)
 
 
+def _plan_views(variants: Sequence[VariantInfo]) -> list[VariantView]:
+    """The views the oracle would plan on (replica counts play no part in its plan)."""
+    return [VariantView(
+        name=i.name, model=i.model, gpu=i.gpu, gpus_per_replica=i.gpus_per_replica, cost=i.cost,
+        min_replicas=i.min_replicas, max_replicas=i.max_replicas, spec_replicas=0, ready=0, pending=0,
+        terminating=0, pods=(), metrics_available=True, startup_s=i.startup_s, engine=i.engine,
+        step_model=i.step_model) for i in variants]
+
+
 def oracle_plan(variants: Sequence[VariantInfo], forecast: Sequence[ArrivalForecast]) -> dict[str, Any] | None:
     """The oracle's schedule for a run (``Oracle.capacity_plan`` at its default settings, on the views
     it would decide on: replica counts play no part in it), up to the last scheduled arrival; None
@@ -104,12 +114,72 @@ def oracle_plan(variants: Sequence[VariantInfo], forecast: Sequence[ArrivalForec
     last = max((max(f.arrival_s) for f in forecast if len(f.arrival_s)), default=None)
     if last is None:
         return None
-    views = [VariantView(
-        name=i.name, model=i.model, gpu=i.gpu, gpus_per_replica=i.gpus_per_replica, cost=i.cost,
-        min_replicas=i.min_replicas, max_replicas=i.max_replicas, spec_replicas=0, ready=0, pending=0,
-        terminating=0, pods=(), metrics_available=True, startup_s=i.startup_s, engine=i.engine,
-        step_model=i.step_model) for i in variants]
-    return Oracle(OracleConfig()).capacity_plan(views, forecast, float(last) + 1e-6)
+    return Oracle(OracleConfig()).capacity_plan(_plan_views(variants), forecast, float(last) + 1e-6)
+
+
+class OraclePlanStream:
+    """``oracle_plan`` of a request stream, built window by window as the requests are sent.
+
+    The simulator does not hold the run's schedule (``LazyForecast``), so it hands every request to
+    ``add`` in send order; each aligned window's requests are kept until the window is over and then
+    planned by the oracle's own ``window_replicas`` on a forecast of just that window (the window
+    ``capacity_plan`` would bisect out of the whole schedule: the same requests in the same order),
+    so ``plan()`` equals ``oracle_plan`` of the whole schedule; memory: one window of requests."""
+
+    def __init__(self, variants: Sequence[VariantInfo]) -> None:
+        from scalearena.controllers.oracle import Oracle, OracleConfig
+
+        self._oracle = Oracle(OracleConfig())
+        self._w = self._oracle.config.window_s
+        views = _plan_views(variants)
+        self._by_model: dict[str, list[VariantView]] = {}
+        for v in views:
+            self._by_model.setdefault(v.model, []).append(v)
+        self._replicas: dict[str, list[int]] = {v.name: [] for v in views}
+        self._floor = {v.name: v.min_replicas for v in views}
+        self._open: dict[str, tuple[int, list[float], list[int], list[int]]] = {}  # model -> its current window
+        self._last: float | None = None
+
+    def add(self, model: str, arrival_s: float, input_tokens: int, output_tokens: int) -> None:
+        if model not in self._by_model:
+            return
+        w = self._w
+        b = math.floor(arrival_s / w)
+        while b > 0 and arrival_s < b * w:  # the window bisect would put it in: [b * w, (b + 1) * w)
+            b -= 1
+        while arrival_s >= (b + 1) * w:
+            b += 1
+        cur = self._open.get(model)
+        if cur is None or cur[0] != b:
+            self._close(model, b)
+            cur = self._open[model] = (b, [], [], [])
+        cur[1].append(arrival_s)
+        cur[2].append(input_tokens)
+        cur[3].append(output_tokens)
+        self._last = arrival_s if self._last is None else max(self._last, arrival_s)
+
+    def _close(self, model: str, until: int) -> None:
+        """Plan the model's open window and every empty one before window ``until``."""
+        cur = self._open.pop(model, None)
+        vs = self._by_model[model]
+        done = len(self._replicas[vs[0].name])
+        for b in range(done, until):
+            if cur is not None and b == cur[0]:
+                fc = ArrivalForecast(model, tuple(cur[1]), tuple(cur[2]), tuple(cur[3]))
+            else:
+                fc = ArrivalForecast(model, (), (), ())
+            for name, n in self._oracle.window_replicas(model, fc, vs, b).items():
+                self._replicas[name].append(n)
+
+    def plan(self) -> dict[str, Any] | None:
+        """The plan up to the last request added (None when none was)."""
+        if self._last is None:
+            return None
+        n = max(1, math.ceil((float(self._last) + 1e-6) / self._w - 1e-9))
+        for model in self._by_model:
+            self._close(model, n)
+        return {"window_s": self._w, "replicas": {k: v[:n] for k, v in self._replicas.items()},
+                "floor": dict(self._floor)}
 
 
 class LazyForecast(Sequence[ArrivalForecast]):

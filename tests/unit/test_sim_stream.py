@@ -12,12 +12,21 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scalearena.controllers.base import ArrivalForecast
 from scalearena.harness.backends.sim import SimBackend, Simulation
-from scalearena.harness.control.view import LazyForecast
+from scalearena.harness.control.view import (
+    LazyForecast,
+    OraclePlanStream,
+    VariantInfo,
+    forecast_from_requests,
+    oracle_plan,
+)
 from scalearena.harness.scenario import scenario_from_data
 from scalearena.reports.results import RunWriter
+from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.generate import build_requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +72,34 @@ def test_the_forecast_is_made_only_when_a_policy_reads_it() -> None:
     assert fc[0] == ArrivalForecast("a", (0.5, 2.0), (10, 10), (5, 5))
     assert [f.model for f in fc] == ["a", "b"] and fc[1].arrival_s == (1.0,)
     assert made == [True]  # generated once
+
+
+# One replica serves 1 req/s of one slot (max_num_seqs 1, 1 s per request): the plan follows the window's
+# arrival count, so windows of different size, empty windows and arrivals on the 30 s boundaries show.
+ONE_RPS = {"max_num_seqs": 1, "latency": {"kind": "constant", "ttft_ms": 1000, "itl_ms": 0}}
+VARIANTS = (VariantInfo("a100", "m", "A100-80GB", 1, 1.0, 1, 2, 30.0, ONE_RPS),
+            VariantInfo("h100", "m", "H100-SXM", 1, 2.5, 0, 4, 30.0, ONE_RPS),
+            VariantInfo("l4", "n", "L4", 1, 0.5, 0, 3, 30.0, ONE_RPS))
+_arrival = st.one_of(st.floats(0.0, 200.0, allow_nan=False), st.integers(0, 6).map(lambda k: 30.0 * k),
+                     st.integers(1, 6).map(lambda k: 30.0 * k - 1e-9))
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrivals=st.lists(st.tuples(_arrival, st.sampled_from(["m", "n"]), st.integers(1, 50)), max_size=120))
+def test_the_streamed_oracle_plan_is_the_plan_of_the_whole_schedule(arrivals: list[tuple[float, str, int]]) -> None:
+    reqs = [RequestSpec(i, m, t, 10 * k, k) for i, (t, m, k) in enumerate(sorted(arrivals, key=lambda a: a[0]))]
+    stream = OraclePlanStream(VARIANTS)
+    for r in reqs:
+        stream.add(r.model, r.arrival_s, r.input_tokens, r.output_tokens)
+    assert stream.plan() == oracle_plan(VARIANTS, forecast_from_requests(reqs, ["m", "n"]))
+
+
+def test_the_streamed_plan_by_hand() -> None:
+    # model m: window 0 [0, 30) 30 arrivals = 1 req/s -> 1 a100; window 1 empty -> a100 at its floor 1;
+    # window 2 [60, 90) 90 arrivals = 3 req/s -> a100 at its max 2 + 1 h100
+    stream = OraclePlanStream(VARIANTS[:2])
+    for t in [k * 1.0 for k in range(30)] + [60 + k / 3 for k in range(90)]:
+        stream.add("m", t, 10, 1)
+    assert stream.plan() == {"window_s": 30.0, "replicas": {"a100": [1, 1, 2], "h100": [0, 0, 1]},
+                             "floor": {"a100": 1, "h100": 0}}
+    assert OraclePlanStream(VARIANTS).plan() is None  # no arrival: no plan, as oracle_plan without one

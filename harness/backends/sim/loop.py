@@ -25,7 +25,7 @@ from scalearena.workloads.generate import iter_requests
 
 from ...control.plane import ControlPlane
 from ...control.ports import VirtualClock
-from ...control.view import LazyForecast, forecast_from_requests, scenario_variants
+from ...control.view import LazyForecast, OraclePlanStream, forecast_from_requests, scenario_variants
 from ...engine.cluster import READY, Deployment, GPUPool
 from ...engine.latency import build_latency
 from ...flow_control import FlowQueues
@@ -128,14 +128,19 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         for d in self.deps:
             self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
             self.metrics.models[d.name] = d.spec.model
-        self._arrived = {m: 0 for m in self.models}  # arrivals so far per model (offered load of a stream)
+        # A list of requests: the forecast, offered load and oracle plan come from it (as on local and
+        # kube). A stream: offered load is counted as requests arrive, the oracle's plan is built
+        # window by window from them, and the forecast is generated again only if a policy reads it.
+        self._arrived = {m: 0 for m in self.models}  # arrivals so far per model
+        variants = scenario_variants(sc)
         listed = isinstance(requests, Sequence)
         forecast: Sequence[ArrivalForecast] = forecast_from_requests(requests, self.models) \
             if isinstance(requests, Sequence) else LazyForecast(lambda: iter_requests(sc), self.models)
+        self._plan = None if listed else OraclePlanStream(variants)
         self.control = ControlPlane(
-            policy, config.label, scenario_variants(sc), clock=self.clock, metrics=self.metrics, actuator=self,
+            policy, config.label, variants, clock=self.clock, metrics=self.metrics, actuator=self,
             probe=self, writer=writer, forecast=forecast, gpu_capacity=sc.cluster.gpu_capacity,
-            arrived=None if listed else lambda: self._arrived)
+            arrived=None if listed else lambda: self._arrived, plan_oracle=listed)
 
     @property
     def t(self) -> float:
@@ -220,11 +225,15 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             fq = self.flows.get(m)
             while fq is not None and len(fq):
                 self.record(fq.pop(), t, "timeout", 0, 0)
-        while self._next_spec is not None:  # arrivals after the end (none by design)
+        while (spec := self._next_spec) is not None:  # arrivals after the end (none by design)
             self.inflight += 1
-            self.record(_Req(self._next_spec), t, "timeout", 0, 0)
+            if self._plan is not None:
+                self._plan.add(spec.model, spec.arrival_s, spec.input_tokens, spec.output_tokens)
+            self.record(_Req(spec), t, "timeout", 0, 0)
             self._next_spec = next(self._arrivals, None)
         self.finish_pods()
+        if self._plan is not None and "oracle_plan" not in self.writer.meta:
+            self.writer.meta["oracle_plan"] = self._plan.plan()
         self.writer.meta["sim_end_s"] = round(t, 6)
         if self.progress:
             self.progress(t, self.end_s)

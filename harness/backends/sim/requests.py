@@ -40,6 +40,7 @@ class RequestFlow:
     _arrivals: Iterator[Any]  # the run's requests still to come, in send order
     _next_spec: Any  # the next of them (None: all sent)
     _arrived: dict[str, int]  # requests sent so far per model
+    _plan: Any  # harness.control.view.OraclePlanStream of a streamed run (None: from the list's forecast)
     router: Any
     metrics: Any  # harness.metrics.memory.MemoryMetrics (the EPP's request histograms live there)
     writer: Any
@@ -73,6 +74,8 @@ class RequestFlow:
         if nxt is not None:
             self.push(nxt.arrival_s, ARRIVAL)
         self._arrived[spec.model] += 1
+        if self._plan is not None:
+            self._plan.add(spec.model, spec.arrival_s, spec.input_tokens, spec.output_tokens)
         req = _Req(spec)
         obj = self._objective.setdefault(spec.model, [0.0, 0.0, 0.0, 0.0])
         obj[0] += 1
