@@ -43,11 +43,12 @@ def one(path: Path, label: str, caching: bool, out: Path, overrides: list[str]) 
                                    at=sim.end_s):
             hits += float(h["value"][1])
     summary = writer.finish()
-    ttft = pd.read_parquet(writer.dir / "requests.parquet")["ttft_ms"].dropna().tolist()
+    records = pd.read_parquet(writer.dir / "requests.parquet")
+    ttft = records["ttft_ms"].dropna().tolist()
     p50, p90 = (np.percentile(ttft, q) for q in (50, 90)) if ttft else (float("nan"), float("nan"))
     rate = hits / queries if queries else 0.0
     mean = float(np.mean(ttft)) if ttft else float("nan")
-    prompt = sum(r.input_tokens for r in writer.requests)  # prefilled without caching
+    prompt = int(records["input_tokens"].sum())  # prefilled without caching
     return (f"{label:8s} caching {'on ' if caching else 'off'}  hit rate {rate:6.1%}  prefill tokens computed "
             f"{(prompt - hits) / prompt:6.1%}  TTFT mean {mean:7.0f} p50 {p50:7.0f} p90 {p90:7.0f} ms  "
             f"ok {summary['requests_ok']}/{summary['requests_total']}  GPU-hours {summary['gpu_hours']:.4f}")
