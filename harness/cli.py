@@ -33,7 +33,7 @@ from scalearena.contracts.errors import UserError
 
 from .backends.registry import CLUSTERS, parse_option_flags, resolve_options
 from .executor import EXECUTORS, Executor, make_executor
-from .interrupts import Interrupted, deferred, exit_code, interruptible
+from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
 from .runner import SuiteRecorder, check_prerequisites, default_jobs, run_plan, run_plans
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario
@@ -78,11 +78,7 @@ class ArenaGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise  # click's own usage errors (exit 2) and exits
         except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does (128 + SIGPIPE)
-            try:  # and no second BrokenPipeError when the interpreter flushes stdout at exit
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except (OSError, ValueError):  # io.UnsupportedOperation is a ValueError: stdout is not a file
-                pass
-            ctx.exit(141)
+            ctx.exit(stdout_gone())
         except Exception as e:  # noqa: BLE001 - the one guard: a bug must not look like bad input
             log = write_internal_error_log()
             print_error(f"internal error: {type(e).__name__}: {e} (traceback in {log}; please report it)")

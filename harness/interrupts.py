@@ -129,3 +129,14 @@ def stop_workers(grace_s: float = 10.0) -> int:
             p.kill()
             p.join(timeout=2.0)
     return len(children)
+
+
+def stdout_gone() -> int:
+    """The reader of stdout went away (``scalearena compare ... | head``): point stdout at /dev/null, so
+    the interpreter's final flush raises no second BrokenPipeError, and return the exit status a
+    shell gives a command killed by SIGPIPE (128 + 13)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation is a ValueError: stdout is not a file (tests)
+        pass
+    return 128 + signal.SIGPIPE
