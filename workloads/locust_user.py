@@ -19,7 +19,7 @@ status, and the pod / variant that served it (router response headers).
 
 Run it two ways (both read the SCALEARENA_* variables, see
 workloads/load_handoff.py):
-* library mode, what the local backend does:
+* library mode, what the local backend does with one process:
   ``python -m scalearena.workloads.locust_user --host URL --csv PREFIX``
 * Locust's own master/worker mode, beyond one process's capacity (what the
   local backend starts with ``--backend-option locust_workers=N``, see
@@ -30,6 +30,11 @@ workloads/load_handoff.py):
   quits, Locust's master re-dispatches its user to a worker still running;
   that second user in a process sends nothing (``OpenLoopUser.dispatched``),
   so no request goes out twice.
+
+Start: with SCALEARENA_START_FILE (what harness/backends/locust_process.py
+sets) a user touches its ready marker and waits for the harness to write
+scenario time 0 into that file; without it, SCALEARENA_T0 fixes time 0 (by
+hand).
 
 Importing this module imports locust, which monkey-patches the standard
 library for gevent: never import it from the harness process.

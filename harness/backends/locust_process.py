@@ -12,10 +12,15 @@ Beyond one process's capacity (about 500 req/s here, docs/local.md)
 own: it aggregates the stats into the CSV files) and N ``locust --worker``
 processes, worker ``i`` with ``SCALEARENA_WORKER_INDEX=i``, so it sends the
 requests with ``request_id % N == i`` and writes ``records-<i>.jsonl``. The
-workers import Locust at their own pace; each says when its user runs (a
-ready marker) and all wait for one start file, written when the last is
-ready, that holds scenario time 0. The master quits when its last worker
-has quit (its share sent, the last response in or timed out).
+master quits when its last worker has quit (its share sent, the last
+response in or timed out).
+
+Start: a process imports Locust at its own pace (a second or two, several
+on a loaded host), so scenario time 0 is not fixed at spawn time. Each
+user says when it runs (a ready marker) and waits for one start file,
+written ``lead_s`` before t0 once the last is ready; with a t0 fixed at
+spawn, a slow import had made the first requests late (send lag p99 1.3 s
+at 200 req/s on a loaded 2-core host, all of it the first second).
 
 Every process gets its own session, so a stop reaches all its children (the
 group is signalled). ``spawn(name, argv, env)`` is injectable: the local
@@ -79,12 +84,13 @@ class LocustProcess:
         return self.run_dir / START_FILE
 
     def env(self, worker: int | None = None) -> dict[str, str]:
+        """The SCALEARENA_* environment of the library-mode process or the master (``worker`` None) or a worker."""
         env = {load.ENV_SCHEDULE: str(self.run_dir / "schedule.jsonl"),
-               load.ENV_RECORDS: str(self.run_dir / "records-{worker}.jsonl"), load.ENV_T0: repr(self.t0),
+               load.ENV_RECORDS: str(self.run_dir / "records-{worker}.jsonl"),
                load.ENV_TIME_SCALE: repr(self.time_scale), load.ENV_TIMEOUT_S: repr(self.timeout_s),
                load.ENV_END_S: repr(self.end_s), **self.options}
-        if worker is not None:
-            env.update({load.ENV_WORKER_INDEX: str(worker), load.ENV_WORKER_COUNT: str(self.workers),
+        if worker is not None or self.workers == 1:
+            env.update({load.ENV_WORKER_INDEX: str(worker or 0), load.ENV_WORKER_COUNT: str(self.workers),
                         load.ENV_START_FILE: str(self.start_file)})
         return env
 
@@ -104,21 +110,19 @@ class LocustProcess:
                 f"--master-port={self.master_port}"]
 
     def start(self, requests: Sequence[Any], lead_s: float) -> float:
-        """Write the schedule and start the load with scenario time 0 ``lead_s`` wall seconds ahead: from now
-        with one process (it needs about a second to import and connect), from the moment every worker is
-        ready with several. Returns that ``t0``."""
+        """Write the schedule, start the load process(es), and once every user runs, set scenario time 0
+        ``lead_s`` wall seconds ahead (the start file). Returns that ``t0``."""
         load.write_schedule(self.run_dir / "schedule.jsonl", requests)
-        if self.workers == 1:
-            self.t0 = self.wall() + lead_s
-            self.procs["locust"] = self.spawn("locust", self.argv(), self.env())
-            return self.t0
         self.start_file.unlink(missing_ok=True)
         for i in range(self.workers):
             load.ready_marker(self.start_file, i).unlink(missing_ok=True)
-        self.master_port = free_port()
-        self.procs["locust"] = self.spawn("locust", self.master_argv(), self.env())
-        for i in range(self.workers):
-            self.procs[f"locust-worker-{i}"] = self.spawn(f"locust-worker-{i}", self.worker_argv(), self.env(i))
+        if self.workers == 1:
+            self.procs["locust"] = self.spawn("locust", self.argv(), self.env())
+        else:
+            self.master_port = free_port()
+            self.procs["locust"] = self.spawn("locust", self.master_argv(), self.env())
+            for i in range(self.workers):
+                self.procs[f"locust-worker-{i}"] = self.spawn(f"locust-worker-{i}", self.worker_argv(), self.env(i))
         self._wait_ready()
         self.t0 = self.wall() + lead_s
         load.write_start(self.start_file, self.t0)
@@ -133,7 +137,7 @@ class LocustProcess:
             if dead or self.wall() > deadline:
                 self.stop(2.0)
                 why = f"{', '.join(dead)} exited" if dead else f"not ready after {self.ready_timeout_s:g} s"
-                raise RuntimeError(f"Locust master/worker start failed ({why}; ready: "
+                raise RuntimeError(f"Locust start failed ({why}; ready: "
                                    f"{sum(m.exists() for m in markers)}/{self.workers}); see {self.log.parent}")
             self.sleep(0.05)
 

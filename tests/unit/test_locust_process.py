@@ -17,22 +17,29 @@ from scalearena.workloads.base import RequestSpec
 
 def test_schedule_env_and_argv_then_start_and_stop(tmp_path: Path) -> None:
     seen: dict[str, object] = {}
+    wall = [1000.0]
 
     def spawn(name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
         seen["name"], seen["argv"], seen["env"] = name, argv, env
-        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        marker = load.ready_marker(Path(env[load.ENV_START_FILE]), 0)  # the user says it runs (after 1 s here)
+        wall[0] += 1.0
+        code = f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(60)"
+        return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
 
     lp = LocustProcess(tmp_path, "http://127.0.0.1:1", end_s=90.0, timeout_s=30.0, time_scale=4.0,
-                       options={load.ENV_API: "chat"}, spawn=spawn, wall=lambda: 1000.0)
+                       options={load.ENV_API: "chat"}, spawn=spawn, wall=lambda: wall[0], sleep=lambda s: time.sleep(0.02))
     reqs = [RequestSpec(i, "m", float(i), 10, 5) for i in range(3)]
-    assert lp.start(reqs, lead_s=2.5) == 1002.5  # t0 = wall 1000 + lead 2.5
+    # t0 = the wall clock once the one process is ready (1000 + 1 s import) + lead 2.5 = 1003.5
+    assert lp.start(reqs, lead_s=2.5) == 1003.5
+    assert load.read_start(lp.start_file) == 1003.5
     env = seen["env"]
     assert isinstance(env, dict)
-    assert env[load.ENV_T0] == "1002.5" and env[load.ENV_TIME_SCALE] == "4.0" and env[load.ENV_END_S] == "90.0"
+    assert env[load.ENV_TIME_SCALE] == "4.0" and env[load.ENV_END_S] == "90.0"
     assert env[load.ENV_TIMEOUT_S] == "30.0" and env[load.ENV_API] == "chat"
     assert env[load.ENV_RECORDS] == str(tmp_path / "records-{worker}.jsonl")
     assert [s.request_id for s in load.read_schedule(Path(env[load.ENV_SCHEDULE]))] == [0, 1, 2]
-    assert load.ENV_WORKER_INDEX not in env and load.ENV_START_FILE not in env  # library mode: one process
+    assert (env[load.ENV_WORKER_INDEX], env[load.ENV_WORKER_COUNT]) == ("0", "1")  # library mode: all of it
+    assert load.ENV_T0 not in env  # t0 comes from the start file
     assert seen["name"] == "locust" and seen["argv"] == [sys.executable, "-m", "scalearena.workloads.locust_user", "--host",
                             "http://127.0.0.1:1", "--csv", str(tmp_path / "logs" / "locust")]
     assert lp.alive()
