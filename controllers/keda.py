@@ -300,10 +300,11 @@ class KEDA(AutoscalerBase):
         values = {"triggers": {k: {"query": t.query, "value": r.values[k], "threshold": t.threshold,
                                    "activation_threshold": t.activation_threshold, "failures": st.failures[k]}
                                for k, t in zip(self._labels, self._triggers, strict=True)},
-                  "composite": r.composite, "active": r.active}
+                  "composite": r.composite, "active": r.active, "fallback": in_fallback}
         if errors:
             worst = max(st.failures.values())
             return Reason("trigger_error", f"keda: query failed ({worst} in a row; " + "; ".join(errors) + ")"
+                          + (f"; composite = {r.composite:g}" if r.composite is not None else "")
                           + ("; fallback active" if in_fallback else ""), values)
         shown = ", ".join(f"{k} = {x:g}" for k, x in r.values.items() if x is not None)
         if r.composite is not None:

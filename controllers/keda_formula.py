@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from lark import Lark, Token, Tree
@@ -110,6 +111,13 @@ class Formula:
 
 def compile_formula(source: str, triggers: set[str] | frozenset[str]) -> Formula:
     """Parse and type-check ``source`` with ``triggers`` as its float64 variables (KEDA's ``expr.Env``)."""
+    return _compile(source, frozenset(triggers))
+
+
+@lru_cache(maxsize=256)
+def _compile(source: str, triggers: frozenset[str]) -> Formula:
+    """Cached: a config is validated several times (scenario load, re-validation, the policy) and the tree is
+    never modified by evaluation."""
     try:
         tree = _PARSER.parse(source)
     except UnexpectedInput as e:

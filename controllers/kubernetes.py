@@ -72,7 +72,10 @@ class EnvTune(StrictSpec):
             return Tunable(f"env.{var}", "categorical", current, choices=tuple(self.choices),
                            description=f"${{{var}}} in the objects")
         value: float = int(current) if self.type == "int" else float(current)
-        return Tunable(f"env.{var}", self.type, value, low=self.low, high=self.high, log=self.log,
+        low, high = self.low, self.high
+        if self.type == "int" and low is not None and high is not None:  # ends written as "0", not "0.0"
+            low, high = int(low), int(high)
+        return Tunable(f"env.{var}", self.type, value, low=low, high=high, log=self.log,
                        description=f"${{{var}}} in the objects")
 
 

@@ -23,6 +23,7 @@ class Entry:
     policy: type
     summary: str  # one line for the README / `scalearena autoscalers`
     runs_on_defaults: bool = True  # False: needs settings of the user's own (kubernetes: the object files)
+    legacy: str = ""  # why it is kept though upstream deprecated it (shown by `scalearena autoscalers`)
 
 
 class Registry:
@@ -30,10 +31,10 @@ class Registry:
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str, config: type[AutoscalerConfig], policy: type, summary: str,
-                 runs_on_defaults: bool = True) -> None:
+                 runs_on_defaults: bool = True, legacy: str = "") -> None:
         if name in self._entries:
             raise ValueError(f"autoscaler {name!r} registered twice")
-        self._entries[name] = Entry(name, config, policy, summary, runs_on_defaults)
+        self._entries[name] = Entry(name, config, policy, summary, runs_on_defaults, legacy)
 
     def names(self) -> list[str]:
         """The autoscalers that run with their defaults (what "every autoscaler" means in a suite)."""
@@ -62,12 +63,19 @@ class Registry:
         return self.get(config.kind).policy(config)
 
 
+WVA_LEGACY = ("deprecated upstream: llm-d-autoscaling (WVA's renamed repository) names v0.9 its last supported "
+              "version and moved the code to legacy/, llm-d PR #2497 makes KEDA with the router's (EPP) metrics the "
+              "architecture path (the llmd-* recipes here), and KServe is removing spec.scaling.wva; kept as the WVA "
+              "paper's baseline and for the paper reproduction")
+
+
 def _build_registry() -> Registry:
     from .apa import APA, APAConfig
     from .hpa import HPA, HPAConfig
     from .keda import KEDA, KEDAConfig
     from .kpa import KPA, KPAConfig
     from .kubernetes import Kubernetes, KubernetesConfig
+    from .llmd import CONFIGS, RECIPES, RecipePolicy
     from .multimetric import MultiMetric, MultiMetricConfig
     from .oracle import Oracle, OracleConfig
     from .planner import Planner, PlannerConfig
@@ -76,7 +84,8 @@ def _build_registry() -> Registry:
     from .wva.controller import WVA, WVAConfig
 
     r = Registry()
-    r.register("wva", WVAConfig, WVA, "llm-d Workload Variant Autoscaler: saturation analyzer, cost-aware variants")
+    r.register("wva", WVAConfig, WVA, "legacy: llm-d Workload Variant Autoscaler: saturation analyzer, cost-aware "
+               "variants", legacy=WVA_LEGACY)
     r.register("hpa", HPAConfig, HPA, "Kubernetes HPA (autoscaling/v2) on queue depth and KV usage")
     r.register("keda", KEDAConfig, KEDA, "KEDA ScaledObject with a prometheus trigger over the generated HPA")
     r.register("multimetric", MultiMetricConfig, MultiMetric, "GPU-util EWMA + queue + KV + p99 rules A-D")
@@ -89,6 +98,8 @@ def _build_registry() -> Registry:
                "forecast one cold start ahead: its load signals scaled by predicted / observed rate")
     r.register("static", StaticConfig, Static, "fixed replica count (no autoscaling)")
     r.register("oracle", OracleConfig, Oracle, "hindsight-optimal provisioning with cold-start lead time")
+    for name, recipe in RECIPES.items():  # llm-d's KEDA recipes: shipped objects (controllers/llmd.py)
+        r.register(name, CONFIGS[name], RecipePolicy, recipe.summary)
     r.register("kubernetes", KubernetesConfig, Kubernetes, "your own HPA / ScaledObject / VariantAutoscaling YAML "
                "(docs/autoscalers.md: Bring your own objects)", runs_on_defaults=False)
     return r

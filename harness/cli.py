@@ -119,16 +119,26 @@ def _cluster_option(f: Any) -> Any:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-def validate(file: str) -> None:
-    """Check a scenario or suite YAML file; exit 2 naming the field on error."""
+@_cluster_option
+@click.option("--gateway", type=click.Choice(["serve-router", "epp"]), default=None,
+              help="kind/cluster: the gateway the run would use (what series it exposes).")
+def validate(file: str, cluster: str, gateway: str | None) -> None:
+    """Check a scenario or suite YAML file; exit 2 naming the field on error (also a recipe that reads series
+    the cluster does not expose)."""
+    from .objects.recipes import check_series
+
     data = read_yaml(file)
     if isinstance(data, dict) and "runs" in data:
         spec, plans = load_suite(file)
+        for p in plans:
+            check_series(p.autoscaler, cluster, gateway, file)
         traces = _check_traces([p.scenario for p in plans])
         click.echo(f"ok: suite {spec.name!r}: {len(plans)} runs "
                    f"({len({p.scenario.name for p in plans})} scenarios){traces}")
     else:
         sc = load_scenario(file)
+        for a in sc.autoscaler_configs():
+            check_series(a, cluster, gateway, file)
         traces = _check_traces([sc])
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
@@ -164,6 +174,7 @@ def _check_traces(scenarios: list[Any]) -> str:
 @click.argument("name", required=False)
 def autoscalers(name: str | None) -> None:
     """List the bundled autoscalers, or every parameter of one (NAME): default, unit, meaning."""
+    from scalearena.controllers.llmd import RECIPES
     from scalearena.controllers.registry import REGISTRY
     from scalearena.harness.schema_help import params, source_line
 
@@ -172,13 +183,29 @@ def autoscalers(name: str | None) -> None:
         table = Table("name", "what it is", "parameters", show_lines=True)
         for e in REGISTRY.entries():
             names = dict.fromkeys(p.path.split(".")[0] for p in params(e.config))
-            table.add_row(e.name, e.summary, Text(", ".join(names), overflow="fold"))
+            table.add_row(e.name + (" (legacy)" if e.legacy else ""), e.summary, Text(", ".join(names), overflow="fold"))
         console.print(table)
+        for e in REGISTRY.entries():
+            if e.legacy:
+                console.print(f"{e.name} is legacy: {e.legacy}.", highlight=False)
         console.print("Details of one, with defaults and units: scalearena autoscalers NAME", highlight=False)
         return
     entry = REGISTRY.get(name)
     console.print(Text.assemble((entry.name, "bold"), f": {entry.summary}"))
-    console.print(Text(f"upstream: {source_line(entry.policy)}"))
+    upstream = RECIPES[entry.name].source if entry.name in RECIPES else source_line(entry.policy)
+    console.print(Text(f"upstream: {upstream}"))
+    if entry.legacy:
+        console.print(Text(f"legacy: {entry.legacy}"))
+    if entry.name in RECIPES:  # a recipe is its objects: what to set is the placeholders
+        r = RECIPES[entry.name]
+        table = Table("env placeholder", "default", "tune range", "meaning", show_lines=False)
+        for var, t in r.tunables.items():
+            table.add_row(var, t.default, f"{t.low:g} .. {t.high:g}" + (" (log)" if t.log else ""), t.meaning)
+        console.print(table)
+        console.print(f"objects: manifests/autoscalers/llm-d/{', '.join(r.files)}; reads {', '.join(r.needs)}; the "
+                      "cluster's placeholders (namespace, model, target, bounds, SLOs, peak prefill throughput) come "
+                      "from the scenario (docs/autoscalers.md)", highlight=False)
+        return
     tunables = {t.path: t for t in REGISTRY.default_config(name).tunables()} if entry.runs_on_defaults else {}
     ranges = {path: t.describe() for path, t in tunables.items()}
     table = Table("parameter", "default", "unit", "meaning", show_lines=False)
@@ -235,6 +262,10 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     """
     resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
     check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
+    from .objects.recipes import check_series
+
+    for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
+        check_series(p.autoscaler, cluster, (backend_options or {}).get("gateway"), source)
     _prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []

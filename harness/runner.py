@@ -88,6 +88,8 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
     """Run one plan; returns its summary. Partial results are kept on any failure."""
     run_dir = Path(out) / plan.rel_dir
     writer = RunWriter(run_dir, run_meta(plan, cluster))
+    for setting, how in (getattr(plan.autoscaler, "derived", None) or {}).items():  # an llm-d recipe's computed values
+        writer.add_event(0.0, "derived_setting", setting=setting, value=how)
     atomic_write_json(run_dir / "scenario.json", plan.scenario.model_dump(mode="json"))
     try:
         # inside the try: importing a backend takes ~0.5 s (local), and a Ctrl-C or a bad option
@@ -195,7 +197,12 @@ def default_jobs(cluster: str) -> int:
 def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
               on_done: Callable[[dict[str, Any]], None],
               backend_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands."""
+    """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands. A recipe
+    that reads series the backend does not expose is refused before anything runs (exit 2)."""
+    from .objects.recipes import check_series
+
+    for p in plans:
+        check_series(p.autoscaler, cluster, (backend_options or {}).get("gateway"))
     from .executor import LocalExecutor
 
     with LocalExecutor(jobs if len(plans) > 1 else 1, cluster, backend_options) as ex:

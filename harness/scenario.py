@@ -305,10 +305,27 @@ class Scenario(_Spec):
             known = sorted({a.label for a in self.autoscalers} | set(REGISTRY.names()))
             raise UserError(f"unknown autoscaler {name!r}{did_you_mean(name, known)}",
                             expected="one of " + ", ".join(known))
-        return REGISTRY.default_config(name)
+        return self.for_scenario(REGISTRY.default_config(name))
 
     def autoscaler_configs(self) -> list[Any]:
-        return list(self.autoscalers) or [REGISTRY.default_config(n) for n in REGISTRY.names()]
+        return list(self.autoscalers) or [self.autoscaler(n) for n in self.registered()]
+
+    def registered(self) -> list[str]:
+        """Every registered autoscaler that runs on this scenario with its defaults (a P/D recipe needs P/D pools)."""
+        from .objects.recipes import applies
+
+        return [n for n in REGISTRY.names() if applies(n, self)]
+
+    def for_scenario(self, cfg: Any) -> Any:
+        """A registry default made concrete for this scenario: an llm-d recipe's objects are read with the
+        scenario's placeholders (harness/objects/recipes.py); every other config is returned as is."""
+        from scalearena.controllers.llmd import RecipeConfig
+
+        if not isinstance(cfg, RecipeConfig):
+            return cfg
+        from .objects.recipes import compile_recipe
+
+        return compile_recipe(cfg, self)
 
 
 # ---- loading -----------------------------------------------------------------------------------
@@ -327,14 +344,21 @@ def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> S
 def compile_objects(sc: Scenario, base_dir: Path | None) -> Scenario:
     """Read the files of every ``kind: kubernetes`` autoscaler (harness/objects) into its config: paths made
     absolute (relative ones are against the scenario file), targets and rule groups filled in."""
-    if not any(a.kind == "kubernetes" for a in sc.autoscalers):
+    from scalearena.controllers.llmd import RecipeConfig
+
+    if not any(a.kind == "kubernetes" or isinstance(a, RecipeConfig) for a in sc.autoscalers):
         return sc
     from .objects import compile_objects as compile_one
 
     variants = {v.name: v.model for v in sc.cluster.variants}
     out = []
     for a in sc.autoscalers:
-        if a.kind == "kubernetes":
+        if isinstance(a, RecipeConfig):
+            if base_dir is not None:
+                a = a.model_copy(update={"objects": [p if Path(p).is_absolute() or not (base_dir / p).exists()
+                                                     else str((base_dir / p).resolve()) for p in a.objects]})
+            a = sc.for_scenario(a)
+        elif a.kind == "kubernetes":
             paths = [p if base_dir is None or Path(p).is_absolute() else str((base_dir / p).resolve())
                      for p in a.objects]
             a = compile_one(a.model_copy(update={"objects": paths}), None, variants)

@@ -16,7 +16,6 @@ from pydantic import Field, ValidationError
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import StrictSpec
-from scalearena.controllers.registry import REGISTRY
 
 from .scenario import Scenario, apply_overrides, format_validation_error, read_yaml, scenario_from_data
 
@@ -77,7 +76,7 @@ def select_autoscalers(sc: Scenario, names: list[str] | Literal["all"] | None) -
         if names == "all":
             # every registered autoscaler; the scenario's own configs win for the kinds it lists
             listed = {a.kind for a in sc.autoscalers}
-            extra = [REGISTRY.default_config(n) for n in REGISTRY.names() if n not in listed]
+            extra = [sc.autoscaler(n) for n in sc.registered() if n not in listed]
             return list(sc.autoscalers) + extra
         return sc.autoscaler_configs()
     return [sc.autoscaler(n) for n in names]

@@ -26,13 +26,18 @@ from .hpa import translate_hpa
 from .keda import translate_scaled_object
 from .load import Doc, load_documents
 
-__all__ = ["compile_objects", "rule_groups"]
+__all__ = ["compile_documents", "compile_objects", "rule_groups"]
 
 
 def compile_objects(cfg: KubernetesConfig, base_dir: Path | None, variants: dict[str, str]) -> KubernetesConfig:
     """``cfg`` with ``targets`` and ``rule_groups`` filled from its files; ``variants`` maps each scenario
     variant to its model. Every problem is a UserError naming the file, object and field."""
-    docs = load_documents(cfg.objects, cfg.env, base_dir)
+    return compile_documents(cfg, load_documents(cfg.objects, cfg.env, base_dir), variants)
+
+
+def compile_documents(cfg: KubernetesConfig, docs: list[Doc], variants: dict[str, str]) -> KubernetesConfig:
+    """``compile_objects`` over documents already read (a recipe reads its files once per variant). Rule groups
+    that come twice with the same content (one per variant of a model) are kept once."""
     groups: list[RuleGroup] = []
     adapter = AdapterConfig()
     for d in docs:
@@ -55,7 +60,15 @@ def compile_objects(cfg: KubernetesConfig, base_dir: Path | None, variants: dict
     if not targets:
         raise UserError("no autoscaling object (HorizontalPodAutoscaler, ScaledObject, VariantAutoscaling) in "
                         f"{', '.join(cfg.objects)}", where=f"autoscaler {cfg.label}")
-    dumped = [g.model_dump(mode="json", by_alias=True, exclude_none=True) for g in groups]
+    dumped: list[dict[str, Any]] = []
+    for g in groups:
+        group = g.model_dump(mode="json", by_alias=True, exclude_none=True)
+        same = [x for x in dumped if x["name"] == group["name"]]
+        if same and same[0] != group:
+            raise UserError(f"rule group {group['name']!r} comes twice with different rules",
+                            where=f"autoscaler {cfg.label}")
+        if not same:
+            dumped.append(group)
     return cfg.model_copy(update={"targets": targets, "rule_groups": dumped})
 
 

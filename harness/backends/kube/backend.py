@@ -40,6 +40,7 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.reports.results import RunWriter
 
 from ...interrupts import Interrupted
@@ -143,7 +144,7 @@ class KubeBackend:
             objs += render(self.manifests / "autoscalers" / "prometheus-adapter") + hpa_objects(sc, autoscaler)
         elif kind == "keda":
             objs += keda_objects(sc, autoscaler)
-        elif kind == "kubernetes":
+        elif isinstance(autoscaler, KubernetesConfig):  # kind: kubernetes, and the llm-d recipes (its subclass)
             objs += user_objects(autoscaler, objs, self.manifests)
         for o in objs:
             pod = o.get("spec", {}).get("template", {}).get("spec", {})

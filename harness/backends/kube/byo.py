@@ -37,7 +37,9 @@ def user_objects(cfg: Any, cluster_objs: list[Obj], manifests: Path) -> list[Obj
     Prometheus ConfigMap among ``cluster_objs``."""
     out: list[Obj] = []
     adapter: dict[str, list[Any]] = {}
-    for d in load_documents(cfg.objects, cfg.env, None):
+    docs = [d for env in (getattr(cfg, "instances", None) or [cfg.env])  # an llm-d recipe: one set per variant
+            for d in load_documents(cfg.objects, env, None)]
+    for d in docs:
         if d.category in ("hpa", "scaledobject"):
             md = d.data.setdefault("metadata", {})
             if md.setdefault("namespace", NAMESPACE) != NAMESPACE:
