@@ -50,8 +50,8 @@ def peak_prefill(model: Any, prompt_tokens: int, max_num_batched_tokens: int, ma
     if isinstance(model, ConstantModel):
         slots = max(1, max_num_seqs)
         ttft = model.ttft_s(n_tok, slots)
-        if ttft <= 0.0:
-            raise ValueError("a constant latency model with zero TTFT has no finite prefill throughput")
+        if ttft <= 0.0:  # llm-d-inference-sim with no TTFT: prefill takes no time, no backlog builds
+            return PeakPrefill(math.inf, "constant latency with TTFT 0: prefill is instant")
         return PeakPrefill(slots * n_tok / ttft, f"constant latency: {slots} slots x {n_tok} tokens / "
                            f"TTFT {ttft * 1000:g} ms")
     raise TypeError(f"no peak prefill throughput for latency model {type(model).__name__}")

@@ -94,7 +94,7 @@ def _peak_prefill(sc: Any, v: Any, derived: dict[str, str]) -> str:
     lat, _ = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"variant {v.name}.engine")
     prompt = _mean_prompt(sc, v.model)
     peak = peak_prefill(lat, prompt, v.engine.max_num_batched_tokens, v.engine.max_num_seqs)
-    value = f"{peak.tokens_per_s:.0f}"
+    value = "+Inf" if peak.tokens_per_s == float("inf") else f"{peak.tokens_per_s:.0f}"  # PromQL's infinity
     derived[f"PEAK_PREFILL_TPS[{v.name}]"] = (
         f"{value} tokens/s: computed from the engine model of {v.model} on {v.gpu} ({peak.how}; the workload's mean "
         f"prompt, {prompt} tokens), what llm-d's calibrate.sh measures on a real replica")
