@@ -2,8 +2,9 @@
 
 What runs (all on 127.0.0.1, all children of a ``Supervisor``):
 one ``serve-engine`` process per pod, one ``serve-router`` gateway, a real
-Prometheus scraping both through file-SD, and one Locust process sending the
-run's request stream open-loop. The autoscaler is the same policy object as
+Prometheus scraping both through file-SD (and the kube-state-metrics endpoint
+this process serves, kube_state.py), and Locust sending the run's request
+stream open-loop (one process, or a master and ``locust_workers`` workers). The autoscaler is the same policy object as
 on ``sim``; it reads metrics through the Prometheus ``MetricsReader`` with the
 upstream PromQL, and its decisions start and stop engine processes
 (pods.PodSet).
