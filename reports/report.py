@@ -95,7 +95,10 @@ def fmt(value: Any, spec: str = "{}") -> str:
 def environment() -> Environment:
     """One jinja2 environment per process (templates compile once)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(fmt=fmt, version=__version__, causes=FAILURE_CAUSES, chartjs_version=CHARTJS_VERSION)
+    # every page that extends base.html inlines the chart code (a page without figures overrides the
+    # ``scripts`` block), so no renderer can forget it and ship figures that never draw
+    env.globals.update(fmt=fmt, version=__version__, causes=FAILURE_CAUSES, chartjs_version=CHARTJS_VERSION,
+                       chart_scripts=page_scripts)
     env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
     return env
 
@@ -238,7 +241,7 @@ def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
 
 def render_run(run: Run, suite_link: str | None = None, inputs: str | None = None, color: str | None = None) -> str:
     return environment().get_template("run.html").render(**run_context(run, color), suite_link=suite_link,
-                                                         inputs_hash=inputs, scripts=page_scripts())
+                                                         inputs_hash=inputs)
 
 
 def _write_html(path: Path, html: str) -> None:
@@ -275,7 +278,7 @@ def render_suite(rs: Any, inputs: str | None = None, min_attainment: float | Non
     from .suite_page import suite_context
 
     return environment().get_template("suite.html").render(**suite_context(rs, min_attainment),
-                                                           inputs_hash=inputs, scripts=page_scripts())
+                                                           inputs_hash=inputs)
 
 
 def _render_pages(tasks: list[tuple[str, str, str]], jobs: int, progress: Progress,

@@ -5,7 +5,10 @@
    Static drawing: no animation, so a headless screenshot shows the final picture. */
 (function () {
   "use strict";
-  if (typeof Chart === "undefined") { return; }
+  if (typeof Chart === "undefined") {  // a page with figures but without the chart code: say so, loudly
+    if (document.querySelector("figure.chart")) { console.error("scalearena: Chart.js is not on this page"); }
+    return;
+  }
   if (window["chartjs-plugin-annotation"]) { Chart.register(window["chartjs-plugin-annotation"]); }
   // Whiskers of a 95 % interval on bars: a dataset's "errors" holds [centre, half width] per label
   // (the centre is the stack's total when the dataset tops a stack).

@@ -140,6 +140,19 @@ def test_suite_links_every_run_and_marks_best(suite):
     assert "abc123" in html  # git sha from suite.json
 
 
+def test_every_page_with_figures_inlines_the_chart_code():
+    # a page that places figures must extend base.html and keep its scripts block (a renderer that
+    # forgot the chart code shipped a tuning page whose scatter never drew)
+    templates = Path(__file__).parents[2] / "reports" / "templates"
+    with_figures = [t for t in templates.glob("*.html") if not t.name.startswith("_")
+                    and ("chart_figure(" in t.read_text() or '"_run_body.html"' in t.read_text())]
+    assert {t.name for t in with_figures} >= {"run.html", "suite.html", "tune.html"}
+    for t in with_figures:
+        text = t.read_text()
+        assert '{% extends "base.html" %}' in text and "{% block scripts %}" not in text, t.name
+    assert "{% block scripts %}{% endblock %}" in (templates / "compare.html").read_text()  # no figures there
+
+
 def test_hostile_names_are_escaped(tmp_path):
     d = _write_run(tmp_path, EVIL, EVIL, None, folder="evil", reason=EVIL)
     suite_html = write_suite_report(tmp_path, jobs=1).read_text()
