@@ -10,6 +10,8 @@ SUITE ?= $(if $(filter kind,$(CLUSTER)),workloads/suites/kind.yaml,workloads/sui
 JOBS ?=
 TIME_SCALE ?= 1
 LOCUST_WORKERS ?= 1
+FRONTIER ?=
+# FRONTIER=1: also run the oracle frontier (the bound of the report's regret; docs/metrics.md)
 SEEDS ?= 5
 
 .PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins
@@ -31,7 +33,7 @@ ifeq ($(CLUSTER),kind)
 	$(BIN)/scalearena suite $(SUITE) --cluster kind --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
 	  rc=$$?; $(BIN)/scalearena kind down; exit $$rc
 else
-	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
+	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) $(if $(FRONTIER),--frontier) \
 	  $(if $(filter local,$(CLUSTER)),--backend-option time_scale=$(TIME_SCALE) --backend-option locust_workers=$(LOCUST_WORKERS))
 endif
 
@@ -67,9 +69,11 @@ report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)
 
 # Store this bench's summaries as the regression baseline that CI compares against (baselines/CLUSTER).
+# The sim baseline carries the oracle frontier (frontier.json), which tests/unit/test_frontier_bound.py checks.
+baseline: FRONTIER = $(if $(filter sim,$(CLUSTER)),1)
 baseline: bench
 	rm -rf baselines/$(CLUSTER)
-	cd $(OUT) && find . \( -name summary.json -o -name suite.json \) -exec install -D -m 644 {} $(CURDIR)/baselines/$(CLUSTER)/{} \;
+	cd $(OUT) && find . \( -name summary.json -o -name suite.json -o -name frontier.json \) -exec install -D -m 644 {} $(CURDIR)/baselines/$(CLUSTER)/{} \;
 
 # Render the whole of OUT/report.html to OUT/report.png at 1366 px (installs Debian chromium if missing).
 render: $(STAMP)

@@ -56,7 +56,8 @@ class OracleConfig(AutoscalerConfig):
         json_schema_extra=tune(0.5, 0.95),
     )
     utilization: float = Field(
-        default=1.0, gt=0, le=1, description="Share of a replica's unsaturated capacity planned to be busy.",
+        default=1.0, gt=0, le=4, description="Share of a replica's unsaturated capacity planned to be busy (above 1: "
+        "fewer replicas than the load needs, the cheap end of the oracle frontier).",
         json_schema_extra=tune(0.5, 1.0),
     )
     order: Literal["cost_per_capacity", "cost"] = Field(

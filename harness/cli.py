@@ -33,8 +33,9 @@ from scalearena.contracts.errors import UserError
 
 from .backends.registry import CLUSTERS, parse_option_flags, resolve_options
 from .executor import EXECUTORS, Executor, make_executor
+from .frontier import FrontierSpec, for_suite, frontier_option
 from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
-from .runner import SuiteRecorder, check_prerequisites, default_jobs, run_plan, run_plans
+from .runner import SuiteRecorder, check_prerequisites, default_jobs, fresh_run_dir, prepare_out, run_plan
 from .scenario import load_scenario, read_yaml
 from .suite import RunPlan, load_suite, plans_for_scenario
 
@@ -200,8 +201,9 @@ def _executor(kind: str, cluster: str, jobs: int, address: str | None) -> Execut
 
 def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, source: str | None,
              report: bool = True, backend_options: dict[str, str] | None = None,
-             executor: Executor | None = None) -> int:
-    """Run plans with a progress bar, keep suite.json current, write the report. Returns the exit code.
+             executor: Executor | None = None, frontier: FrontierSpec | None = None) -> int:
+    """Run plans with a progress bar, keep suite.json current, run the oracle frontier (harness/frontier.py;
+    not when None), write the report. Returns the exit code.
 
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
     with one more signal deferred while it is.
@@ -212,13 +214,17 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
         check_series(p.autoscaler, cluster, (backend_options or {}).get("gateway"), source)
-    _prepare_out(out)
+    prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []
     interrupted: KeyboardInterrupt | None = None
+    if executor is None and jobs > 1:  # one warm pool for the suite's runs and the frontier's
+        executor = make_executor("local", jobs, cluster, backend_options=backend_options)
     with interruptible():
         try:
             _execute(plans, out, cluster, jobs, name, rec, results, backend_options, executor)
+            if frontier is not None:
+                for_suite(plans, out, cluster, frontier, results, executor, backend_options, err_console)
         except KeyboardInterrupt as e:
             interrupted = e
         finally:
@@ -267,9 +273,6 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
         if executor is not None:
             executor.run(plans, out, done)
             return
-        if jobs > 1:
-            run_plans(plans, out, cluster, jobs, done, backend_options)
-            return
         for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
             task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
 
@@ -278,29 +281,6 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 
             done(run_plan(p, out, cluster, advance, backend_options))
             progress.remove_task(task)
-
-
-def _prepare_out(out: Path) -> None:
-    """Create the results folder and prove it writable before any run starts."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".scalearena-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise UserError(f"cannot write results there: {e.strerror or e}", where=f"--out {out}",
-                        expected="a writable folder") from None
-
-
-def fresh_run_dir(scenario: str, now: float | None = None) -> Path:
-    """results/runs/<scenario>-<UTC timestamp>: a new folder per `run`, never mixed with earlier results."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    base = Path("results") / "runs" / f"{scenario}-{stamp}"
-    path, n = base, 1
-    while path.exists():  # two runs in the same second
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    return path
 
 
 def _write_report(out: Path) -> None:
@@ -361,15 +341,17 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
 @click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
 @_backend_option
 @_executor_options
+@frontier_option("the suite file's `frontier:`")
 def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None,
-          backend_options: tuple[str, ...], executor_kind: str, address: str | None) -> None:
+          backend_options: tuple[str, ...], executor_kind: str, address: str | None, with_frontier: bool | None) -> None:
     """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator (or on Ray)."""
     spec, plans = load_suite(suite_file, list(overrides))
     out_dir = Path(out) if out else Path("results") / spec.name
     options = parse_option_flags(backend_options)
     ex = _executor(executor_kind, cluster, jobs or default_jobs(cluster), address)
+    on = spec.frontier.enabled if with_frontier is None else with_frontier
     sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), spec.name, os.path.abspath(suite_file),
-                      backend_options=options, executor=ex))
+                      backend_options=options, executor=ex, frontier=spec.frontier if on else None))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.reports.results import RunWriter, atomic_write_json
 
 from .backends.registry import build_backend
+from .frontier_spec import FRONTIER_FILE
 from .scenario import Scenario
 from .suite import RunPlan
 
@@ -207,3 +208,28 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
 
     with LocalExecutor(jobs if len(plans) > 1 else 1, cluster, backend_options) as ex:
         return ex.run(plans, out, on_done)
+
+
+def prepare_out(out: Path) -> None:
+    """Create the results folder and prove it writable before any run starts; remove an earlier suite's
+    oracle frontier (OUT/frontier.json), which must not outlive the runs it bounded."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".scalearena-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        (out / FRONTIER_FILE).unlink(missing_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot write results there: {e.strerror or e}", where=f"--out {out}",
+                        expected="a writable folder") from None
+
+
+def fresh_run_dir(scenario: str, now: float | None = None) -> Path:
+    """results/runs/<scenario>-<UTC timestamp>: a new folder per `run`, never mixed with earlier results."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    base = Path("results") / "runs" / f"{scenario}-{stamp}"
+    path, n = base, 1
+    while path.exists():  # two runs in the same second
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path

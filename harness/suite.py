@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import StrictSpec
 
+from .frontier_spec import FrontierSpec
 from .scenario import Scenario, apply_overrides, format_validation_error, read_yaml, scenario_from_data
 
 
@@ -50,6 +51,9 @@ class SuiteSpec(StrictSpec):
     attainment_target: float | None = Field(
         default=None, ge=0, le=1, description="SLO-attainment target of the report's verdict for every scenario "
         "that sets none; null = 0.95.")
+    frontier: FrontierSpec = Field(
+        default_factory=FrontierSpec, description="The oracle frontier, the bound of the report's regret (true for "
+        "the defaults; harness/frontier.py, docs/metrics.md).")
     runs: list[SuiteRun] = Field(min_length=1, description="Scenarios in this suite.")
 
 

@@ -36,6 +36,7 @@ from . import run_plots, startup_plots
 from .catalog import BY_ID, cost_metric, cost_tooltip
 from .figures import TimeUnit, page_scripts, time_axis
 from .load import Run, load_results
+from .suite_decide import SUITE_INPUTS
 
 TEMPLATES = Path(__file__).parent / "templates"
 CHARTJS_VERSION = "4.6.1"  # reports/static/chart.umd.min.js
@@ -324,7 +325,7 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
         if force or stored_hash(r.dir / "report.html") != digest:
             tasks.append((str(r.dir), link, colors[r.autoscaler]))
     out = root / "report.html"
-    suite_digest = inputs_hash([root / "suite.json"], *digests, f"min_attainment={min_attainment}")
+    suite_digest = inputs_hash([root / f for f in SUITE_INPUTS], *digests, f"min_attainment={min_attainment}")
 
     def suite_page() -> None:
         from .suite_page import summary_json

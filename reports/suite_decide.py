@@ -1,19 +1,25 @@
 """The suite page's answer: per scenario and sweep point, which autoscaler to deploy.
 
 Groups a scenario's runs by sweep point and autoscaler (the seeds of one group averaged), turns each
-group into a ``verdict.Point`` and lets ``verdict.decide`` pick; this module only reads results and
-words the outcome. The target comes from ``--min-attainment`` (report CLI), else the scenario's
+group into a ``verdict.Point`` and lets ``verdict.decide`` pick; the oracle frontier's points
+(OUT/frontier.json, written by harness/frontier.py when the suite ran it) are averaged over seeds per
+setting the same way and become the bound. This module only reads results and words the outcome. The target comes from ``--min-attainment`` (report CLI), else the scenario's
 ``attainment_target`` recorded in suite.json (a suite's own setting is resolved into it), else 0.95.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .catalog import BY_ID, Metric
 from .load import ResultSet, Run, natural_key
 from .stats import Estimate, estimate
-from .verdict import BOUND_KINDS, DEFAULT_TARGET, Point, Verdict, decide, meets
+from .verdict import BOUND_KINDS, DEFAULT_TARGET, Point, Verdict, decide, meets, page_cost
+
+FRONTIER_FILE = "frontier.json"  # harness/frontier.py writes it when a suite runs the oracle frontier
+SUITE_INPUTS = ("suite.json", FRONTIER_FILE)  # the files the suite page reads besides the runs' summaries
 
 
 def target_for(rs: ResultSet, scenario: str, override: float | None = None) -> float:
@@ -59,6 +65,38 @@ def to_point(rs: ResultSet, runs: list[Run], cost: Metric) -> Point:
                  n=len(runs))
 
 
+def frontier_rows(root: Path) -> list[dict[str, Any]]:
+    """OUT/frontier.json's points ([] without one, or when it cannot be read: the report says so)."""
+    try:
+        doc = json.loads((Path(root) / FRONTIER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    rows = doc.get("points") if isinstance(doc, dict) else None
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("summary"), dict)] if isinstance(rows, list) else []
+
+
+def frontier_points(rows: list[dict[str, Any]], cost: Metric, scenario: str | None = None,
+                    point: str = "") -> list[Point]:
+    """The frontier's points of one scenario and sweep point (``scenario`` None: every row, a tuning study's),
+    one per setting, the mean over its seeds; complete only when every seed's run completed."""
+    by_setting: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if (scenario is None or r.get("scenario") == scenario) and (scenario is None or r.get("point", "") == point):
+            by_setting.setdefault(str(r.get("setting")), []).append(r["summary"])
+    out = []
+    for setting, summaries in by_setting.items():
+        def mean(m: Metric, ss: list[dict[str, Any]] = summaries) -> float | None:
+            e = estimate([m.value(x) for x in ss])
+            return None if e.n == 0 else e.mean
+
+        floor = setting == "floor"
+        out.append(Point(name="floor" if floor else f"oracle {setting}", cost=mean(cost), gpu_hours=mean(BY_ID["gpu_hours"]),
+                         attainment=mean(BY_ID["slo_attainment"]), goodput_rps=mean(BY_ID["goodput_rps"]), bound=True,
+                         complete=all(x.get("complete") is True for x in summaries), n=len(summaries), floor=floor,
+                         frontier=True))
+    return sorted(out, key=lambda p: (p.cost is None, p.cost or 0.0, p.name))
+
+
 @dataclass(frozen=True)
 class PointDecision:
     point: str  # sweep point label, "" without a sweep
@@ -72,16 +110,42 @@ def decisions(rs: ResultSet, runs: list[Run], cost: Metric, target: float) -> li
     by_point: dict[str, list[Point]] = {}
     for (point, _a), group in groups(runs).items():
         by_point.setdefault(point, []).append(to_point(rs, group, cost))
+    rows = frontier_rows(rs.root)
     out = []
     for point in sorted(by_point, key=natural_key):
         pts = sorted(by_point[point], key=lambda p: (p.cost is None, p.cost or 0.0, p.name))
-        out.append(PointDecision(point, decide(pts, target), pts, cost))
+        scenario = runs[0].scenario if runs else None
+        out.append(PointDecision(point, decide(pts, target, frontier_points(rows, cost, scenario, point)), pts, cost))
     return out
 
 
 def _money(p: Point, cost: Metric) -> str:
+    return _amount(p.cost, cost)
+
+
+def _amount(value: float | None, cost: Metric) -> str:
     unit = "GPU-h" if cost.id == "gpu_hours" else cost.unit
-    return f"{cost.format(p.cost)} {unit}"
+    return f"{cost.format(value)} {unit}"
+
+
+def bound_text(v: Verdict, cost: Metric, target: str) -> str:
+    """The bound in words: the oracle frontier's range and its cost at the target, or the one oracle run
+    (then regret is mostly n/a), and every bound violation."""
+    f = v.frontier
+    if not any(p.frontier for p in f.usable):
+        if v.bound is None:
+            return "no oracle run: regret unknown"
+        return (f"bound ({v.bound.name}, reads the future): {_money(v.bound, cost)} at {_pct(v.bound.attainment)}; "
+                "one hindsight point only, so regret is n/a below it: run the oracle frontier (suite --frontier)")
+    hull = f.hull()
+    at = f.at(v.target, page_cost)
+    reach = (f"needs {_amount(at, cost)}" + ("" if cost.id == "gpu_hours" else f" ({f.at(v.target):.3f} GPU-h)")
+             + f" at {target}") if at is not None else f"does not reach {target}"
+    runs = sum(p.frontier for p in f.usable)
+    text = (f"bound: the oracle frontier ({runs} hindsight runs, {_pct(hull[0][0])} to {_pct(hull[-1][0])} "
+            f"attainment) {reach}")
+    bad = [f"{n} ({v.regret[n].gpu_hours:+.3f} GPU-h)" for n in v.violations]
+    return text + (f"; bound violated by {', '.join(bad)}: there the frontier is no bound" if bad else "")
 
 
 def _pct(v: float | None) -> str:
@@ -102,8 +166,7 @@ def sentence(d: PointDecision, noun: str = "autoscaler") -> dict[str, Any]:
             f"; closest: {near.name} at {_pct(near.attainment)} ({_money(near, cost)})" if near else "")
     runner = (f"runner-up {v.runner_up.name}: {_money(v.runner_up, cost)} at {_pct(v.runner_up.attainment)}"
               if v.runner_up else "no runner-up meets the target" if v.pick else "")
-    bound = (f"bound ({v.bound.name}, reads the future): {_money(v.bound, cost)} at {_pct(v.bound.attainment)}"
-             if v.bound else "no oracle run: regret unknown")
+    bound = bound_text(v, cost, target)
     seeds = max((p.n for p in d.points), default=1)
     return {"point": d.point, "ok": v.pick is not None, "pick": v.pick.name if v.pick else None, "head": head,
             "runner": runner, "bound": bound, "seeds": seeds}
@@ -119,6 +182,7 @@ def table_rows(d: PointDecision) -> list[dict[str, Any]]:
         rows.append({"name": p.name, "cost": d.cost.format(p.cost), "attainment": _pct(p.attainment),
                      "goodput": BY_ID["goodput_rps"].format(p.goodput_rps), "bound": p.bound,
                      "meets": meets(p, v.target), "pick": v.pick is not None and p.name == v.pick.name,
-                     "regret": "bound" if p.bound else ("–" if r is None else f"{r:+.3f}"),
+                     "regret": "bound" if p.bound or r is None else r.text(),
+                     "regret_note": "" if r is None else r.note, "violation": r is not None and r.violation,
                      "front": p.name in front, "complete": p.complete})
     return rows

@@ -21,7 +21,7 @@ from scalearena.contracts.errors import UserError
 from . import verdict_plots
 from .catalog import BY_ID
 from .report import _write_html, environment, inputs_hash, stored_hash
-from .suite_decide import PointDecision, sentence, table_rows
+from .suite_decide import PointDecision, frontier_points, sentence, table_rows
 from .verdict import Point, Verdict, decide
 
 REFERENCE_COLORS = {"default": "#cf222e", "oracle": "#1a7f37"}
@@ -47,10 +47,10 @@ def study_points(trials: pd.DataFrame, references: dict[str, dict[str, Any]], co
     return out
 
 
-def study_verdict(points: list[Point], target: float) -> Verdict:
-    """The cheapest trial meeting the target, the oracle as the bound. The default configuration is drawn
-    as a reference, not a candidate (it ran as trial 0 too when it lies inside the space)."""
-    return decide([p for p in points if p.name != "default"], target)
+def study_verdict(points: list[Point], target: float, frontier: list[Point] | None = None) -> Verdict:
+    """The cheapest trial meeting the target, the oracle (and its frontier, when run) as the bound. The default
+    configuration is drawn as a reference, not a candidate (it ran as trial 0 too when it lies inside the space)."""
+    return decide([p for p in points if p.name != "default"], target, frontier or [])
 
 
 def _load(out: Path) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -75,6 +75,7 @@ def _front_rows(trials: pd.DataFrame, d: PointDecision, cost_id: str) -> list[di
                     "cost": row["cost"] if row else BY_ID[cost_id].format(_f(r.get(cost_id))),
                     "attainment": row["attainment"] if row else "–", "goodput": row["goodput"] if row else "–",
                     "regret": row["regret"] if row else "–", "meets": bool(r.get("meets_target")),
+                    "violation": bool(row and row["violation"]), "note": row["regret_note"] if row else "",
                     "pick": bool(row and row["pick"]), "default": bool(r.get("default"))})
     return out
 
@@ -88,8 +89,9 @@ def context(out: Path) -> dict[str, Any]:
     cost = BY_ID[meta.get("cost_metric") or "cost"]
     target = float(meta["target"])
     pts = study_points(trials, meta.get("references") or {}, cost.id)
-    d = PointDecision("", study_verdict(pts, target), sorted(pts, key=lambda p: (p.cost is None, p.cost or 0.0)),
-                      cost)
+    rows = (meta.get("frontier") or {}).get("points") or []
+    d = PointDecision("", study_verdict(pts, target, frontier_points(rows, cost)),
+                      sorted(pts, key=lambda p: (p.cost is None, p.cost or 0.0)), cost)
     label = "cost (GPU-hours)" if cost.id == "gpu_hours" else f"{cost.label.lower()} ({cost.unit})"
     default = next((p for p in pts if p.name == "default"), None)
     best_yaml = (out / "best.yaml").read_text(encoding="utf-8") if (out / "best.yaml").is_file() else None
@@ -104,10 +106,11 @@ def context(out: Path) -> dict[str, Any]:
 
 def _scatter(scenario: str, d: PointDecision, label: str) -> dict[str, Any]:
     fig = verdict_plots.cost_vs_attainment(scenario, [d], REFERENCE_COLORS, label)
+    bound = ("solid line: the bound, the oracle frontier's lower hull (diamonds: its runs)" if
+             any(p.frontier for p in d.verdict.frontier.usable) else "dotted at its cost")
     fig["caption"] = (f"One dot per complete trial ({label}, mean over its seeds); blue: on the Pareto front of cost "
-                      "and attainment; red: the scenario's configuration (default); star: the oracle (a bound), "
-                      "dotted at its cost; dashed: the front; circled: the verdict; shaded: attainments meeting "
-                      "the target.")
+                      f"and attainment; red: the scenario's configuration (default); star: the oracle (a bound); "
+                      f"{bound}; dashed: the front; circled: the verdict; shaded: attainments meeting the target.")
     return fig
 
 

@@ -54,3 +54,18 @@ def scenario_file(tmp_path: Path, scenario_dict: dict[str, Any]) -> Path:
 def write_yaml(path: Path, data: Any) -> Path:
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _frontier_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The oracle frontier's run cache (harness/frontier_cache.py) in a folder of the test session, never the
+    user's ~/.cache; subprocesses (the CLI tests) inherit it."""
+    import os
+
+    old = os.environ.get("SCALEARENA_CACHE_DIR")
+    os.environ["SCALEARENA_CACHE_DIR"] = str(tmp_path_factory.mktemp("scalearena-cache"))
+    yield
+    if old is None:
+        os.environ.pop("SCALEARENA_CACHE_DIR", None)
+    else:
+        os.environ["SCALEARENA_CACHE_DIR"] = old

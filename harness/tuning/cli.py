@@ -19,6 +19,7 @@ from rich.text import Text
 from scalearena.contracts.errors import UserError
 from scalearena.reports.verdict import Verdict
 
+from .. import frontier
 from ..executor import EXECUTORS, Executor, make_executor
 from ..scenario import load_scenario
 from .objectives import check_target, cost_axis, parse_objectives
@@ -37,8 +38,8 @@ def _positive(value: int, flag: str) -> int:
 
 
 def reference_runs(t: Tuning, executor: Executor) -> dict[str, Outcome]:
-    """The default configuration and the oracle over the study's seeds; kept from an earlier run of
-    the same study when their summaries are complete."""
+    """The default configuration and the oracle over the study's seeds, kept from an earlier run of the same
+    study when their summaries are complete; then the oracle frontier (``t.frontier``; its runs cached)."""
     from scalearena.reports.load import read_json
 
     refs = {"default": t.base, **({"oracle": t.oracle} if t.oracle is not None else {})}
@@ -54,6 +55,10 @@ def reference_runs(t: Tuning, executor: Executor) -> dict[str, Outcome]:
                 todo.append(p)
     for r in executor.run(todo, t.out, lambda r: None):
         results[r["dir"].split("/")[0]].append(r)
+    if t.frontier is not None:
+        oracle = t.oracle if t.oracle is not None else t.base
+        runs = frontier.frontier_runs(plans(t.scenario, oracle, "oracle", t.seeds), t.frontier)
+        t.frontier_rows = frontier.run(runs, executor.run, {r["dir"]: r for r in results.get("oracle", [])})
     return {k: outcome(v, t.objectives) for k, v in results.items()}
 
 
@@ -91,9 +96,11 @@ def best_text(v: Verdict, t: Tuning) -> str:
 @click.option("--address", default=None, help="Ray cluster address (ray://HOST:10001, HOST:6379, auto); "
               "default: a local Ray instance.")
 @click.option("--report/--no-report", default=True, show_default=True, help="Write OUT/report.html at the end.")
+@frontier.frontier_option("on (5 more runs per seed, cached)")
 def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[str, ...], min_attainment: float | None,
          params: tuple[str, ...], out: str | None, jobs: int | None, sampler: str, sampler_seed: int,
-         overrides: tuple[str, ...], executor_kind: str, address: str | None, report: bool) -> None:
+         overrides: tuple[str, ...], executor_kind: str, address: str | None, report: bool,
+         with_frontier: bool | None) -> None:
     """Tune one autoscaler's parameters on SCENARIO with Optuna: the cheapest configuration meeting the SLO."""
     from scalearena.controllers.registry import REGISTRY
 
@@ -112,7 +119,8 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
     out_dir = Path(out) if out else Path("results") / "tune" / f"{sc.name}-{base.label}"
     out_dir.mkdir(parents=True, exist_ok=True)
     t = Tuning(sc, base, oracle, space, objs, target, [sc.seed + i for i in range(_positive(seeds, "--seeds"))],
-               out_dir, _positive(trials, "--trials"), sampler, sampler_seed)
+               out_dir, _positive(trials, "--trials"), sampler, sampler_seed,
+               frontier.FrontierSpec(enabled=True) if with_frontier is not False else None)
     if executor_kind == "local" and address is not None:
         raise UserError("--address is for --executor ray", expected="--executor ray --address ADDR")
     executor = make_executor(executor_kind, jobs or default_jobs("sim"), "sim", address)
@@ -138,7 +146,7 @@ def _run(t: Tuning, study: Any, executor: Executor, report: bool) -> None:
 
     with Progress(*columns, console=err, transient=False) as bar:
         task = bar.add_task(f"tune {t.base.label} on {t.scenario.name}", total=t.trials, best="")
-        bar.update(task, best="default and oracle runs ...")
+        bar.update(task, best="default, oracle" + (" and oracle frontier" if t.frontier else "") + " runs ...")
         refs.update(reference_runs(t, executor))
         optimize(study, t, executor, max(1, executor.jobs), after_batch,
                  lambda n, total, best: bar.update(task, completed=n, best=best))

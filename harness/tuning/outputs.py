@@ -7,8 +7,8 @@
   (Optuna's ``best_trials``: among the trials that meet the target when it is a constraint);
 - ``best.yaml``: the cheapest trial meeting the target (reports/verdict.py decides, as on the suite
   page), as an entry to paste under a scenario's ``autoscalers:``;
-- ``tune.json``: the setup, the default configuration's and the oracle's metrics, the pick, and how
-  to resume and inspect the study.
+- ``tune.json``: the setup, the default configuration's and the oracle's metrics, the oracle frontier's
+  points (``frontier``, as OUT/frontier.json of a suite), the pick, and how to resume and inspect the study.
 """
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
+from scalearena.reports.suite_decide import frontier_points
 from scalearena.reports.tune import study_points, study_verdict
 from scalearena.reports.verdict import Verdict
 
+from ..frontier import document
 from .objectives import ATTAINMENT, cost_axis
 from .space import apply
 from .study import Tuning, finished, storage_url
@@ -64,7 +66,8 @@ def trials_frame(study: optuna.Study, t: Tuning) -> pd.DataFrame:
 def verdict(frame: pd.DataFrame, t: Tuning, refs: dict[str, Outcome]) -> Verdict:
     """The verdict the report shows (reports/tune.py decides, from the same table)."""
     references = {k: {"ok": r.ok, "metrics": r.metrics, "seeds": r.seeds} for k, r in refs.items()}
-    return study_verdict(study_points(frame, references, cost_axis(t.objectives).id), t.target)
+    cost = cost_axis(t.objectives)
+    return study_verdict(study_points(frame, references, cost.id), t.target, frontier_points(t.frontier_rows, cost))
 
 
 def tuned_config(t: Tuning, values: dict[str, Any]) -> AutoscalerConfig:
@@ -131,6 +134,7 @@ def _meta(t: Tuning, frame: pd.DataFrame, v: Verdict, refs: dict[str, Outcome], 
                    "description": p.description} for p in t.space.params],
         "references": {k: {"ok": r.ok, "metrics": r.metrics, "error": r.error, "seeds": r.seeds}
                        for k, r in refs.items()},
+        "frontier": document(t.frontier, t.frontier_rows) if t.frontier is not None else None,
         "pick": v.pick.name if v.pick else None, "best_trial": best.number if best else None,
         "best_values": best.user_attrs.get("values") if best else None,
         "storage": storage_url(t.out), "dashboard": f"optuna-dashboard {storage_url(t.out)}",

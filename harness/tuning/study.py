@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from scalearena.contracts.tunable import Tunable
 from scalearena.controllers.base import AutoscalerConfig
 
 from ..executor import Executor
+from ..frontier_spec import FrontierSpec
 from ..scenario import Scenario
 from .objectives import ATTAINMENT, Objective
 from .space import Space, apply
@@ -55,6 +56,8 @@ class Tuning:
     trials: int
     sampler: str = "tpe"
     sampler_seed: int = 0
+    frontier: FrontierSpec | None = None  # the oracle frontier to run as the bound (None: only the oracle)
+    frontier_rows: list[dict[str, Any]] = field(default_factory=list)  # its points once run (harness/frontier.py)
 
     @property
     def constrained(self) -> bool:

@@ -108,7 +108,10 @@
       callbacks: {
         label: function (ctx) {
           const ds = ctx.dataset, p = ctx.raw || {};
-          if (ds.tip === "xy") { return ds.label + ": " + num.format(p.x) + ", " + num.format(p.y); }
+          if (ds.tip === "xy") {
+            const name = ds.names ? ds.names[ctx.dataIndex] : ds.label;  // per-point names (the frontier's runs)
+            return name + ": " + num.format(p.x) + ", " + num.format(p.y);
+          }
           if (ds.tip === "span") { return ds.label + ": " + num.format(p.x[0]) + "-" + num.format(p.x[1]) + " (" + num.format(p.s) + " s)"; }
           const y = ctx.parsed.y - (ds.dodge || 0);
           return ds.label + ": " + num.format(y);

@@ -12,6 +12,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.harness.tuning.objectives import check_target, cost_axis, parse_objectives
 from scalearena.harness.tuning.outputs import front_numbers
 from scalearena.reports.tune import study_points, study_verdict
+from scalearena.reports.verdict import Point
 from tests.unit.test_cli import scalearena
 
 PHYSICAL = str(Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "physical-validation.yaml")
@@ -50,13 +51,21 @@ def test_verdict_over_study_points_picks_the_cheapest_meeting_the_target() -> No
         {"label": "trial-0003", "state": "failed", "cost": None, "gpu_hours": None, "slo_attainment": None}])
     refs = {"default": {"ok": True, "metrics": {"cost": 0.9, "gpu_hours": 0.36, "slo_attainment": 0.99}},
             "oracle": {"ok": True, "metrics": {"cost": 1.5, "gpu_hours": 0.6, "slo_attainment": 0.98}}}
-    v = study_verdict(study_points(trials, refs, "cost"), 0.95)
+    # the oracle frontier of the study: the floor (0.2 GPU-h at 0.30) and the oracle at u=1.25 (0.5 at 0.90)
+    floor = Point("floor", 0.5, 0.2, 0.30, bound=True, floor=True, frontier=True)
+    u125 = Point("oracle u=1.25", 1.25, 0.5, 0.90, bound=True, frontier=True)
+    v = study_verdict(study_points(trials, refs, "cost"), 0.95, [floor, u125])
     # meeting 95 %: trial-0000 (3.0), trial-0001 (2.0); the default (0.9) is a reference, not a candidate
     assert v.pick is not None and v.pick.name == "trial-0001"
     assert v.runner_up is not None and v.runner_up.name == "trial-0000"
     assert v.bound is not None and v.bound.name == "oracle"
-    # regret of trial-0001: 0.8 GPU-h - the oracle's 0.6 at attainment 0.98 >= 0.96 = 0.2
-    assert v.regret["trial-0001"] == pytest.approx(0.2)
+    # hull (attainment, GPU-h): (0.30, 0.2) -> (0.90, 0.5) -> (0.98, 0.6), the oracle's own run on top.
+    # trial-0001 at 0.96: 0.5 + (0.6 - 0.5) x (0.96 - 0.90) / (0.98 - 0.90) = 0.575 -> regret 0.8 - 0.575 = 0.225
+    assert v.regret["trial-0001"].gpu_hours == pytest.approx(0.225)
+    # trial-0002 at 0.50: 0.2 + 0.3 x (0.50 - 0.30) / 0.60 = 0.3 -> 0.4 - 0.3 = 0.1
+    assert v.regret["trial-0002"].gpu_hours == pytest.approx(0.1)
+    # trial-0000 at 0.97 <= 0.98: 0.5 + 0.1 x 0.07 / 0.08 = 0.5875 -> 1.2 - 0.5875 = 0.6125
+    assert v.regret["trial-0000"].gpu_hours == pytest.approx(0.6125)
 
 
 def test_objectives_default_and_bad_names() -> None:

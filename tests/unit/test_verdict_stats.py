@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from scalearena.reports.stats import difference, estimate, t_quantile, welch
-from scalearena.reports.verdict import Point, decide, meets, pareto_front, regret
+from scalearena.reports.verdict import Frontier, Point, decide, meets, pareto_front, regret
 
 # A 3-autoscaler toy suite with the oracle as bound; cost in GPU-hours.
 ORACLE = Point("oracle", 2.0, 2.0, 0.97, bound=True)
@@ -26,16 +26,15 @@ def test_verdict_picks_the_cheapest_deployable_point_meeting_the_target() -> Non
     assert [p.name for p in v.meeting] == ["a", "c"]
 
 
-def test_regret_is_extra_gpu_hours_over_the_oracle_at_equal_or_better_attainment() -> None:
+def test_with_one_oracle_run_only_regret_is_na_outside_its_attainment() -> None:
     v = decide(TOY, 0.95)
-    # a: 3.0 - 2.0 = 1.0 (oracle 0.97 >= 0.96); b: 2.5 - 2.0 = 0.5 (0.97 >= 0.90);
-    # c: the oracle's 0.97 < 0.99, so no bound reaches c's attainment -> None
-    assert v.regret == {"a": pytest.approx(1.0), "b": pytest.approx(0.5), "c": None}
-    assert "oracle" not in v.regret
-    # cheaper than the oracle at a lower attainment: negative (the oracle bounds only its own attainment)
-    assert regret(Point("static", 1.0, 1.0, 0.09), [ORACLE]) == pytest.approx(-1.0)
-    # two bound points: the cheapest one that reaches the attainment
-    assert regret(A, [ORACLE, Point("o2", 1.5, 1.5, 0.96, bound=True)]) == pytest.approx(1.5)
+    # one hindsight point (0.97, 2.0 GPU-h) and no floor: below 0.97 nothing says how cheap a system could be,
+    # above it nothing was reached -> n/a with the reason, never a negative number
+    assert {n: r.status for n, r in v.regret.items()} == {"a": "below", "b": "below", "c": "beyond"}
+    assert "oracle" not in v.regret and all(r.gpu_hours is None for r in v.regret.values())
+    assert v.regret["c"].text() == "n/a: attainment above the bound's best (97.0%)"
+    # exactly at the oracle's attainment the bound is the oracle: 3.0 - 2.0 = 1.0
+    assert regret(Point("x", 3.0, 3.0, 0.97), Frontier((ORACLE,))).gpu_hours == pytest.approx(1.0)
 
 
 def test_a_lower_target_changes_the_pick_and_none_may_meet_it() -> None:

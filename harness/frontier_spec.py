@@ -1,0 +1,30 @@
+"""``frontier:`` of a suite file: which oracle-frontier runs back the report's regret (harness/frontier.py)."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from scalearena.contracts.limits import StrictSpec
+
+FRONTIER_FILE = "frontier.json"  # OUT/frontier.json: the suite's frontier points
+MAX_UTILIZATION = 4.0  # controllers/oracle.py OracleConfig.utilization's upper limit
+
+
+class FrontierSpec(StrictSpec):
+    """``frontier:`` in a suite file (``true`` for the defaults)."""
+
+    enabled: bool = Field(default=False, description="Run the oracle frontier for every scenario, sweep point "
+                          "and seed of the suite (simulator only; --frontier/--no-frontier override).")
+    utilization: list[Annotated[float, Field(gt=0, le=MAX_UTILIZATION)]] = Field(
+        default_factory=lambda: [1.25, 1.0, 0.9, 0.75, 0.5], min_length=1,
+        description="Oracle utilization settings to run (share of a replica's unsaturated capacity planned "
+                    "busy, 0 < u <= 4; below 1: headroom, above 1: fewer replicas than the load needs).")
+    floor: bool = Field(default=True, description="Also run the floor: every variant at its min_replicas "
+                        "(the cheapest run there is; anchors the bound at low attainment).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"enabled": data} if isinstance(data, bool) else data
+
