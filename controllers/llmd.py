@@ -148,10 +148,12 @@ def _config_class(r: Recipe) -> type[RecipeConfig]:
                                            "tune` searches for the tunables.")),
     }
     name = "".join(p.capitalize() for p in r.name.replace("-", "_").split("_")) + "Config"
-    return create_model(name, __base__=RecipeConfig, __doc__=f"{r.summary} ({r.source}).", **fields)
+    return create_model(name, __base__=RecipeConfig, __module__=__name__, __doc__=f"{r.summary} ({r.source}).",
+                        **fields)
 
 
 CONFIGS: dict[str, type[RecipeConfig]] = {name: _config_class(r) for name, r in RECIPES.items()}
+globals().update({cls.__name__: cls for cls in CONFIGS.values()})  # module attributes: picklable for workers
 
 
 class RecipePolicy(Kubernetes):

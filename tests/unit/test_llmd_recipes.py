@@ -319,3 +319,25 @@ def test_validate_refuses_a_recipe_the_cluster_cannot_feed_with_exit_2(tmp_path)
     assert line.startswith(f"error: {tmp_path / 's.yaml'}: autoscalers[llmd-slo]: --cluster kind exposes no "
                            "kube_deployment_status_replicas, kube_deployment_status_replicas_ready, which the "
                            "recipe's queries read"), line
+
+
+def test_the_modern_suite_runs_every_recipe_and_its_comparison_set():
+    from pathlib import Path
+
+    from scalearena.harness.suite import load_suite
+
+    root = Path(__file__).resolve().parents[2]
+    _, plans = load_suite(root / "workloads" / "suites" / "modern.yaml")
+    by_scenario: dict[str, set[str]] = {}
+    for p in plans:
+        by_scenario.setdefault(p.scenario.name, set()).add(p.label)
+    others = {"planner-constant", "planner-kalman", "apa", "hpa", "keda", "kpa", "wva", "oracle", "static"}
+    aggregated = {"llmd-queue", "llmd-saturation", "llmd-queue-guard", "llmd-token", "llmd-slo"} | others
+    assert by_scenario == {"exp1-staircase": aggregated, "diurnal-hour": aggregated, "flash-crowd": aggregated,
+                           "azure-code-trace": aggregated, "pd-prefill-heavy": aggregated | {"llmd-token-pd"},
+                           "pd-decode-heavy": aggregated | {"llmd-token-pd"}}
+    assert len(plans) == 4 * 14 + 2 * 15
+    day = next(p.scenario for p in plans if p.scenario.name == "diurnal-hour")
+    assert (day.duration_s, day.router.admission.kind) == (3600, "flow_control")
+    planners = {p.autoscaler.predictor.kind for p in plans if p.label.startswith("planner")}
+    assert planners == {"constant", "kalman"}
