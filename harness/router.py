@@ -63,7 +63,7 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from scalearena.workloads.base import RequestSpec, prefix_units
 
@@ -108,13 +108,17 @@ class Booking:
 NO_BOOKING = Booking()
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
+    """The router's answer for one request (a named tuple: one is made per request routed)."""
+
     kind: Literal["pod", "reject", "queue", "hold"]
     pod: RoutedPod | None = None  # the pod that decodes (and streams) the request
     scores: dict[str, float] | None = None
     prefill: RoutedPod | None = None  # P/D: the pod that prefills it first (None: served by ``pod`` alone)
     booked: Booking = NO_BOOKING  # in-flight tokens to release at the first token
+
+
+QUEUE, REJECT, HOLD = Route("queue"), Route("reject"), Route("hold")  # immutable: one of each serves every request
 
 
 class Router:
@@ -164,14 +168,14 @@ class Router:
         """Pick a pod for ``req``; ``units`` overrides ``prefix_units(req)`` (serve-router's text blocks)."""
         pods = self._pods.get(req.model)
         if not pods:
-            return Route("queue")
+            return QUEUE
         refreshed = self._refresh(now, req.model, pods)
         prefill = self._prefill.get(req.model)
         pf = self._refresh(now, f"{req.model}\x00prefill", prefill) if prefill else None
         if self.adm.kind == "saturation" and refreshed[3] and (pf is None or pf[3]):
-            return Route("reject")
+            return REJECT
         if self.adm.kind == "flow_control" and self.saturated(req.model):
-            return Route("hold")
+            return HOLD
         if units is None:
             units = prefix_units(req)
         keys, sizes = chain_keys(units, 1) if units else ((), ())  # sizes: tokens per unit
@@ -232,11 +236,22 @@ class Router:
         slot = int(now / self.spec.refresh_s)
         if self._slot.get(model) == slot:
             return self._base[model]
-        snaps = [p.engine.load(now) for p in pods]
-        for p, s in zip(pods, snaps, strict=True):
-            p.snapshot, p.sent = s, 0
-        qs = [s[0] for s in snaps]
-        qmin, qmax = min(qs), max(qs)
+        kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
+        snaps = []
+        qmin = qmax = None
+        all_sat = True
+        for p in pods:  # one pass: snapshot, queue range, saturation
+            s = p.snapshot = p.engine.load(now)
+            p.sent = 0
+            snaps.append(s)
+            q = s[0]
+            if qmin is None or q < qmin:
+                qmin = q
+            if qmax is None or q > qmax:
+                qmax = q
+            if all_sat and s[2] < kv_t and q < q_t:
+                all_sat = False
+        assert qmin is not None and qmax is not None  # route() refreshes only a pool with pods
         span = qmax - qmin
         wq, wkv = self.w.queue, self.w.kv_cache
         base = [
@@ -244,8 +259,6 @@ class Router:
         ]
         top = max(base)
         ties = [i for i, b in enumerate(base) if b >= top - 1e-12]
-        kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
-        all_sat = all(s[2] >= kv_t or s[0] >= q_t for s in snaps)
         out = (base, top, ties, all_sat)
         self._slot[model], self._base[model] = slot, out
         return out

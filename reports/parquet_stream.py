@@ -32,24 +32,24 @@ import pyarrow.parquet as pq
 ROW_GROUP_ROWS = 32_768  # rows per row group: ~1 MB of parquet, ~15 MB of buffered records at most
 
 
-def records_table(records: Sequence[Any], schema: pa.Schema) -> pa.Table:
-    """Rows (objects with one attribute per column, e.g. slotted dataclasses) as an Arrow table."""
-    return pa.Table.from_arrays(
-        [pa.array([getattr(r, f.name) for r in records], type=f.type) for f in schema], schema=schema)
+def rows_table(rows: Sequence[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+    """Rows (tuples in the schema's column order) as an Arrow table, one column at a time."""
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+    if len(cols) != len(schema):
+        raise ValueError(f"rows of {len(cols)} values for the {len(schema)} columns {schema.names}")
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
 
 class ParquetStream:
     """One table of a run (requests.parquet or timeseries.parquet), streamed as rows come."""
 
-    def __init__(self, path: Path, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS,
-                 to_table: Callable[[Sequence[Any], pa.Schema], pa.Table] = records_table) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS) -> None:
         self.path = Path(path)
         self.schema = schema
         self.row_group_rows = row_group_rows
-        self.to_table = to_table
         self.rows = 0  # rows added so far
         self.published_rows = -1  # rows in ``path`` as last published (-1: never published)
-        self._buf: list[Any] = []
+        self._buf: list[tuple[Any, ...]] = []
         self._spool: Path | None = None
         self._writer: pq.ParquetWriter | None = None
         self._on_flush: list[Callable[[pa.Table], None]] = []
@@ -58,22 +58,19 @@ class ParquetStream:
         """Call ``fn`` with every row group as it is written (for running tallies of the rows)."""
         self._on_flush.append(fn)
 
-    def add(self, row: Any) -> None:
+    def add(self, row: tuple[Any, ...]) -> None:
+        """One row: its values in the schema's column order."""
         buf = self._buf
         buf.append(row)
         self.rows += 1
         if len(buf) >= self.row_group_rows:
             self.flush()
 
-    def extend(self, rows: Sequence[Any]) -> None:
-        for r in rows:
-            self.add(r)
-
     def flush(self) -> None:
         """Write the buffered rows as one row group of the spool file."""
         if not self._buf:
             return
-        table = self.to_table(self._buf, self.schema)
+        table = rows_table(self._buf, self.schema)
         self._buf = []
         if self._writer is None:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.spool-", dir=self.path.parent)

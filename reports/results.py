@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,8 @@ def arrow_schema(record: type) -> pa.Schema:
 
 REQUEST_SCHEMA = arrow_schema(RequestRecord)
 TIMESERIES_SCHEMA = arrow_schema(TimeseriesRecord)
+_REQUEST_ROW = attrgetter(*REQUEST_COLUMNS)  # a record's values in column order, as one tuple
+_TIMESERIES_ROW = attrgetter(*TIMESERIES_COLUMNS)
 # A checkpoint re-reads the run's files; the next one waits at least this many times as long as it took.
 CHECKPOINT_COST_FACTOR = 20.0
 
@@ -139,16 +142,22 @@ class RunWriter:
 
     # -- collection -------------------------------------------------------------------------------
     def add_request(self, rec: RequestRecord) -> None:
-        self._requests.add(rec)
+        self._requests.add(_REQUEST_ROW(rec))
+        self._dirty = True
+
+    def add_request_row(self, row: tuple[Any, ...]) -> None:
+        """A request record as a tuple of its values in ``REQUEST_COLUMNS`` order (the simulator's
+        hot path: no ``RequestRecord`` object; a row of the wrong length fails when it is written)."""
+        self._requests.add(row)
         self._dirty = True
 
     def add_requests(self, recs: Iterable[RequestRecord]) -> None:
         for rec in recs:
-            self._requests.add(rec)
+            self._requests.add(_REQUEST_ROW(rec))
         self._dirty = True
 
     def add_timeseries(self, rec: TimeseriesRecord) -> None:
-        self._timeseries.add(rec)
+        self._timeseries.add(_TIMESERIES_ROW(rec))
         self._dirty = True
 
     def add_decision(self, t_s: float, autoscaler: str, decision: Decision, loop: str = "main") -> None:

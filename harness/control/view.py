@@ -137,26 +137,28 @@ class OraclePlanStream:
             self._by_model.setdefault(v.model, []).append(v)
         self._replicas: dict[str, list[int]] = {v.name: [] for v in views}
         self._floor = {v.name: v.min_replicas for v in views}
-        self._open: dict[str, tuple[int, list[float], list[int], list[int]]] = {}  # model -> its current window
+        # model -> its open window: (index, start, end, arrivals, input tokens, output tokens)
+        self._open: dict[str, tuple[int, float, float, list[float], list[int], list[int]]] = {}
         self._last: float | None = None
 
     def add(self, model: str, arrival_s: float, input_tokens: int, output_tokens: int) -> None:
-        if model not in self._by_model:
-            return
-        w = self._w
-        b = math.floor(arrival_s / w)
-        while b > 0 and arrival_s < b * w:  # the window bisect would put it in: [b * w, (b + 1) * w)
-            b -= 1
-        while arrival_s >= (b + 1) * w:
-            b += 1
         cur = self._open.get(model)
-        if cur is None or cur[0] != b:
+        if cur is None or not cur[1] <= arrival_s < cur[2]:  # the first of its window (or of an unknown model)
+            if model not in self._by_model:
+                return
+            w = self._w
+            b = math.floor(arrival_s / w)
+            while b > 0 and arrival_s < b * w:  # the window bisect would put it in: [b * w, (b + 1) * w)
+                b -= 1
+            while arrival_s >= (b + 1) * w:
+                b += 1
             self._close(model, b)
-            cur = self._open[model] = (b, [], [], [])
-        cur[1].append(arrival_s)
-        cur[2].append(input_tokens)
-        cur[3].append(output_tokens)
-        self._last = arrival_s if self._last is None else max(self._last, arrival_s)
+            cur = self._open[model] = (b, b * w, (b + 1) * w, [], [], [])
+        cur[3].append(arrival_s)
+        cur[4].append(input_tokens)
+        cur[5].append(output_tokens)
+        if self._last is None or arrival_s > self._last:
+            self._last = arrival_s
 
     def _close(self, model: str, until: int) -> None:
         """Plan the model's open window and every empty one before window ``until``."""
@@ -165,7 +167,7 @@ class OraclePlanStream:
         done = len(self._replicas[vs[0].name])
         for b in range(done, until):
             if cur is not None and b == cur[0]:
-                fc = ArrivalForecast(model, tuple(cur[1]), tuple(cur[2]), tuple(cur[3]))
+                fc = ArrivalForecast(model, tuple(cur[3]), tuple(cur[4]), tuple(cur[5]))
             else:
                 fc = ArrivalForecast(model, (), (), ())
             for name, n in self._oracle.window_replicas(model, fc, vs, b).items():

@@ -151,6 +151,8 @@ class Engine(KVTransferMixin):
         self.shared = model.shared_steps
         self.t = 0.0
         self.V = 0.0
+        self._dec_ver = 0  # bumps whenever the set of decoders changes (_decoder_blocks' cache key)
+        self._db_v, self._db_ver, self._db = -1.0, -1, 0
         self.rate = 0.0  # tokens / s of each decoder
         self.seqs: dict[int, _Seq] = {}
         self.waiting: deque[_Seq] = deque()
@@ -280,18 +282,29 @@ class Engine(KVTransferMixin):
         if self.cache is not None:
             used += self.cache.referenced_blocks - self._dec_shared
         if n:
-            v = self.V + self.rate * max(0.0, now - self.t)
+            dt = now - self.t
+            v = self.V + self.rate * (dt if dt > 0.0 else 0.0)  # max(0.0, dt), without the call
             used += (self._s_prompt + n * v - self._s_v0) / self.bs + 0.5 * n
-        return (len(self.waiting) + self._loading, len(self.running) - self._loading,
-                min(1.0, used / self.num_blocks))
+        kv = used / self.num_blocks
+        return len(self.waiting) + self._loading, len(self.running) - self._loading, kv if kv < 1.0 else 1.0
 
     def used_blocks(self) -> int:
-        bs, V = self.bs, self.V
         used = self._prefill_blocks + self._kept_blocks
         if self.cache is not None:  # shared prompt blocks once; decoders own the rest of theirs
             used += self.cache.referenced_blocks - self._dec_shared
+        return used + self._decoder_blocks()
+
+    def _decoder_blocks(self) -> int:
+        """Blocks the decoders hold: a function of the token clock V and of who decodes, so it is kept
+        until one of them changes (an event asks for it up to three times: preemption check,
+        admission, exhaustion time)."""
+        V = self.V
+        if V == self._db_v and self._db_ver == self._dec_ver:
+            return self._db
+        bs, used = self.bs, 0
         for s in self.decoders.values():
             used += (int(s.prompt + V - s.v0 + _EPS) + bs - 1) // bs
+        self._db_v, self._db_ver, self._db = V, self._dec_ver, used
         return used
 
     # ---- internals --------------------------------------------------------------------------------
@@ -489,6 +502,7 @@ class Engine(KVTransferMixin):
             return
         s.v0 = self.V - s.gen
         self.decoders[s.rid] = s
+        self._dec_ver += 1
         self._dec_shared += s.shared
         self._s_prompt += s.prompt
         self._s_v0 += s.v0
@@ -525,6 +539,7 @@ class Engine(KVTransferMixin):
         s.epoch += 1
         if s.state == DECODE:
             del self.decoders[s.rid]
+            self._dec_ver += 1
             self._s_prompt -= s.prompt
             self._s_v0 -= s.v0
         elif s.state == PREFILL:

@@ -8,6 +8,7 @@ instead of per token.
 """
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 
 from scalearena.contracts.series import VLLM_E2E_BUCKETS, VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
@@ -21,18 +22,25 @@ E2E_BUCKETS = VLLM_E2E_BUCKETS
 class Histogram:
     """Per-bucket (non-cumulative) counts; ``cumulative()`` gives Prometheus ``le`` buckets."""
 
-    __slots__ = ("bounds", "counts", "sum", "count")
+    __slots__ = ("bounds", "counts", "sum", "count", "_last")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
         self.counts = [0.0] * (len(bounds) + 1)  # last = +Inf
         self.sum = 0.0
         self.count = 0.0
+        self._last = (math.nan, 0)  # (value, bucket) of the previous observation: ITL repeats at every event
 
     def observe(self, value: float, n: float = 1.0) -> None:
         if n <= 0.0:
             return
-        self.counts[bisect_left(self.bounds, value)] += n
+        last = self._last
+        if value == last[0]:
+            i = last[1]
+        else:
+            i = bisect_left(self.bounds, value)
+            self._last = (value, i)
+        self.counts[i] += n
         self.sum += value * n
         self.count += n
 

@@ -75,6 +75,8 @@ class ConstantModel:
         self.per_token = spec.prefill_time_per_token_ms / 1000.0
         self.f = spec.time_factor_under_load
         self.max_num_seqs = max_num_seqs
+        self._itl_by_n: dict[int, float] = {}
+        self._ttft_by_n: dict[int, float] = {}
 
     def load_factor(self, n_running: int) -> float:
         if self.max_num_seqs <= 1:
@@ -82,13 +84,18 @@ class ConstantModel:
         return 1.0 + (self.f - 1.0) * (n_running - 1) / (self.max_num_seqs - 1)
 
     def ttft_s(self, prompt_tokens: int, n_running: int) -> float:
-        k = self.load_factor(n_running)
         if self.ttft > 0.0:
-            return self.ttft * k
-        return (self.overhead + prompt_tokens * self.per_token) * k
+            v = self._ttft_by_n.get(n_running)
+            if v is None:
+                v = self._ttft_by_n[n_running] = self.ttft * self.load_factor(n_running)
+            return v
+        return (self.overhead + prompt_tokens * self.per_token) * self.load_factor(n_running)
 
     def itl_s(self, n_running: int, n_decoding: int, ctx_tokens: float) -> float:
-        return self.itl * self.load_factor(n_running)
+        v = self._itl_by_n.get(n_running)
+        if v is None:  # the same product every time: kept per running count (called at every engine event)
+            v = self._itl_by_n[n_running] = self.itl * self.load_factor(n_running)
+        return v
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,8 @@ class RooflineModel:
         self._w_flops = 2.0 * shape.matmul_params - self._lm  # every other matmul, per token
         self._attn = float(shape.attn_flops_per_token_ctx)
         self._kv_tok = float(shape.kv_bytes_per_token)
+        # a dense model reads all its weights every step: ModelShape.weights_read_bytes, computed once
+        self._w_read: float | None = None if shape.experts else shape.weights_read_bytes(1)
         self._kv_units = params.kv_parallel_units
         self._kv_heads_gpu = max(1.0, shape.kv_heads / tp)
         self._tok = params.token_layer_s * shape.layers
@@ -155,7 +164,8 @@ class RooflineModel:
             prefill_finishing = 1 if prefill_tokens else 0
         shape, n = self.shape, self._n
         gemm_c = (self._w_flops * tokens + self._lm * (n_decoding + prefill_finishing)) / self._flops_s
-        gemm_m = (shape.weights_read_bytes(tokens) + self._kv_tok * prefill_tokens) / self._bytes_s
+        w_read = self._w_read if self._w_read is not None else shape.weights_read_bytes(tokens)
+        gemm_m = (w_read + self._kv_tok * prefill_tokens) / self._bytes_s
         t = self._fixed + smooth_max(gemm_c, gemm_m, n) + self._tok * tokens + self._ar_tok * tokens
         if ctx_tokens > 0.0:
             kv_m = self._kv_tok * ctx_tokens / (self._bytes_s * self.kv_read_efficiency(n_decoding))

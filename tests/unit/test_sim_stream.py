@@ -103,3 +103,28 @@ def test_the_streamed_plan_by_hand() -> None:
     assert stream.plan() == {"window_s": 30.0, "replicas": {"a100": [1, 1, 2], "h100": [0, 0, 1]},
                              "floor": {"a100": 1, "h100": 0}}
     assert OraclePlanStream(VARIANTS).plan() is None  # no arrival: no plan, as oracle_plan without one
+
+
+def test_the_simulators_rows_are_request_records_in_field_order(tmp_path: Path) -> None:
+    # record() hands the writer a tuple per request, in RequestRecord's field order; a value in the wrong
+    # column would break one of these relations (worked from the field definitions in contracts/records.py)
+    data = yaml.safe_load((ROOT / "workloads/scenarios/exp1-staircase.yaml").read_text())
+    data.update(duration_s=120, drain_s=60, autoscalers=[{"kind": "static", "replicas": 1}])
+    sc = scenario_from_data(data, "exp1")
+    w = RunWriter(tmp_path / "run", {})
+    SimBackend().run(sc, sc.autoscalers[0], w, None)
+    w.finish()
+    df = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    ok = df[df["status"] == "ok"]
+    assert len(ok) > 50 and (df["status"] != "ok").any()  # ~2 RPS on one replica: some served, some not
+    assert sorted(df["request_id"]) == list(range(len(df)))
+    assert set(df["model"]) == {"qwen3-0.6b"} and set(ok["variant"]) == {"va-qwen"}
+    assert ok["pod"].str.startswith("va-qwen-").all() and df["prefill_pod"].isna().all()
+    assert df["scheduled_s"].isna().all()  # simulated arrivals are their schedule
+    assert (ok["http_status"] == 200).all() and (ok["output_tokens"] == ok["requested_output_tokens"]).all()
+    assert ((ok["ttft_ms"] - (ok["first_token_s"] - ok["arrival_s"]) * 1000).abs() < 1e-6).all()
+    assert ((df["e2e_ms"] - (df["end_s"] - df["arrival_s"]) * 1000).abs() < 1e-6).all()
+    # constant latency, ITL 2 ms: (end - first token) / (tokens - 1) is 2 ms, more for a request preempted
+    # (recomputed) on its way; never less; prompts are drawn in [10, 8192] tokens
+    assert (ok["itl_ms"] >= 2.0 - 1e-9).all() and (ok["itl_ms"].round(6) == 2.0).mean() > 0.5
+    assert ok["input_tokens"].between(10, 8192).all()

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from scalearena.contracts.records import RequestRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.reports.results import RunWriter
@@ -89,6 +90,9 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
     def __init__(self, sc: Scenario, config: AutoscalerConfig, writer: RunWriter, requests: Iterable[RequestSpec],
                  progress: Progress | None = None, policy: Autoscaler | None = None) -> None:
         self.sc, self.config, self.writer, self.progress = sc, config, writer, progress
+        # one tuple per request (RunWriter.add_request_row); a writer without it gets RequestRecords
+        self.emit_request: Callable[[tuple[Any, ...]], None] = getattr(writer, "add_request_row", None) or \
+            (lambda row: writer.add_request(RequestRecord(*row)))
         self._arrivals: Iterator[RequestSpec] = iter(requests)
         self._next_spec: RequestSpec | None = next(self._arrivals, None)
         policy = policy or REGISTRY.build(config)

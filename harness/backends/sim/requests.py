@@ -12,7 +12,6 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from scalearena.contracts.records import RequestRecord
 from scalearena.workloads.base import prefix_units
 
 from ...engine.cluster import GONE, TERMINATING, Pod
@@ -41,6 +40,7 @@ class RequestFlow:
     _next_spec: Any  # the next of them (None: all sent)
     _arrived: dict[str, int]  # requests sent so far per model
     _plan: Any  # harness.control.view.OraclePlanStream of a streamed run (None: from the list's forecast)
+    emit_request: Any  # the writer's add_request_row (a RequestRecord's values as a tuple)
     router: Any
     metrics: Any  # harness.metrics.memory.MemoryMetrics (the EPP's request histograms live there)
     writer: Any
@@ -222,13 +222,12 @@ class RequestFlow:
             obj[3] += 1
             self.metrics.epp_latency(s.model).observe(None if ft is None else ft - s.arrival_s, t - s.arrival_s,
                                                       tokens)
-        self.writer.add_request(RequestRecord(
-            request_id=s.request_id, model=s.model, arrival_s=s.arrival_s, first_token_s=ft, end_s=t,
-            input_tokens=s.input_tokens, output_tokens=tokens, status=status, http_status=http,
-            variant=pod.variant if pod else None, pod=pod.name if pod else None,
-            ttft_ms=None if ft is None else (ft - s.arrival_s) * 1000.0, itl_ms=itl,
-            e2e_ms=(t - s.arrival_s) * 1000.0, requested_output_tokens=s.output_tokens,
-            prefill_pod=req.prefill_pod.name if req.prefill_pod else None,
+        # a RequestRecord's fields in order (contracts/records.py), as one tuple: no object per request
+        self.emit_request((
+            s.request_id, s.model, s.arrival_s, ft, t, s.input_tokens, tokens, status, http,
+            pod.variant if pod else None, pod.name if pod else None,
+            None if ft is None else (ft - s.arrival_s) * 1000.0, itl, (t - s.arrival_s) * 1000.0,
+            None, s.output_tokens, req.prefill_pod.name if req.prefill_pod else None,
         ))
 
     def on_engine(self, t: float, payload: tuple[Pod, int]) -> None:
