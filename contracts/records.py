@@ -56,7 +56,7 @@ class TimeseriesRecord:
     gpu_util_mean: float | None  # busy fraction since the previous sample, mean over ready pods
     offered_rps: float  # arrivals for this variant's model per second since the previous sample
     completed_rps: float  # requests of this variant finished ok per second since the previous sample
-    router_queue: int  # requests for this model held at the gateway
+    router_queue: int  # requests for this model held at the gateway (no ready pod; sim: + flow-control queues)
     standby_replicas: int = 0  # warm buffer and slept pods: hold GPUs (billed), not replicas, not serving
 
 

@@ -90,7 +90,7 @@ class RooflineLatency(_Spec):
     def _tp_divides_heads(self) -> RooflineLatency:
         heads = self.shape().heads
         if heads % self.tp:
-            raise ValueError(f"tp {self.tp} must divide the model's {heads} attention heads (vLLM's check)")
+            raise ValueError(f"tp: {self.tp} must divide the model's {heads} attention heads (vLLM's check)")
         return self
 
     def shape(self) -> ModelShape:

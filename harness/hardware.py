@@ -70,13 +70,13 @@ class ModelShapeSpec(_Spec):
     def _consistent(self) -> ModelShapeSpec:
         kv = self.num_kv_heads or self.num_heads
         if self.num_heads % kv:
-            raise ValueError(f"num_kv_heads {kv} must divide num_heads {self.num_heads} (GQA groups)")
+            raise ValueError(f"num_kv_heads: {kv} must divide num_heads {self.num_heads} (GQA groups)")
         if self.head_dim is None and self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} does not split into {self.num_heads} heads; "
+            raise ValueError(f"hidden_size: {self.hidden_size} does not split into {self.num_heads} heads; "
                              "give head_dim")
         if self.num_experts:
             if not 1 <= self.experts_per_token <= self.num_experts:
-                raise ValueError(f"experts_per_token must lie in [1, num_experts={self.num_experts}]; "
+                raise ValueError(f"experts_per_token: must lie in [1, num_experts={self.num_experts}]; "
                                  f"got {self.experts_per_token}")
         elif self.experts_per_token or self.shared_expert_intermediate_size:
             raise ValueError("experts_per_token / shared_expert_intermediate_size need num_experts > 0")

@@ -166,9 +166,10 @@ class ScorerWeights(_Spec):
 
 class AdmissionSpec(_Spec):
     kind: Literal["saturation", "none", "flow_control"] = Field(
-        default="saturation", description="saturation: reject with 429 when every ready pod is saturated "
-        "(the paper's); flow_control: hold requests in gateway queues until a pod has room (llm-d EPP flow "
-        "control: strict priority, round-robin over tenants, FCFS); none: always dispatch."
+        default="flow_control", description="flow_control (default, as a current llm-d stack): hold requests "
+        "in gateway queues while every ready pod is saturated, until a pod has room (llm-d EPP flow control: "
+        "strict priority, round-robin over tenants, FCFS); saturation: reject with 429 when every ready pod is "
+        "saturated (the WVA paper's and llm-d-inference-sim's set-up); none: always dispatch."
     )
     kv_threshold: float = Field(default=0.8, gt=0, le=1, description="A pod is saturated at KV usage >= this.")
     queue_threshold: int = Field(default=5, ge=0, le=MAX_BATCH, description="A pod is saturated at waiting >= this.")

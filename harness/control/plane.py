@@ -111,7 +111,10 @@ class ControlPlane:
         now = self.clock.now() if now is None else now
         dt = now - self.last_sample
         offered = self._offered(now)
-        queue = self.probe.router_queue()
+        queue = dict(self.probe.router_queue())
+        held = getattr(self.probe, "flow_held", None)  # flow control's queues: held at the gateway as well
+        for m, n in (held() if held is not None else {}).items():
+            queue[m] = queue.get(m, 0) + n
         status = self.replicas()  # before load(): a probe may read only the pods found ready here
         load = self.probe.load(now, self.last_sample)
         rows = []

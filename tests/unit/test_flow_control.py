@@ -5,6 +5,7 @@ across bands, round-robin over the flows of a band, FCFS within a flow, capacity
 capacity), TTL -> 503 (evicted TTL)."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pandas as pd
@@ -106,3 +107,41 @@ def test_simulator_holds_and_dispatches_by_priority(tmp_path, scenario_dict) -> 
     ttft = dict(zip(records["request_id"], records["ttft_ms"], strict=True))
     assert set(records["status"]) == {"ok"}
     assert [ttft[i] for i in range(4)] == pytest.approx([100.0, 2090.0, 3080.0, 1070.0], abs=1e-3)
+
+
+def test_the_default_admission_holds_and_the_time_series_counts_what_it_holds(tmp_path, scenario_dict) -> None:
+    """No ``router.admission.kind`` given: flow control, as a current llm-d stack. The one-slot pod of the
+    test above (1.0 s per request, queue_threshold 1, refresh 0.05 s); arrivals 0, 0.06, 0.11, 0.16 s,
+    each in its own refresh slot: r0 runs, r1 waits in the engine (its slot's snapshot saw none
+    waiting), r2 and r3 find the pod saturated (1 waiting). Flow control holds them (the sample at
+    0.2 s counts 2 held at the gateway) and all four are served; the paper's ``saturation`` rejects
+    r2 and r3 with 429."""
+    from scalearena.controllers.registry import REGISTRY
+    from scalearena.harness.backends.sim.loop import Simulation
+    from scalearena.harness.scenario import scenario_from_data
+    from scalearena.reports.results import RunWriter
+
+    def run(admission: dict | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        d = copy.deepcopy(scenario_dict)
+        d["cluster"]["warm_start"] = True
+        d["cluster"]["variants"][0].update(min_replicas=1, max_replicas=1)
+        d["cluster"]["variants"][0]["engine"].update(max_num_seqs=1, latency={"kind": "constant", "ttft_ms": 100,
+                                                                              "itl_ms": 100})
+        d["router"] = {"refresh_s": 0.05, "admission": {"queue_threshold": 1, **(admission or {})}}
+        d["autoscalers"] = [{"kind": "static", "replicas": 1}]
+        d["duration_s"], d["metrics"] = 10, {"sample_interval_s": 0.04, "scrape_interval_s": 1}
+        sc = scenario_from_data(d, "fc.yaml")
+        assert sc.router.admission.kind == ("flow_control" if admission is None else admission["kind"])
+        reqs = [RequestSpec(i, "m", t, 16, 10) for i, t in enumerate([0.0, 0.06, 0.11, 0.16])]
+        cfg = sc.autoscalers[0]
+        out = tmp_path / (admission or {}).get("kind", "default")
+        writer = RunWriter(out, {"scenario": sc.name})
+        Simulation(sc, cfg, writer, reqs, policy=REGISTRY.build(cfg)).run()
+        writer.finish()
+        return pd.read_parquet(out / "requests.parquet"), pd.read_parquet(out / "timeseries.parquet")
+
+    req, ts = run(None)
+    assert list(req.sort_values("request_id")["status"]) == ["ok"] * 4
+    assert int(ts.loc[ts["t_s"].round(3) == 0.2, "router_queue"].iloc[0]) == 2
+    req, _ = run({"kind": "saturation"})
+    assert list(req.sort_values("request_id")["status"]) == ["ok", "ok", "rejected", "rejected"]

@@ -26,6 +26,7 @@ class PodLifecycle:
     pool: Any
     router: Any
     gateway: dict[str, list[Any]]
+    flows: dict[str, Any]  # model -> harness.flow_control.FlowQueues (admission flow_control only)
     models: list[str]
     _pod_seq: Any
     _slow: list[Any]
@@ -199,7 +200,13 @@ class PodLifecycle:
         self.reconcile(d)
 
     def router_queue(self) -> dict[str, int]:
+        """Requests held for lack of a ready pod (the scale-from-zero signal the view carries)."""
         return {m: len(self.gateway.get(m, [])) for m in self.models}
+
+    def flow_held(self) -> dict[str, int]:
+        """Requests flow control holds while the pool is saturated: counted in the time series'
+        ``router_queue`` (held at the gateway) but not in the view's scale-from-zero queue."""
+        return {m: len(q) for m, q in self.flows.items() if len(q)}
 
     def load(self, now: float, since: float) -> dict[str, LoadSample]:
         """True engine state (not scraped): KV usage of ready pods, busy fraction since ``since``."""
