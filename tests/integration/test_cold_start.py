@@ -63,6 +63,13 @@ def run(tmp_path: Path, sc: Any, wants: dict[float, int]) -> tuple[dict[str, Any
     return summary, pods, w
 
 
+def timeseries(run_dir: Path) -> dict[float, Any]:
+    """timeseries.parquet rows by sample time (the writer streams them to disk)."""
+    import pandas as pd
+
+    return {float(r.t_s): r for r in pd.read_parquet(run_dir / "timeseries.parquet").itertuples()}
+
+
 def phases(rec: dict[str, Any]) -> list[tuple[str, float, float]]:
     return [(p["phase"], p["start_s"], p["end_s"]) for p in rec["phases"]]
 
@@ -113,7 +120,7 @@ def test_sleep_mode_keeps_the_gpu_and_wakes_in_seconds(tmp_path: Path) -> None:
     sc = scenario({"initial_replicas": 2, "sleep_mode": {"wake_s": 3}})
     summary, pods, w = run(tmp_path, sc, {5.0: 1, 10.0: 2})
     assert phases(pods["va-1"]) == [("asleep", 5, 10), ("wake", 10, 13)]
-    rows = {r.t_s: r for r in w.timeseries}
+    rows = timeseries(tmp_path)
     assert (rows[5.0].ready_replicas, rows[5.0].standby_replicas) == (1, 1)
     assert (rows[10.0].ready_replicas, rows[10.0].pending_replicas, rows[10.0].standby_replicas) == (1, 1, 0)
     assert rows[15.0].ready_replicas == 2
@@ -148,7 +155,7 @@ def test_a_warm_buffer_pod_serves_at_once_and_a_new_one_starts_behind_it(tmp_pat
     summary, pods, w = run(tmp_path, sc, {10.0: 2})
     assert pods["va-1"]["start"] == "initial" and phases(pods["va-1"]) == [("promote", 10, 10)]
     assert pods["va-2"]["start"] == "buffer" and phases(pods["va-2"]) == [("startup", 10, 30)]
-    rows = {r.t_s: r for r in w.timeseries}
+    rows = timeseries(tmp_path)
     assert (rows[5.0].ready_replicas, rows[5.0].standby_replicas) == (1, 1)
     assert (rows[10.0].ready_replicas, rows[10.0].pending_replicas, rows[10.0].standby_replicas) == (2, 0, 1)
     assert summary["scaling"]["decision_to_ready_lag_s"]["p50"] == 0
