@@ -10,7 +10,12 @@ each kept within [floor(ready / max_scale_down_rate), ceil(ready x
 max_scale_up_rate)] (ready counted as at least 1). Panic starts when
 desired_panic / ready >= 200 %, is extended every tick it still holds, and
 ends one stable window after the last such tick; while panicking the count
-never goes down (max of stable and panic, remembered as max panic pods).
+never goes down (max of stable and panic, remembered as max panic pods). A
+variant found with more than one ready pod at its first tick starts in panic,
+holding that count (upstream newAutoscaler). ``activation_scale`` raises any
+non-zero desired count to at least that many pods. ``scale`` is upstream's
+Scale step from the window averages (tests/unit/test_kpa_upstream.py drives it
+with Knative's autoscaler_test.go cases).
 
 Concurrency for LLM serving: the in-flight requests of a pod, ``running +
 waiting`` (what the queue-proxy would count: every request the pod has
@@ -83,6 +88,8 @@ class KPAConfig(AutoscalerConfig):
         default=30.0, ge=6, description="scale-to-zero-grace-period: wanted 0 this long before going to 0."
     )
     enable_scale_to_zero: bool = Field(default=True, description="enable-scale-to-zero (needs min_replicas 0).")
+    activation_scale: int = Field(
+        default=1, ge=1, description="activation-scale: the least pods once there is any demand (dspc > 0).")
     scale_down_delay_s: float = Field(
         default=0.0, ge=0, le=3600, description="scale-down-delay: highest desired count over this window.",
         json_schema_extra=tune(0.0, 600.0),
@@ -129,7 +136,9 @@ class KPA(AutoscalerBase):
 
     def _decide(self, now: float, view: ClusterView, v: VariantView) -> Decision:
         c, current = self.config, v.spec_replicas
-        st = self._states.setdefault(v.name, _State())
+        st = self._states.get(v.name)
+        if st is None:
+            st = self._states[v.name] = self.new_state(now, v.ready)
         if not v.metrics_available:
             want = clamp(current, v.min_replicas, v.max_replicas)
             return Decision(v.name, current, want, (Reason(
@@ -140,19 +149,43 @@ class KPA(AutoscalerBase):
         st.samples = [s for s in st.samples if s[0] > now - stable_w]
         stable = _mean(x for t, x in st.samples)
         panic = _mean(x for t, x in st.samples if t > now - panic_w)
+        desired, reasons = self.scale(now, st, stable, panic, v.ready)
+        desired = self._to_zero(now, v, st, desired, current, reasons)
+        final = clamp(desired, v.min_replicas, v.max_replicas)
+        if final != desired:
+            reasons.append(Reason("clamp", f"kpa: {desired} clamped to [{v.min_replicas}, {v.max_replicas}]",
+                                  {"min_replicas": v.min_replicas, "max_replicas": v.max_replicas}))
+        return Decision(v.name, current, final, tuple(reasons))
+
+    @staticmethod
+    def new_state(now: float, ready: int) -> _State:
+        """Upstream newAutoscaler: a revision found with more than one ready pod starts in panic mode,
+        max panic pods = the ready count, so the scale is held until the windows have data (the
+        autoscaler lost its history)."""
+        return _State(panic_since=now if ready > 1 else None, max_panic_pods=max(0, ready))
+
+    def scale(self, now: float, st: _State, stable: float, panic: float, ready_pods: int) -> tuple[int, list[Reason]]:
+        """Upstream autoscaler.Scale from the window averages: rate limits, activation scale, panic
+        mode and the scale-down delay (scale to zero's grace and min/max are the reconciler's)."""
+        c = self.config
         target = c.target_value
-        ready = max(1.0, float(v.ready))
+        ready = max(1.0, float(ready_pods))
         max_up = math.ceil(c.max_scale_up_rate * ready)
         max_down = math.floor(ready / c.max_scale_down_rate)
         dspc, dppc = math.ceil(stable / target - 1e-9), math.ceil(panic / target - 1e-9)
         want_stable = int(min(max(dspc, max_down), max_up))
         want_panic = int(min(max(dppc, max_down), max_up))
+        if c.activation_scale > 1:
+            if dspc > 0 and want_stable < c.activation_scale:
+                want_stable = c.activation_scale
+            if dppc > 0 and want_panic < c.activation_scale:
+                want_panic = c.activation_scale
         over = dppc / ready >= c.panic_threshold_percentage / 100.0
         if over:
             st.panic_since = now
-        elif st.panic_since is not None and st.panic_since + stable_w < now:
+        elif st.panic_since is not None and st.panic_since + c.stable_window_s < now:
             st.panic_since, st.max_panic_pods = None, 0
-        vals = {"stable_concurrency": stable, "panic_concurrency": panic, "target": target, "ready": v.ready,
+        vals = {"stable_concurrency": stable, "panic_concurrency": panic, "target": target, "ready": ready_pods,
                 "desired_stable": want_stable, "desired_panic": want_panic, "max_scale_up": max_up,
                 "max_scale_down": max_down, "panicking": st.panic_since is not None}
         reasons = [Reason("kpa", f"kpa: stable {stable:.2f} / panic {panic:.2f} in flight, target {target:g} "
@@ -173,12 +206,7 @@ class KPA(AutoscalerBase):
             if delayed != desired:
                 reasons.append(Reason("scale_down_delay", f"kpa: scale-down delayed, holding {delayed}", {}))
             desired = delayed
-        desired = self._to_zero(now, v, st, desired, current, reasons)
-        final = clamp(desired, v.min_replicas, v.max_replicas)
-        if final != desired:
-            reasons.append(Reason("clamp", f"kpa: {desired} clamped to [{v.min_replicas}, {v.max_replicas}]",
-                                  {"min_replicas": v.min_replicas, "max_replicas": v.max_replicas}))
-        return Decision(v.name, current, final, tuple(reasons))
+        return desired, reasons
 
     def _to_zero(self, now: float, v: VariantView, st: _State, desired: int, current: int,
                  reasons: list[Reason]) -> int:

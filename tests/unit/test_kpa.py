@@ -57,8 +57,11 @@ def test_stable_mode_follows_the_stable_average():
 
 def test_max_scale_down_rate_halves_at_most():
     k = KPA(KPAConfig(target=10))
-    # 8 ready, nothing in flight: ceil(0 / 7) = 0, but floor(8 / 2) = 4
-    assert tick(k, 0, 0, ready=8).desired_replicas == 4
+    # found with 8 ready: starts in panic (upstream newAutoscaler), holding 8 for one stable window
+    assert tick(k, 0, 0, ready=8).desired_replicas == 8
+    assert tick(k, 60, 0, ready=8).desired_replicas == 8  # 0 + 60 < 60 is false: still panicking
+    # t=62: panic over; nothing in flight: ceil(0 / 7) = 0, but floor(8 / 2) = 4
+    assert tick(k, 62, 0, ready=8).desired_replicas == 4
 
 
 def test_max_scale_up_rate():
