@@ -160,16 +160,36 @@ def run(runs: list[FrontierRun], execute: Runner, suite_results: dict[str, dict[
     return [rows[i] for i in sorted(rows)]
 
 
-def document(spec: FrontierSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """frontier.json: the settings and every point (a function of the scenarios, seeds and code alone)."""
+def perfect_rows(runs: list[FrontierRun]) -> list[dict[str, Any]]:
+    """llm-d-autoscaling #1499's "perfect system" (harness/perfect_system.py: no simulation, ~0.05 s each) for
+    every (scenario, sweep point, seed) of ``runs``: GPU-hours, costs, peak and mean GPUs, replicas per window."""
+    from .perfect_system import perfect_system
+
+    groups: dict[tuple[str, str, int], Any] = {}
+    for fr in runs:
+        groups.setdefault((fr.scenario, fr.point, fr.seed), fr.plan.scenario)
+    out = []
+    for (name, point, seed), sc in groups.items():
+        summary = perfect_system(sc)
+        if summary is not None:  # None: a P/D cluster
+            out.append({"scenario": name, "point": point, "seed": seed, "summary": summary})
+    return out
+
+
+def document(spec: FrontierSpec, rows: list[dict[str, Any]], perfect: list[dict[str, Any]] | None = None
+             ) -> dict[str, Any]:
+    """frontier.json: the settings, every point and the perfect-system rows (a function of the scenarios,
+    seeds and code alone)."""
     return {"kind": "oracle-frontier", "settings": [s for s, _ in _settings(spec)],
             "utilization": sorted(dict.fromkeys(spec.utilization), reverse=True), "floor": spec.floor,
-            "points": [{k: v for k, v in r.items() if k != "_source"} for r in rows]}
+            "points": [{k: v for k, v in r.items() if k != "_source"} for r in rows],
+            "perfect_system": list(perfect or [])}
 
 
-def write(out: Path, spec: FrontierSpec, rows: list[dict[str, Any]]) -> Path:
+def write(out: Path, spec: FrontierSpec, rows: list[dict[str, Any]], perfect: list[dict[str, Any]] | None = None
+          ) -> Path:
     path = Path(out) / FRONTIER_FILE
-    atomic_write_json(path, document(spec, rows))
+    atomic_write_json(path, document(spec, rows, perfect))
     return path
 
 
@@ -200,7 +220,7 @@ def for_suite(plans: list[RunPlan], out: Path, cluster: str, spec: FrontierSpec,
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("oracle frontier (the bound of regret)", total=len(runs))
         rows = run(runs, execute, {r["dir"]: r for r in results}, lambda r: progress.advance(task))
-    path = write(out, spec, rows)
+    path = write(out, spec, rows, perfect_rows(runs))
     src = [str(r["_source"]).split(":")[0] for r in rows]
     failed = [r for r in rows if r.get("error")]
     console.print(Text(f"oracle frontier: {len(rows)} points ({src.count('run')} run, {src.count('cache')} cached, "

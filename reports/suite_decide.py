@@ -8,17 +8,15 @@ setting the same way and become the bound. This module only reads results and wo
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from .bounds import FRONTIER_FILE, Perfect, frontier_points, perfect_reference, read_bounds
 from .catalog import BY_ID, Metric
 from .load import ResultSet, Run, natural_key
 from .stats import Estimate, estimate
 from .verdict import BOUND_KINDS, DEFAULT_TARGET, Point, Verdict, decide, meets, page_cost
 
-FRONTIER_FILE = "frontier.json"  # harness/frontier.py writes it when a suite runs the oracle frontier
 SUITE_INPUTS = ("suite.json", FRONTIER_FILE)  # the files the suite page reads besides the runs' summaries
 
 
@@ -65,44 +63,13 @@ def to_point(rs: ResultSet, runs: list[Run], cost: Metric) -> Point:
                  n=len(runs))
 
 
-def frontier_rows(root: Path) -> list[dict[str, Any]]:
-    """OUT/frontier.json's points ([] without one, or when it cannot be read: the report says so)."""
-    try:
-        doc = json.loads((Path(root) / FRONTIER_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    rows = doc.get("points") if isinstance(doc, dict) else None
-    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("summary"), dict)] if isinstance(rows, list) else []
-
-
-def frontier_points(rows: list[dict[str, Any]], cost: Metric, scenario: str | None = None,
-                    point: str = "") -> list[Point]:
-    """The frontier's points of one scenario and sweep point (``scenario`` None: every row, a tuning study's),
-    one per setting, the mean over its seeds; complete only when every seed's run completed."""
-    by_setting: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        if (scenario is None or r.get("scenario") == scenario) and (scenario is None or r.get("point", "") == point):
-            by_setting.setdefault(str(r.get("setting")), []).append(r["summary"])
-    out = []
-    for setting, summaries in by_setting.items():
-        def mean(m: Metric, ss: list[dict[str, Any]] = summaries) -> float | None:
-            e = estimate([m.value(x) for x in ss])
-            return None if e.n == 0 else e.mean
-
-        floor = setting == "floor"
-        out.append(Point(name="floor" if floor else f"oracle {setting}", cost=mean(cost), gpu_hours=mean(BY_ID["gpu_hours"]),
-                         attainment=mean(BY_ID["slo_attainment"]), goodput_rps=mean(BY_ID["goodput_rps"]), bound=True,
-                         complete=all(x.get("complete") is True for x in summaries), n=len(summaries), floor=floor,
-                         frontier=True))
-    return sorted(out, key=lambda p: (p.cost is None, p.cost or 0.0, p.name))
-
-
 @dataclass(frozen=True)
 class PointDecision:
     point: str  # sweep point label, "" without a sweep
     verdict: Verdict
     points: list[Point]  # every autoscaler at this point, cheapest first
     cost: Metric
+    perfect: Perfect | None = None  # llm-d-autoscaling #1499's perfect system at this point, when computed
 
 
 def decisions(rs: ResultSet, runs: list[Run], cost: Metric, target: float) -> list[PointDecision]:
@@ -110,12 +77,13 @@ def decisions(rs: ResultSet, runs: list[Run], cost: Metric, target: float) -> li
     by_point: dict[str, list[Point]] = {}
     for (point, _a), group in groups(runs).items():
         by_point.setdefault(point, []).append(to_point(rs, group, cost))
-    rows = frontier_rows(rs.root)
+    rows, perfect = read_bounds(rs.root)
     out = []
     for point in sorted(by_point, key=natural_key):
         pts = sorted(by_point[point], key=lambda p: (p.cost is None, p.cost or 0.0, p.name))
         scenario = runs[0].scenario if runs else None
-        out.append(PointDecision(point, decide(pts, target, frontier_points(rows, cost, scenario, point)), pts, cost))
+        out.append(PointDecision(point, decide(pts, target, frontier_points(rows, cost, scenario, point)), pts, cost,
+                                 perfect_reference(perfect, cost, scenario, point)))
     return out
 
 
@@ -166,10 +134,19 @@ def sentence(d: PointDecision, noun: str = "autoscaler") -> dict[str, Any]:
             f"; closest: {near.name} at {_pct(near.attainment)} ({_money(near, cost)})" if near else "")
     runner = (f"runner-up {v.runner_up.name}: {_money(v.runner_up, cost)} at {_pct(v.runner_up.attainment)}"
               if v.runner_up else "no runner-up meets the target" if v.pick else "")
-    bound = bound_text(v, cost, target)
+    bound = bound_text(v, cost, target) + perfect_text(d.perfect, cost)
     seeds = max((p.n for p in d.points), default=1)
     return {"point": d.point, "ok": v.pick is not None, "pick": v.pick.name if v.pick else None, "head": head,
             "runner": runner, "bound": bound, "seeds": seeds}
+
+
+def perfect_text(p: Perfect | None, cost: Metric) -> str:
+    """llm-d-autoscaling #1499's number in words ("" when not computed); the page says once what it is."""
+    if p is None or p.gpu_hours is None:
+        return ""
+    gpu = "" if cost.id == "gpu_hours" else f" ({p.gpu_hours:.3f} GPU-h)"
+    cap = f", max_replicas too few in {p.windows_over_max:g} of {p.windows} windows" if p.windows_over_max else ""
+    return f"; perfect system (#1499): {_amount(p.cost, cost)}{gpu}, peak {p.peak_gpus:g} GPUs{cap}"
 
 
 def table_rows(d: PointDecision) -> list[dict[str, Any]]:

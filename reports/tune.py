@@ -19,9 +19,10 @@ import pandas as pd
 from scalearena.contracts.errors import UserError
 
 from . import verdict_plots
+from .bounds import bound_rows, frontier_points, perfect_reference
 from .catalog import BY_ID
 from .report import _write_html, environment, inputs_hash, stored_hash
-from .suite_decide import PointDecision, frontier_points, sentence, table_rows
+from .suite_decide import PointDecision, sentence, table_rows
 from .verdict import Point, Verdict, decide
 
 REFERENCE_COLORS = {"default": "#cf222e", "oracle": "#1a7f37"}
@@ -89,9 +90,9 @@ def context(out: Path) -> dict[str, Any]:
     cost = BY_ID[meta.get("cost_metric") or "cost"]
     target = float(meta["target"])
     pts = study_points(trials, meta.get("references") or {}, cost.id)
-    rows = (meta.get("frontier") or {}).get("points") or []
+    rows, perfect = bound_rows(meta.get("frontier"))
     d = PointDecision("", study_verdict(pts, target, frontier_points(rows, cost)),
-                      sorted(pts, key=lambda p: (p.cost is None, p.cost or 0.0)), cost)
+                      sorted(pts, key=lambda p: (p.cost is None, p.cost or 0.0)), cost, perfect_reference(perfect, cost))
     label = "cost (GPU-hours)" if cost.id == "gpu_hours" else f"{cost.label.lower()} ({cost.unit})"
     default = next((p for p in pts if p.name == "default"), None)
     best_yaml = (out / "best.yaml").read_text(encoding="utf-8") if (out / "best.yaml").is_file() else None

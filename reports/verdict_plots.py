@@ -23,7 +23,7 @@ from .verdict import page_cost
 MAX_COLUMNS = 4
 GREEN = "#4c9f70"
 TRIAL, TRIAL_FRONT = "#8c959f", "#0969da"
-BOUND, VIOLATION = "#1f2328", "#cf222e"  # points without a colour of their own (a tuning study's trials)
+BOUND, VIOLATION, PERFECT = "#1f2328", "#cf222e", "#8250df"  # points without a colour of their own (a tuning study's trials)
 
 
 def _trials(d: PointDecision, colors: dict[str, str]) -> list[dict[str, Any]]:
@@ -82,6 +82,8 @@ def _panel(d: PointDecision, colors: dict[str, str], title: str, cost_label: str
         "target": annotation_line(v.target * 100, GREEN, dash=(), width=1.2)}
     if v.bound is not None and v.bound.cost is not None and not _has_frontier(d):
         notes["bound"] = annotation_line(v.bound.cost, "#333333", vertical=True, dash=(2, 3), width=1.0)
+    if d.perfect is not None and d.perfect.cost is not None:
+        notes["perfect"] = annotation_line(d.perfect.cost, PERFECT, vertical=True, dash=(2, 3), width=1.2)
     low = max(0.0, min([v.target * 100 - 5, *[(p.attainment or 0) * 100 - 3 for p in known]]))
     hull = next((ds for ds in data if ds.get("key") == "bound"), None)
     if hull is not None and v.frontier.floor is not None:  # flat below the floor: drawn down to the axis
@@ -96,7 +98,7 @@ def _panel(d: PointDecision, colors: dict[str, str], title: str, cost_label: str
 def _x_limit(d: PointDecision, known: list[Any]) -> dict[str, float]:
     """Frontier runs far dearer than every compared point (the top headrooms) would squeeze the points into
     a corner: the axis then ends a little past the dearest point, the bound's line running off the edge."""
-    top = max((p.cost or 0.0 for p in known), default=0.0)
+    top = max([p.cost or 0.0 for p in known] + [d.perfect.cost or 0.0 if d.perfect else 0.0])
     far = max((p.cost or 0.0 for p in d.verdict.frontier.usable), default=0.0)
     if top <= 0 or far <= 1.25 * top:
         return {}
@@ -153,11 +155,15 @@ def cost_vs_attainment(scenario: str, decisions: list[PointDecision], colors: di
             legend.append(legend_item("bound violation", VIOLATION, "ring", "violation"))
     elif bound:
         legend.append(legend_item("oracle's cost (bound)", "#333333", "dot"))
+    if any(d.perfect is not None and d.perfect.cost is not None for d in decisions):
+        legend.append(legend_item("perfect system (#1499)", PERFECT, "dot"))
     caption = (f"One point per autoscaler ({cost_label}, means over seeds); star: the oracle (a bound: it reads the "
                "future)" + ("; solid line: the bound, the oracle frontier's lower hull (diamonds: its runs at "
                             "several headrooms and the floor), regret is the GPU-hours above it" if frontier else
                             ", dotted line at its cost") +
                "; dashed: the Pareto front of the deployable autoscalers; circled: the verdict; shaded: attainments "
-               "meeting the target.")
+               "meeting the target" + ("; dotted purple: the perfect system's cost (llm-d-autoscaling #1499, "
+                                       "instant scaling at the SLO-bounded replica capacity)" if
+                                       any(d.perfect is not None for d in decisions) else "") + ".")
     return figure(f"scatter-{scenario}", "", caption, panels, legend,
                   columns=min(max(len(decisions), 1), MAX_COLUMNS))

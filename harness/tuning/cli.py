@@ -59,6 +59,7 @@ def reference_runs(t: Tuning, executor: Executor) -> dict[str, Outcome]:
         oracle = t.oracle if t.oracle is not None else t.base
         runs = frontier.frontier_runs(plans(t.scenario, oracle, "oracle", t.seeds), t.frontier)
         t.frontier_rows = frontier.run(runs, executor.run, {r["dir"]: r for r in results.get("oracle", [])})
+        t.perfect_rows = frontier.perfect_rows(runs)
     return {k: outcome(v, t.objectives) for k, v in results.items()}
 
 

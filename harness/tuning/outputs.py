@@ -23,8 +23,8 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.reports.bounds import frontier_points
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
-from scalearena.reports.suite_decide import frontier_points
 from scalearena.reports.tune import study_points, study_verdict
 from scalearena.reports.verdict import Verdict
 
@@ -134,7 +134,7 @@ def _meta(t: Tuning, frame: pd.DataFrame, v: Verdict, refs: dict[str, Outcome], 
                    "description": p.description} for p in t.space.params],
         "references": {k: {"ok": r.ok, "metrics": r.metrics, "error": r.error, "seeds": r.seeds}
                        for k, r in refs.items()},
-        "frontier": document(t.frontier, t.frontier_rows) if t.frontier is not None else None,
+        "frontier": document(t.frontier, t.frontier_rows, t.perfect_rows) if t.frontier is not None else None,
         "pick": v.pick.name if v.pick else None, "best_trial": best.number if best else None,
         "best_values": best.user_attrs.get("values") if best else None,
         "storage": storage_url(t.out), "dashboard": f"optuna-dashboard {storage_url(t.out)}",

@@ -58,6 +58,7 @@ class Tuning:
     sampler_seed: int = 0
     frontier: FrontierSpec | None = None  # the oracle frontier to run as the bound (None: only the oracle)
     frontier_rows: list[dict[str, Any]] = field(default_factory=list)  # its points once run (harness/frontier.py)
+    perfect_rows: list[dict[str, Any]] = field(default_factory=list)  # #1499's perfect system per seed
 
     @property
     def constrained(self) -> bool:

@@ -30,7 +30,7 @@ SCENARIO: dict[str, Any] = {
 
 def _suite(tmp_path: Path) -> Path:
     (tmp_path / "steady.yaml").write_text(yaml.safe_dump(SCENARIO))
-    suite = {"name": "frontier-test", "runs": [{"scenario": "steady.yaml"}],
+    suite = {"name": "frontier-test", "autoscalers": ["static", "oracle"], "runs": [{"scenario": "steady.yaml"}],
              "frontier": {"utilization": [1.25, 1.0, 0.5]}}
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite))
@@ -56,8 +56,12 @@ def test_suite_runs_caches_and_reports_the_frontier(tmp_path: Path) -> None:
     assert [rows[s]["replicas"]["max"] for s in rows] == [1, 3, 4, 7]
     gpu = [rows[s]["gpu_hours"] for s in rows]
     assert gpu == sorted(gpu) and len(set(gpu)) == 4
+    # #1499's perfect system beside it (tests/unit/test_perfect_system.py: 3 replicas a window, 0.1 GPU-h)
+    (perfect,) = doc["perfect_system"]
+    assert perfect["summary"]["replicas"] == {"va": [3, 3, 3, 3]} and perfect["seed"] == 5
     page = (out / "report.html").read_text()
     assert "bound (oracle frontier)" in page and "bound: the oracle frontier (4 hindsight runs" in page
+    assert "perfect system (#1499): 0.69 USD (0.100 GPU-h), peak 3 GPUs" in page  # H100-SXM: 6.88 USD/GPU-h
 
     again = scalearena("suite", str(suite), "--out", str(out), "--jobs", "1", "--frontier")
     assert again.returncode == 0, again.stderr

@@ -17,8 +17,9 @@ from scalearena.harness import frontier, frontier_cache
 from scalearena.harness.frontier_spec import FrontierSpec
 from scalearena.harness.scenario import scenario_from_data
 from scalearena.harness.suite import RunPlan, plans_for_scenario
+from scalearena.reports.bounds import frontier_points, perfect_reference
 from scalearena.reports.catalog import BY_ID
-from scalearena.reports.suite_decide import frontier_points
+from scalearena.reports.suite_decide import perfect_text
 from tests.conftest import SMALL_SCENARIO
 from tests.unit.viewkit import variant
 
@@ -172,3 +173,16 @@ def test_the_report_averages_each_setting_over_its_seeds() -> None:
         ("floor", 0.2, 0.4, 0.1, 1, True), ("oracle u=1", 1.5, 3.0, pytest.approx(0.85), 2, False)]
     assert all(p.bound and p.frontier and p.complete for p in pts)
     assert len(frontier_points(rows, BY_ID["gpu_hours"])) == 2  # a tuning study's rows: one scenario, all rows
+
+
+def test_the_perfect_system_is_averaged_over_seeds_and_worded() -> None:
+    rows = [{"scenario": "s", "point": "", "seed": 1, "summary": {"gpu_hours": 1.0, "cost_usd": 7.0, "peak_gpus": 4,
+                                                                   "windows": 20, "windows_over_max": 0}},
+            {"scenario": "s", "point": "", "seed": 2, "summary": {"gpu_hours": 2.0, "cost_usd": 14.0, "peak_gpus": 6,
+                                                                   "windows": 20, "windows_over_max": 3}}]
+    p = perfect_reference(rows, BY_ID["cost_usd"], "s", "")
+    # means: (1 + 2) / 2 = 1.5 GPU-h, 10.5 USD, peak (4 + 6) / 2 = 5, windows over max (0 + 3) / 2 = 1.5
+    assert p is not None and (p.gpu_hours, p.cost, p.peak_gpus, p.windows_over_max, p.n) == (1.5, 10.5, 5, 1.5, 2)
+    text = perfect_text(p, BY_ID["cost_usd"])
+    assert text == "; perfect system (#1499): 10.50 USD (1.500 GPU-h), peak 5 GPUs, max_replicas too few in 1.5 of 20 windows"
+    assert perfect_reference(rows, BY_ID["cost_usd"], "other", "") is None and perfect_text(None, BY_ID["cost"]) == ""
