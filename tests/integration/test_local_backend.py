@@ -65,3 +65,15 @@ def test_replicas_rise_after_the_step(autoscaler: str, tmp_path: Path) -> None:
     # a lower bound only: load can slow a real process down, never speed the engine's 200 ms up
     assert ok[ok["arrival_s"] < 35]["ttft_ms"].median() > 150
     assert summary["send_lag_ms"]["p99"] is not None
+    # pods.jsonl: the initial pod started Ready; each scale-up's pod waited its 10 s start-up (one phase)
+    # and was seen ready no earlier (process start and readiness polling add to it)
+    import json
+
+    pods = [json.loads(line) for line in (tmp_path / autoscaler / "pods.jsonl").read_text().splitlines()]
+    assert pods[0]["start"] == "initial" and pods[0]["phases"] == []
+    cold = [p for p in pods if p["start"] == "cold"]
+    assert cold and all([ph["phase"] for ph in p["phases"]] == ["startup"] for p in cold)
+    for p in cold:
+        ph = p["phases"][0]
+        assert ph["end_s"] - ph["start_s"] == pytest.approx(10.0)
+        assert p["ready_s"] is None or p["ready_s"] >= ph["end_s"] - 0.5  # 0.5 s: wall-clock axis rounding

@@ -251,6 +251,8 @@ class LocalRun:
             row = rows.get(spec.request_id)
             recs.append(load.to_request_record(row) if row else load.unsent_record(spec, end))
         self.writer.add_requests(recs)
+        for row in self.pods.startup_records(self.clock.from_wall):  # pods.jsonl (harness/startup.py)
+            self.writer.add_pod(row)
         if lags:
             def pct(q: float) -> float:
                 return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3)

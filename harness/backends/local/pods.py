@@ -16,7 +16,9 @@ replicas; ``reconcile`` makes the processes follow, as a ReplicaSet does:
 """
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from typing import Any
 import requests
 
 from ...control.ports import ReplicaStatus
-from ...startup import total_cold_start_s
+from ...startup import after_bind, phase, pod_record, scheduling_delay, total_cold_start_s
 from .supervisor import LOOPBACK, Supervisor, free_port
 
 PENDING, READY, TERMINATING, GONE = "pending", "ready", "terminating", "gone"
@@ -43,6 +45,9 @@ class Pod:
     ready_wall: float | None = None
     term_wall: float | None = None
     kill_wall: float | None = None  # SIGKILL backstop for a terminating pod
+    warm: bool = False  # started Ready (the run's initial replicas): no start-up phases
+    factor: float = 1.0  # slow_cold_start multiplier at its spawn
+    gone_wall: float | None = None
 
     @property
     def url(self) -> str:
@@ -71,6 +76,7 @@ class PodSet:
                                             for v in variants}
         self.startup_factor: Callable[[], float] = lambda: 1.0  # slow_cold_start fault hook
         self.seed = 0  # the scenario's seed (the run sets it): cold_start phases drawn per pod
+        self.history: list[Pod] = []  # every pod spawned, for pods.jsonl
         self.kv_transfer: dict[str, Any] = {}  # P/D: the scenario's cluster.kv_transfer (--kv-transfer)
 
     # -- views -----------------------------------------------------------------------------------
@@ -108,7 +114,8 @@ class PodSet:
         used = {p.port for p in self.pods.values()}
         port = next((s for s in self.slots[variant] if s not in used), None) or free_port()
         one = total_cold_start_s(v, self.seed, name) if v.cold_start is not None else v.startup_s  # startup.py
-        startup = 0.0 if warm else one * self.startup_factor()
+        factor = self.startup_factor()
+        startup = 0.0 if warm else one * factor
         spec = v.engine.model_dump(mode="json")
         argv = [
             sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
@@ -122,8 +129,10 @@ class PodSet:
         if v.role != "both":
             argv += ["--role", v.role, "--kv-transfer", json.dumps(self.kv_transfer)]
         self.sup.start(name, argv)
-        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time())
+        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time(),
+                  warm=warm, factor=factor)
         self.pods[name] = pod
+        self.history.append(pod)
         return pod
 
     def terminate(self, pod: Pod) -> None:
@@ -155,6 +164,26 @@ class PodSet:
                 for pod in ranked[: len(live) - want]:
                     self.terminate(pod)
 
+    def startup_records(self, to_t: Callable[[float], float]) -> list[dict[str, Any]]:
+        """pods.jsonl rows: the phases each engine process waited through before reporting ready (drawn
+        as the simulator draws them, harness/startup.py, times a slow_cold_start factor), the ready time
+        the run observed (process start and readiness polling included), and when the pod went."""
+        rows = []
+        for pod in self.history:
+            v, t = self.variants[pod.variant], to_t(pod.created_wall)
+            rec = pod_record(pod.name, pod.variant, t, "initial" if pod.warm else "cold")
+            if not pod.warm:
+                f = pod.factor
+                at = t + scheduling_delay(v, self.seed, pod.name) * f
+                spans = [("scheduling", t, at)] if at > t else []
+                spans += after_bind(v, self.seed, pod.name, at, None, functools.partial(operator.mul, f))
+                rec["phases"] = [phase(*x) for x in spans]
+            rec["ready_s"] = None if pod.ready_wall is None else round(to_t(pod.ready_wall), 6)
+            rec["ended_s"] = None if pod.gone_wall is None else round(to_t(pod.gone_wall), 6)
+            rec["end"] = "deleted" if pod.gone_wall is not None else "running"
+            rows.append(rec)
+        return rows
+
     # -- observation -----------------------------------------------------------------------------
     def poll(self) -> bool:
         """Advance lifecycles from what the processes say; True if membership changed."""
@@ -183,6 +212,7 @@ class PodSet:
                 elif pod.kill_wall is not None and now >= pod.kill_wall:
                     self.sup.kill(pod.name)
         for name in [n for n, p in self.pods.items() if p.state == GONE]:
+            self.pods[name].gone_wall = now
             del self.pods[name]
             self.sup.forget(name)
         if changed:
