@@ -104,7 +104,7 @@ def bound_text(v: Verdict, cost: Metric, target: str) -> str:
         if v.bound is None:
             return "no oracle run: regret unknown"
         return (f"bound ({v.bound.name}, reads the future): {_money(v.bound, cost)} at {_pct(v.bound.attainment)}; "
-                "one hindsight point only, so regret is n/a below it: run the oracle frontier (suite --frontier)")
+                "one hindsight point only, so regret is n/a below it: run the oracle frontier (--frontier)")
     hull = f.hull()
     at = f.at(v.target, page_cost)
     reach = (f"needs {_amount(at, cost)}" + ("" if cost.id == "gpu_hours" else f" ({f.at(v.target):.3f} GPU-h)")
