@@ -6,16 +6,18 @@ awkward cases Prometheus' semantics decide: a pod that appears and vanishes
 (lookback), a counter reset, a NaN sample, a series with a 5-minute gap, a
 sparse series (rate extrapolation limits). The queries are every PromQL query
 the repository ships (manifests/, the objects of manifests/autoscalers as harness/objects
-translates them, the PromQL builder of
-harness/metrics/prometheus.py), the llm-d recipe queries (SPEC section 4,
-llm-d guides/workload-autoscaling) and edge cases.
+translates them, the shipped llm-d recipes of manifests/autoscalers/llm-d filled in,
+the PromQL builder of harness/metrics/prometheus.py), the llm-d recipe queries as
+SPEC section 4 writes them (llm-d guides/workload-autoscaling) and edge cases.
 """
 from __future__ import annotations
 
 import math
 import random
-import re
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from scalearena.contracts import series as S
 from scalearena.harness.metrics.prometheus import PromQL
@@ -142,14 +144,49 @@ def write_openmetrics(data: SeriesData, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n# EOF\n", encoding="utf-8")
 
 
+def _walk_queries(node: Any) -> list[str]:
+    """Every ``query`` (KEDA trigger, adapter-free objects) and ``expr`` (recording rule) string in a document."""
+    if isinstance(node, dict):
+        out = [v.strip() for k, v in node.items() if k in ("query", "expr") and isinstance(v, str)]
+        return out + [q for v in node.values() for q in _walk_queries(v)]
+    if isinstance(node, list):
+        return [q for v in node for q in _walk_queries(v)]
+    return []
+
+
 def _manifest_queries() -> list[str]:
+    """Queries written out in manifests/ (parsed as YAML, so folded `query: >-` blocks count). Files with
+    envsubst placeholders are templates: the example objects and the llm-d recipes, read filled-in below."""
     root = Path(__file__).resolve().parents[2] / "manifests"
     out = []
     for f in sorted(root.rglob("*.yaml")):
-        if "examples" in f.parts:
-            continue  # envsubst templates: read through harness/objects below
-        out += [m.strip() for m in re.findall(r"^\s*query:\s*(.+)$", f.read_text(encoding="utf-8"), re.M)]
+        text = f.read_text(encoding="utf-8")
+        if "examples" in f.parts or "${" in text:
+            continue
+        for doc in yaml.safe_load_all(text):
+            out += _walk_queries(doc)
     return out
+
+
+def _recipe_queries() -> list[str]:
+    """Every query and recording rule of the shipped llm-d recipes (manifests/autoscalers/llm-d), their
+    placeholders filled with the recipe defaults and this corpus' names, as harness/objects/recipes.py fills them
+    for a scenario (EPP service `epp`, pool `pool`, peak prefill 33,821 tokens/s: the guide's reference figure)."""
+    from scalearena.controllers.llmd import RECIPES, _defaults
+    from scalearena.harness.objects.load import load_documents
+    from scalearena.harness.objects.recipes import MANIFESTS
+
+    cluster = {"NAMESPACE": NS, "TARGET_DEPLOYMENT": "va-a100", "MODEL": MODEL, "MODEL_KEY": MODEL,
+               "EPP_SERVICE": "epp", "INFERENCE_POOL": "pool", "MIN_REPLICAS": "1", "MAX_REPLICAS": "8",
+               "TTFT_SLO_S": "0.5", "TPOT_SLO_S": "0.05", "PEAK_PREFILL_TPS": "33821",
+               "PREFILL_DEPLOYMENT": "ms-prefill", "DECODE_DEPLOYMENT": "ms-decode", "PREFILL_MIN_REPLICAS": "1",
+               "PREFILL_MAX_REPLICAS": "8", "DECODE_MIN_REPLICAS": "1", "DECODE_MAX_REPLICAS": "8"}
+    out = []
+    for recipe in RECIPES.values():
+        env = {**cluster, **_defaults(recipe)[0]}
+        for doc in load_documents([str(MANIFESTS / f) for f in recipe.files], env, None):
+            out += _walk_queries(doc.data)
+    return list(dict.fromkeys(out))
 
 
 def _object_queries() -> list[str]:
@@ -245,7 +282,7 @@ _EDGES = [
 
 
 def queries() -> list[str]:
-    return _manifest_queries() + _object_queries() + _builder_queries() + _RECIPES + _EDGES
+    return _manifest_queries() + _object_queries() + _recipe_queries() + _builder_queries() + _RECIPES + _EDGES
 
 
 def eval_times_ms() -> list[int]:
