@@ -34,6 +34,13 @@ def phase(name: str, start_s: float, end_s: float) -> dict[str, Any]:
     return {"phase": name, "stage": STAGE[name], "start_s": round(start_s, 6), "end_s": round(end_s, 6)}
 
 
+def clip(phases: list[dict[str, Any]], end_s: float) -> list[dict[str, Any]]:
+    """The phases a pod went through before it ended at ``end_s`` (a pod deleted while starting did not
+    finish the phases planned when it was bound)."""
+    end = round(end_s, 6)
+    return [{**ph, "end_s": min(ph["end_s"], end)} for ph in phases if ph["start_s"] < end or ph["end_s"] <= end]
+
+
 def scheduling_delay(v: Any, seed: int, pod: str) -> float:
     """Seconds from creation until the scheduler can bind the pod (0 without ``cold_start``)."""
     return 0.0 if v.cold_start is None else sample_s(v.cold_start.scheduling_s, phase_rng(seed, pod, "scheduling"))

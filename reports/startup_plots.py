@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .figures import TimeUnit, axis, figure, legend_item, panel
+from .load import natural_key
 
 MAX_ROWS = 40
 PHASE_COLORS = {
@@ -45,23 +46,27 @@ def phase_table(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def timeline(pods: list[dict[str, Any]], end_s: float, unit: TimeUnit) -> dict[str, Any] | None:
     """The first MAX_ROWS started pods (by creation), one row of floating bars each (a Chart.js horizontal
     bar chart, one dataset per phase); None if no pod started in the run."""
-    rows = sorted(started(pods), key=lambda p: (float(p.get("created_s") or 0.0), str(p.get("pod"))))
+    rows = sorted(started(pods), key=lambda p: (float(p.get("created_s") or 0.0), natural_key(str(p.get("pod")))))
     if not rows:
         return None
     shown = rows[:MAX_ROWS]
     div = unit[0]
     bars: dict[str, list[dict[str, Any]]] = {}
+
+    def bar(kind: str, name: str, a: float, b: float) -> None:
+        bars.setdefault(kind, []).append({"y": name, "x": [round(a / div, 4), round(b / div, 4)],
+                                          "s": round(b - a, 1)})
+
     for p in shown:
-        name = str(p["pod"])
-        for ph in p["phases"]:
-            a, b = float(ph["start_s"]), float(ph["end_s"])
-            bars.setdefault(ph["phase"], []).append({"y": name, "x": [round(a / div, 4), round(b / div, 4)],
-                                                     "s": round(b - a, 1)})
-        last = max(float(ph["end_s"]) for ph in p["phases"])
+        name, phases = str(p["pod"]), p["phases"]
         stop = float(p["ended_s"]) if p.get("ended_s") is not None else end_s
-        if p.get("ready_s") is not None and stop > last and p["phases"][-1]["phase"] != "asleep":
-            bars.setdefault("ready", []).append({"y": name, "x": [round(last / div, 4), round(stop / div, 4)],
-                                                 "s": round(stop - last, 1)})
+        for i, ph in enumerate(phases):
+            a, b = float(ph["start_s"]), float(ph["end_s"])
+            bar(ph["phase"], name, a, b)
+            # Ready from the end of a start (the last Running phase) until the next phase or the pod's end
+            nxt = float(phases[i + 1]["start_s"]) if i + 1 < len(phases) else stop
+            if ph.get("stage") == "Running" and p.get("ready_s") is not None and nxt > b:
+                bar("ready", name, b, nxt)
     order = [n for n in PHASE_COLORS if n in bars] + sorted(set(bars) - set(PHASE_COLORS))
     data = [{"label": n.replace("_", " "), "data": bars[n], "backgroundColor": PHASE_COLORS.get(n, "#999999"),
              "borderWidth": 0, "grouped": False, "barPercentage": 0.8, "categoryPercentage": 1.0, "key": f"p:{n}",

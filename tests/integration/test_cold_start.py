@@ -174,3 +174,12 @@ def test_distributions_are_seeded_per_pod(tmp_path: Path) -> None:
     warm = [[p for p in a[n]["phases"] if p["phase"] == "warmup"][0] for n in ("va-0", "va-1")]
     durations = [p["end_s"] - p["start_s"] for p in warm]
     assert durations[0] != durations[1] and all(d > 0 for d in durations)
+
+
+def test_a_pod_deleted_while_starting_keeps_only_the_phases_it_went_through(tmp_path: Path) -> None:
+    # up to 2 at 0 (va-1: scheduling 0-2, pull 2-102 on no node pool, load 102-122, warm-up 122-152), back to
+    # 1 at 110: va-1 is deleted during its weight load (a ReplicaSet deletes a starting pod first)
+    sc = scenario({"initial_replicas": 1, "cold_start": PHASES})
+    _, pods, _ = run(tmp_path, sc, {0.0: 2, 110.0: 1})
+    assert phases(pods["va-1"]) == [("scheduling", 0, 2), ("image_pull", 2, 102), ("weight_load", 102, 110)]
+    assert (pods["va-1"]["ready_s"], pods["va-1"]["ended_s"], pods["va-1"]["end"]) == (None, 110, "deleted")

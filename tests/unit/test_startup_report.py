@@ -74,3 +74,17 @@ def test_unreadable_pod_rows_are_skipped(tmp_path: Path, bad: str) -> None:
 
     (tmp_path / "pods.jsonl").write_text(bad + json.dumps(PODS[1]) + "\n")
     assert [p["pod"] for p in Run(tmp_path, "s/a", {}).pods] == ["va-1"]
+
+
+def test_a_slept_pod_is_ready_between_its_start_up_and_its_sleep_and_after_its_wake() -> None:
+    slept = {"pod": "va-10", "variant": "va", "created_s": 10.0, "start": "cold", "node": None, "end": "running",
+             "ended_s": None, "ready_s": 30.0,
+             "phases": [{"phase": "startup", "stage": "Running", "start_s": 10.0, "end_s": 30.0},
+                        {"phase": "asleep", "stage": "Asleep", "start_s": 100.0, "end_s": 200.0},
+                        {"phase": "wake", "stage": "Running", "start_s": 200.0, "end_s": 201.5}]}
+    spec = startup_plots.timeline([slept, dict(slept, pod="va-9")], 600.0, (1.0, "time (s)"))
+    assert spec is not None
+    chart = spec["panels"][0]
+    assert chart["options"]["scales"]["y"]["labels"] == ["va-9", "va-10"]  # natural order, not "va-10" < "va-9"
+    ready = [b for ds in chart["data"]["datasets"] if ds["label"] == "ready" for b in ds["data"] if b["y"] == "va-10"]
+    assert [b["x"] for b in ready] == [[30, 100], [201.5, 600]]

@@ -28,7 +28,7 @@ from typing import Any
 import requests
 
 from ...control.ports import ReplicaStatus
-from ...startup import after_bind, phase, pod_record, scheduling_delay, total_cold_start_s
+from ...startup import after_bind, clip, phase, pod_record, scheduling_delay, total_cold_start_s
 from .supervisor import LOOPBACK, Supervisor, free_port
 
 PENDING, READY, TERMINATING, GONE = "pending", "ready", "terminating", "gone"
@@ -179,6 +179,8 @@ class PodSet:
                 spans += after_bind(v, self.seed, pod.name, at, None, functools.partial(operator.mul, f))
                 rec["phases"] = [phase(*x) for x in spans]
             rec["ready_s"] = None if pod.ready_wall is None else round(to_t(pod.ready_wall), 6)
+            if pod.gone_wall is not None:
+                rec["phases"] = clip(rec["phases"], to_t(pod.gone_wall))
             rec["ended_s"] = None if pod.gone_wall is None else round(to_t(pod.gone_wall), 6)
             rec["end"] = "deleted" if pod.gone_wall is not None else "running"
             rows.append(rec)

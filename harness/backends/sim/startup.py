@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ...engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, Deployment, Pod
 from ...engine.nodes import Node, NodePool
 from ...engine.prefix_cache import PrefixCache
-from ...startup import after_bind, phase, pod_record, scheduling_delay, wake_s
+from ...startup import after_bind, clip, phase, pod_record, scheduling_delay, wake_s
 from ...startup_spec import phase_rng, sample_s
 from .events import CA_SCAN, NODE_READY, POD_READY, POD_SCHEDULABLE, STANDBY_EXPIRE
 
@@ -236,6 +236,8 @@ class StartupLifecycle:
             return
         if pod.state == ASLEEP and how == "running":
             rec["phases"].append(phase("asleep", pod.running_s, self.t))
+        if t is not None:
+            rec["phases"] = clip(rec["phases"], t)
         rec["ended_s"] = None if t is None else round(t, 6)
         rec["end"] = rec["end"] or how
         self.writer.add_pod(rec)
