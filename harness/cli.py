@@ -129,6 +129,8 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
     the cluster does not expose)."""
     from .objects.recipes import check_series
 
+    if cluster in ("kind", "cluster"):  # the flag, else $SCALEARENA_GATEWAY, as a run resolves it
+        gateway = getattr(resolve_options(cluster, {"gateway": gateway} if gateway else {}), "gateway", None)
     data = read_yaml(file)
     if isinstance(data, dict) and "runs" in data:
         spec, plans = load_suite(file)
@@ -208,12 +210,12 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
     with one more signal deferred while it is.
     """
-    resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
+    options = resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
     check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
     from .objects.recipes import check_series
 
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
-        check_series(p.autoscaler, cluster, (backend_options or {}).get("gateway"), source)
+        check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
     prepare_out(out)
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []

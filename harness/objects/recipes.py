@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import UserError
-from scalearena.contracts.series import CATALOGUE, NAMESPACE, ROUTER_QUEUE
+from scalearena.contracts.series import CATALOGUE, NAMESPACE
 from scalearena.controllers.llmd import RECIPES, RecipeConfig
 
 from . import compile_documents
@@ -27,33 +27,51 @@ MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "autoscalers" / 
 
 # Native series each backend exposes (contracts/series.py, which names each one's exporter): what a recipe's queries
 # can read there. The simulator and the local processes serve every entry without a ``condition`` (the predicted
-# latency histograms need a latency predictor, which no backend models).
+# latency histograms need a latency predictor, which no backend models). kind/cluster serve the same set with the
+# default gateway: the engines, serve-router (which serves the llm-d EPP's series too, as on local) and
+# kube-state-metrics (manifests/base/kube-state-metrics.yaml). With the real llm-d EPP as gateway
+# (SCALEARENA_GATEWAY=epp, manifests/gateway/epp) none of the EPP's or the gateway's series is there; why, per series:
 SIM_SERIES = {s.name for s in CATALOGUE if not s.condition}
 LOCAL_SERIES = set(SIM_SERIES)
+EPP_IMAGE_GAP = ("the EPP gateway's image, llm-d-inference-scheduler v0.3.2 (October 2025, built on Gateway API "
+                 "Inference Extension v1.0.x), exports no llm_d_epp_* series: that prefix is llm-d-router's from "
+                 "v0.9 on (llm-d-router PRs #1071, #1661, 2026), and GIE v1.0's flow control has no metrics (GIE PR "
+                 "#1714 added inference_extension_flow_control_* after v1.0)")
+EPP_NOT_SCRAPED = ("the EPP gateway's /metrics is not scraped (it needs the TokenReview/SubjectAccessReview grants "
+                   "manifests/gateway/epp does not give)")
+NO_GATEWAY_QUEUE = "scalearena's gateway queue; the llm-d EPP has none"
+
+
+def absent_series(cluster: str, gateway: str | None = None) -> dict[str, str]:
+    """The catalogue's series a backend does not expose, each with the reason (what ``check_series`` says)."""
+    out = {s.name: f"emitted only when {s.condition}" for s in CATALOGUE if s.condition}
+    if cluster in ("kind", "cluster") and gateway == "epp":
+        for s in CATALOGUE:
+            if s.exporter == "gateway":
+                out[s.name] = NO_GATEWAY_QUEUE
+            elif s.exporter == "epp" and not s.condition:
+                out[s.name] = EPP_IMAGE_GAP if s.name.startswith("llm_d_epp_") else EPP_NOT_SCRAPED
+    return out
 
 
 def exposed_series(cluster: str, gateway: str | None = None) -> set[str]:
-    """kind/cluster: the engines and the gateway (serve-router serves the llm-d EPP series too, an llm-d EPP all
-    but scalearena's own gateway queue); manifests/ install no kube-state-metrics, so ``kube_deployment_*`` are
-    absent there."""
-    if cluster == "sim":
-        return set(SIM_SERIES)
-    if cluster == "local":
-        return set(LOCAL_SERIES)
-    out = {s.name for s in CATALOGUE if not s.condition and s.exporter != "kube-state-metrics"}
-    return out - {ROUTER_QUEUE} if gateway == "epp" else out
+    """The catalogue's series a recipe's queries can read on ``cluster`` (with ``gateway`` on kind/cluster)."""
+    return {s.name for s in CATALOGUE} - set(absent_series(cluster, gateway))
 
 
 def check_series(cfg: Any, cluster: str, gateway: str | None = None, source: str | None = None) -> None:
-    """A recipe reading a series the backend does not expose is bad input: name the series and the backend
+    """A recipe reading a series the backend does not expose is bad input: name the series, the backend and why
     (``source``: the scenario or suite file, for the message)."""
     if not isinstance(cfg, RecipeConfig):
         return
-    missing = [s for s in cfg.recipe.needs if s not in exposed_series(cluster, gateway)]
+    absent = absent_series(cluster, gateway)
+    missing = [s for s in cfg.recipe.needs if s in absent]
     if missing:
         where = f"--cluster {cluster}" + (f" (gateway {gateway})" if gateway else "")
+        why = "; ".join(dict.fromkeys(absent[s] for s in missing))
         raise UserError(f"{where} exposes no {', '.join(missing)}, which the recipe's queries read "
-                        f"({cfg.recipe.source})", where=f"{source + ': ' if source else ''}autoscalers[{cfg.label}]",
+                        f"({cfg.recipe.source}): {why}",
+                        where=f"{source + ': ' if source else ''}autoscalers[{cfg.label}]",
                         expected="a backend that exposes them (docs/autoscalers.md lists what each recipe needs)")
 
 

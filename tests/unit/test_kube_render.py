@@ -77,7 +77,7 @@ def test_scenario_variants_replace_the_overlay_variants() -> None:
     sc = load_scenario(EXP2)
     objs = variant_objects(sc, render(ROOT / "manifests/overlays/kind"))
     deps = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Deployment"}
-    assert set(deps) == {"gateway", "prometheus"} | {v.name for v in sc.cluster.variants}
+    assert set(deps) == {"gateway", "prometheus", "kube-state-metrics"} | {v.name for v in sc.cluster.variants}
     for v in sc.cluster.variants:
         d = deps[v.name]
         c = d["spec"]["template"]["spec"]["containers"][0]

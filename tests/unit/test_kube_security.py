@@ -90,7 +90,7 @@ def test_gateway_admin_api_needs_a_per_run_token_and_only_the_namespace_reaches_
         assert {"name": "admin-token", "mountPath": "/var/run/secrets/scalearena/admin", "readOnly": True} \
             in c["volumeMounts"]
     assert {"name": "admin-token", "secret": {"secretName": "gateway-admin", "defaultMode": 0o440}} in pod["volumes"]
-    (np,) = [o for o in a if o["kind"] == "NetworkPolicy"]
+    (np,) = [o for o in a if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "gateway-ingress"]
     assert np["spec"]["podSelector"] == {"matchLabels": {"scalearena.io/component": "gateway"}}
     assert np["spec"]["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"port": "http", "protocol": "TCP"}]}]
 

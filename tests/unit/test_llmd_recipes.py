@@ -249,11 +249,14 @@ def test_a_recipe_whose_series_the_backend_lacks_is_refused_naming_them():
     cfg = scenario({"name": "va"}).autoscaler("llmd-queue-guard")
     check_series(cfg, "sim")  # the simulator writes every one
     check_series(cfg, "local")  # so do the local processes (serve-router, and their kube-state-metrics endpoint)
+    check_series(cfg, "kind")  # serve-router and manifests/base/kube-state-metrics.yaml
     with pytest.raises(UserError) as e:
-        check_series(cfg, "kind")  # manifests/ install no kube-state-metrics
-    assert "--cluster kind exposes no kube_deployment_status_replicas_unavailable, kube_deployment_status_replicas" \
+        check_series(cfg, "kind", "epp")  # llm-d-inference-scheduler v0.3.2 has no llm_d_epp_* series
+    assert "--cluster kind (gateway epp) exposes no llm_d_epp_flow_control_queue_size, llm_d_epp_request_running" \
         in str(e.value)
-    assert exposed_series("kind", "epp") >= {"llm_d_epp_request_running", "llm_d_epp_inflight_tokens"}
+    assert "llm-d-inference-scheduler v0.3.2" in str(e.value)
+    assert not exposed_series("kind", "epp") & {"llm_d_epp_request_running", "llm_d_epp_inflight_tokens",
+                                                "scalearena_router_queue_size"}
     assert "llm_d_epp_request_predicted_ttft_seconds" not in exposed_series("sim")  # no latency predictor
 
 
@@ -313,11 +316,12 @@ def test_validate_refuses_a_recipe_the_cluster_cannot_feed_with_exit_2(tmp_path)
             "autoscalers": [{"kind": "llmd-slo"}]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
     assert scalearena("validate", str(tmp_path / "s.yaml")).returncode == 0  # the simulator has them all
-    done = scalearena("validate", str(tmp_path / "s.yaml"), "--cluster", "kind")
+    assert scalearena("validate", str(tmp_path / "s.yaml"), "--cluster", "kind").returncode == 0  # serve-router + KSM
+    done = scalearena("validate", str(tmp_path / "s.yaml"), "--cluster", "kind", "--gateway", "epp")
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"error: {tmp_path / 's.yaml'}: autoscalers[llmd-slo]: --cluster kind exposes no "
-                           "kube_deployment_status_replicas, kube_deployment_status_replicas_ready, which the "
+    assert line.startswith(f"error: {tmp_path / 's.yaml'}: autoscalers[llmd-slo]: --cluster kind (gateway epp) "
+                           "exposes no llm_d_epp_request_ttft_seconds, llm_d_epp_request_ntpot_seconds, which the "
                            "recipe's queries read"), line
 
 

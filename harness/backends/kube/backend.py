@@ -44,6 +44,8 @@ from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.reports.results import RunWriter
 
 from ...interrupts import Interrupted
+from ...objects.reads import reads_kube_state
+from ...objects.recipes import check_series
 from ...scenario import Scenario
 from ...startup_spec import refuse_sim_only
 from .byo import user_objects, uses_keda
@@ -76,8 +78,16 @@ from .security import admin_token, harden
 from .validate import check_objects
 
 ROOT = Path(__file__).resolve().parents[3]
-NATIVE = ("wva", "hpa", "keda", "kubernetes")  # autoscalers that run as Kubernetes objects in kind/cluster
+NATIVE = ("wva", "hpa", "keda", "kubernetes")  # autoscalers that run as Kubernetes objects in kind/cluster (and
+# every KubernetesConfig: the llm-d recipes)
 STATIC_WVA_KINDS = ("VariantAutoscaling", "HorizontalPodAutoscaler", "ScaledObject")
+
+
+def runs_in_cluster(cfg: AutoscalerConfig) -> bool:
+    """Whether the cluster itself scales for ``cfg`` (its HPA, KEDA or WVA objects; the llm-d recipes are
+    ``kubernetes`` configs under their own kinds), so the harness only records what it did and never patches
+    the scale subresource alongside it."""
+    return cfg.kind in NATIVE or isinstance(cfg, KubernetesConfig)
 
 
 def free_port() -> int:
@@ -134,6 +144,7 @@ class KubeBackend:
         kind = autoscaler.kind
         refuse_unrendered(autoscaler)  # a knob the objects cannot carry is bad input, never silently dropped
         refuse_sim_only(sc, self.mode)  # node pools, sleep mode, warm buffer: the simulator's only
+        check_series(autoscaler, self.mode, self.gateway)  # a recipe reading series this stack does not serve
         if kind == "wva":
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
                      if o["kind"] not in STATIC_WVA_KINDS and not o["metadata"]["name"].startswith(
@@ -202,11 +213,10 @@ class KubeBackend:
             gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
             forwards += [proc for _, proc, _ in named]
             self._ready(kubectl, f"http://127.0.0.1:{prom_port}", None if runner else f"http://127.0.0.1:{gw_port}",
-                        "keda" if autoscaler.kind == "kubernetes" and uses_keda(autoscaler) else autoscaler.kind,
-                        scenario.cluster.variants[0].model)
+                        scenario, autoscaler)
             api = self.api_factory(kubectl.context) if self.api_factory else self._api(kubectl.context)
             metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
-            sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=autoscaler.kind in NATIVE)
+            sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=runs_in_cluster(autoscaler))
             sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress, requests=requests, load_runner=runner)
             check_run(writer.tally(), named)  # measured nothing -> exit 1, with why
         finally:
@@ -243,12 +253,18 @@ class KubeBackend:
             writer.meta["kube_context"] = kubectl.context
             self._refuse_foreign_adapter(kubectl, objs)
 
-    def _ready(self, kubectl: Kubectl, prom_url: str, gateway_url: str | None, kind: str, model: str) -> None:
-        """Wait until the metrics pipeline serves and one request goes through (kube/honesty.py)."""
+    def _ready(self, kubectl: Kubectl, prom_url: str, gateway_url: str | None, sc: Scenario,
+               autoscaler: AutoscalerConfig) -> None:
+        """Wait until the metrics pipeline serves and one request goes through (kube/honesty.py): an object-form
+        autoscaler with ScaledObjects (a recipe) waits as ``keda`` does; one whose queries read ``kube_deployment_*``
+        also for kube-state-metrics' series of every variant."""
+        kind = "keda" if isinstance(autoscaler, KubernetesConfig) and uses_keda(autoscaler) else autoscaler.kind
+        model = sc.cluster.variants[0].model
+        kube_state = [v.name for v in sc.cluster.variants] if reads_kube_state(autoscaler) else []
         if self.readiness is not None:
-            self.readiness(kubectl, prom_url, gateway_url, kind, model)
+            self.readiness(kubectl, prom_url, gateway_url, kind, model, kube_state)
             return
-        Readiness(kubectl, timeout_s=self.ready_timeout_s).wait(prom_url, gateway_url, kind, model)
+        Readiness(kubectl, timeout_s=self.ready_timeout_s).wait(prom_url, gateway_url, kind, model, kube_state)
 
     def _api(self, context: str | None) -> Any:
         from scalearena.harness.k8s.kubeapi import ClientKubeAPI, load_api_client

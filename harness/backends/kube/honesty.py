@@ -13,6 +13,10 @@ So before t0, ``Readiness.wait`` requires, until a deadline:
   (``kubectl get --raw /apis/custom.metrics.k8s.io/...``); ``wva`` (HPA actuation):
   the external metrics API serves ``wva_desired_replicas``; ``keda``: every
   ScaledObject has condition Ready=True;
+* an autoscaler whose queries read ``kube_deployment_*`` (llm-d's queue-guard and
+  SLO-aware recipes): Prometheus holds ``kube_deployment_status_replicas`` from
+  kube-state-metrics for every variant Deployment (before that, the SLO-aware
+  formula reads n = 0 replicas and asks for 0);
 * one probe completion through the gateway answers 200.
 
 After the run, ``check_run`` fails it with the reason when no request
@@ -25,12 +29,14 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import RunFailed
+from scalearena.contracts.series import KSM_REPLICAS
 
 from .cluster import Kubectl
 from .scenario import NAMESPACE
@@ -95,13 +101,26 @@ class Readiness:
                                 for c in o.get("status", {}).get("conditions", []))]
         return f"ScaledObjects not Ready: {', '.join(not_ready)}" if not_ready else None
 
+    def kube_state(self, prom_url: str, deployments: Sequence[str]) -> str | None:
+        query = urllib.parse.quote(f'{KSM_REPLICAS}{{namespace="{NAMESPACE}"}}')
+        status, text = self.get(f"{prom_url}/api/v1/query?query={query}", None)
+        if status != 200:
+            return f"Prometheus answered {status}: {text[:200]}"
+        seen = {r["metric"].get("deployment") for r in json.loads(text)["data"]["result"]}
+        missing = [d for d in deployments if d not in seen]
+        return f"no {KSM_REPLICAS} for {', '.join(missing)} yet" if missing else None
+
     def probe_gateway(self, gateway_url: str, model: str) -> str | None:
         body = json.dumps({"model": model, "prompt": "r0 w", "max_tokens": 1}).encode()
         status, text = self.get(gateway_url + "/v1/completions", body)
         return None if status == 200 else f"probe completion answered {status}: {text[:200]}"
 
-    def wait(self, prom_url: str, gateway_url: str | None, autoscaler_kind: str, model: str) -> None:
+    def wait(self, prom_url: str, gateway_url: str | None, autoscaler_kind: str, model: str,
+             kube_state: Sequence[str] = ()) -> None:
+        """``kube_state``: the Deployments whose kube-state-metrics series the autoscaler reads (none: no wait)."""
         self._until("Prometheus scrapes a variant pod", lambda: self.prometheus_targets(prom_url))
+        if kube_state:
+            self._until("Prometheus has kube-state-metrics' series", lambda: self.kube_state(prom_url, kube_state))
         if autoscaler_kind == "hpa":
             self._until("prometheus-adapter serves vllm_num_requests_waiting", lambda: self.raw_metric(
                 f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/pods/*/vllm_num_requests_waiting"))

@@ -171,9 +171,10 @@ class Sampler(LoopHooks):
         self._last_spec[name] = spec
         if prev is not None and prev != spec:
             who = f"{self.cfg.kind}.kube"
+            by = self.cfg.kind.upper() if self.cfg.kind in ("hpa", "keda") else f"{self.cfg.label} (its objects)"
             self.writer.add_decision(t, self.cfg.label, Decision(
                 variant=name, current_replicas=prev, desired_replicas=spec,
-                reasons=(Reason(who, f"in-cluster {self.cfg.kind.upper()} set spec.replicas {prev} -> {spec}"),)))
+                reasons=(Reason(who, f"in-cluster {by} set spec.replicas {prev} -> {spec}"),)))
 
     def record_wva_status(self, t: float) -> None:
         for va in self.api.list_variant_autoscalings(NAMESPACE):
