@@ -4,7 +4,7 @@ These were written against kind v0.29.0 / kubectl v1.33 and have NOT been run
 in the environment where they were written (no Docker engine there); CI runs
 them nightly (.github/workflows/ci.yml, job bench-kind). Expect about 10-15
 minutes: cluster creation ~2 min, image builds ~3 min, image pulls, one short
-run per autoscaler.
+run per autoscaler, and one llm-d recipe run (llmd-slo on kube-state-metrics).
 """
 from __future__ import annotations
 
@@ -85,3 +85,39 @@ def test_short_run_accounts_for_every_request(cluster, tmp_path: Path) -> None: 
     s = w.finish()
     assert s["requests_total"] == s["requests_ok"] + sum(s["failures"].values())
     assert s["requests_total"] > 0
+
+
+def test_llm_d_slo_recipe_runs_on_kube_state_metrics_and_its_rules(cluster, tmp_path: Path) -> None:  # noqa: ANN001
+    """Issue 13 item 1 on kind: `llmd-slo` as its objects (two ScaledObjects, the recording rules as a Prometheus
+    rule file, KEDA installed by the backend) on the in-cluster kube-state-metrics. Rendered and validated offline
+    (tests/unit/test_kind_recipes.py); this is the check that it runs."""
+    import urllib.parse
+
+    from scalearena.harness.backends.kube.backend import KubeBackend
+    from scalearena.harness.scenario import load_scenario
+    from scalearena.reports.results import RunWriter
+
+    k = cluster.kubectl
+    k.run("delete", "namespace", "scalearena", "--ignore-not-found", "--wait=true", "--timeout=300s")  # no HPA left
+    sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml", overrides=["duration_s=60"])
+    w = RunWriter(tmp_path / "run", {"scenario": sc.name, "autoscaler": "llmd-slo", "cluster": "kind",
+                                     "seed": sc.seed, "duration_s": sc.duration_s, "slo": sc.slo.model_dump(),
+                                     "variants": []})
+    KubeBackend("kind", keep=True).run(sc, sc.autoscaler("llmd-slo"), w)  # readiness waited for KSM and KEDA
+    s = w.finish()
+    assert s["requests_total"] == s["requests_ok"] + sum(s["failures"].values()) and s["requests_ok"] > 0
+
+    def query(q: str) -> list[dict]:
+        path = ("/api/v1/namespaces/scalearena/services/prometheus:9090/proxy/api/v1/query?query="
+                + urllib.parse.quote(q))
+        return json.loads(k.run("get", "--raw", path).stdout)["data"]["result"]
+
+    replicas = query('kube_deployment_status_replicas{namespace="scalearena"}')
+    variants = {v.name for v in sc.cluster.variants}
+    assert {r["metric"]["deployment"] for r in replicas} >= variants
+    for r in replicas:  # the simulator's labels (contracts/series.py), plus Prometheus' job and instance
+        assert set(r["metric"]) - {"__name__", "job", "instance"} == {"namespace", "deployment"}, r["metric"]
+    assert query('llmd_slo:saturation{model_name="llama3-70b"}')  # the rule file was loaded and evaluated
+    sos = k.get_json("-n", "scalearena", "scaledobjects")["items"]
+    assert sorted(o["metadata"]["name"] for o in sos) == sorted(f"llmd-slo-{v}" for v in variants)
+    k.run("delete", "namespace", "scalearena", "--wait=true", "--timeout=300s")
