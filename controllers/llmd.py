@@ -125,7 +125,10 @@ class RecipeConfig(KubernetesConfig):
         if kind not in RECIPES:
             return data
         env, tune = _defaults(RECIPES[kind])
-        return {**data, "env": {**env, **(data.get("env") or {})}, "tune": {**tune, **(data.get("tune") or {})}}
+        user_env, user_tune = data.get("env") or {}, data.get("tune") or {}
+        if not isinstance(user_env, dict) or not isinstance(user_tune, dict):
+            return data  # not a mapping: the field's own validation names it
+        return {**data, "env": {**env, **user_env}, "tune": {**tune, **user_tune}}
 
 
 def _defaults(r: Recipe) -> tuple[dict[str, str], dict[str, EnvTune]]:

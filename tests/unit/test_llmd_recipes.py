@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.keda import KEDA
@@ -229,6 +230,15 @@ def test_a_users_env_overrides_a_placeholder_the_scenario_would_fill():
     sc = scenario({"name": "va"})
     cfg = sc.for_scenario(type(sc.autoscaler("llmd-queue"))(env={"MAX_REPLICAS": "3"}))
     assert cfg.targets[0].max_replicas == 3 and cfg.env["QUEUE_PER_REPLICA"] == "1"
+
+
+@pytest.mark.parametrize("field,value", [("env", 3), ("env", float("inf")), ("tune", "x"), ("env", ["A"])])
+def test_an_env_or_tune_that_is_no_mapping_is_named_not_a_crash(field, value):
+    # found by the adversarial suite: `--set autoscalers.N.env=.inf` on a recipe raised a TypeError (exit 3)
+    cls = type(scenario({"name": "va"}).autoscaler("llmd-queue"))
+    with pytest.raises(ValidationError) as e:
+        cls.model_validate({"kind": "llmd-queue", field: value})
+    assert [err["loc"][0] for err in e.value.errors()] == [field]
 
 
 def test_the_pd_recipe_scales_both_roles_and_needs_them():
