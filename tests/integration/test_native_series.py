@@ -15,6 +15,8 @@ after the same scenario and seed, with values worked out by hand.
 from __future__ import annotations
 
 import shutil
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,7 @@ class Probe(LocalRun):
     def _collect(self, final: bool) -> None:
         if final:
             url = self.prom.url
+            _await_quiet_scrape(url)
             names = [n for spec in S.CATALOGUE for n in _families(spec)]
             Probe.seen = {
                 "series": {n: requests.get(url + "/api/v1/series", params={"match[]": f'{{__name__="{n}"}}'},
@@ -103,6 +106,27 @@ class Probe(LocalRun):
                                       ["data"]["result"]) for q in VALUES},
             }
         super()._collect(final)
+
+
+def _await_quiet_scrape(url: str, limit_s: float = 15.0) -> None:
+    """Wait for a scrape of every target taken while the router proxies nothing. The client has its answer at
+    [DONE], but serve-router books the request's output tokens and NTPOT when the engine's stream closes, a
+    moment later, and Prometheus sees that one scrape interval (1 s here) after that: read too early, the last
+    answers are missing. Bounded: the checks after it say what is missing if the router never goes quiet."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        t0 = time.time()
+        while time.monotonic() < deadline:  # one scrape of every target after t0
+            targets = requests.get(url + "/api/v1/targets", params={"state": "active"}, timeout=5).json()["data"]
+            stamps = [datetime.fromisoformat(t["lastScrape"].replace("Z", "+00:00")).timestamp()
+                      for t in targets["activeTargets"]]
+            if stamps and min(stamps) > t0:
+                break
+            time.sleep(0.2)
+        proxied = requests.get(url + "/api/v1/query", params={"query": "sum(scalearena_router_inflight)"},
+                               timeout=5).json()["data"]["result"]
+        if proxied and float(proxied[0]["value"][1]) == 0:
+            return
 
 
 def _scalar(result: list[dict[str, Any]]) -> float | None:
