@@ -40,7 +40,7 @@ from scalearena.contracts.errors import UserError
 from .catalog import BY_ID, METRICS, Metric
 from .compare_config import RunFilter, config_changes, select
 from .load import ResultSet, Run, load_results
-from .stats import difference, paired_p, welch
+from .stats import compare_seeds
 
 Verdict = Literal["improved", "same", "within", "regressed", "noise", "missing", "new", "n/a"]
 ALPHA = 0.05  # a worsening beyond tolerance with p >= ALPHA is seed noise, not a regression
@@ -272,16 +272,9 @@ def _seed(run: Run) -> int | None:
 def _noise(metric: Metric, base: list[Run], cur: list[Run]) -> tuple[float | None, float | None, str]:
     """(p-value, 95 % half width of current - baseline, test) over the seeds of one group."""
     bv, cv = [metric.value(r.summary) for r in base], [metric.value(r.summary) for r in cur]
-    sb = [x for x in map(_seed, base) if x is not None]
-    sc = [x for x in map(_seed, cur) if x is not None]
-    paired = len(sb) == len(base) and len(sc) == len(cur) and sorted(sb) == sorted(sc)
-    d = difference(cv, bv, sc if paired else None, sb if paired else None)
-    if paired:
-        by_seed = dict(zip(sb, bv, strict=True))
-        p = paired_p(cv, [by_seed[x] for x in sc])
-    else:
-        p = welch(cv, bv)
-    return p, (None if d.n < 2 or d.half_width != d.half_width else d.half_width), "paired t" if paired else "Welch t"
+    c = compare_seeds(cv, bv, [_seed(r) for r in cur], [_seed(r) for r in base])
+    d = c.diff
+    return c.p_value, (None if d.n < 2 or d.half_width != d.half_width else d.half_width), c.test
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -127,3 +127,33 @@ def welch(a: Sequence[float | None], b: Sequence[float | None]) -> float | None:
     from scipy import stats as sps
 
     return float(sps.ttest_ind(xa, xb, equal_var=False).pvalue)
+
+
+@dataclass(frozen=True)
+class SeedComparison:
+    """mean(a) - mean(b) over seeds, the p-value of its test and which test it was."""
+
+    diff: Estimate
+    p_value: float | None
+    paired: bool
+
+    @property
+    def test(self) -> str:
+        return "paired t" if self.paired else "Welch t"
+
+
+def compare_seeds(a: Sequence[float | None], b: Sequence[float | None],
+                  seeds_a: Sequence[int | None] | None = None,
+                  seeds_b: Sequence[int | None] | None = None) -> SeedComparison:
+    """The one rule for comparing two sets of seeded runs (suite pairs, compare's noise test): paired (the
+    difference's interval and ``paired_p``) when both sides ran the same seeds, each once; else Welch's
+    interval and ``welch``."""
+    paired = (seeds_a is not None and seeds_b is not None and None not in seeds_a and None not in seeds_b
+              and len(a) == len(seeds_a) and len(b) == len(seeds_b) and len(set(seeds_a)) == len(seeds_a)
+              and sorted(seeds_a) == sorted(seeds_b))  # type: ignore[type-var]  # no None: checked above
+    if not paired:
+        return SeedComparison(difference(a, b), welch(a, b), False)
+    sa, sb = [x for x in seeds_a or () if x is not None], [x for x in seeds_b or () if x is not None]
+    by_b = dict(zip(sb, b, strict=True))
+    return SeedComparison(difference(a, b, sa, sb), paired_p(a, [by_b[s] for s in sa]), True)
+

@@ -16,7 +16,7 @@ from typing import Any
 
 from .catalog import BY_ID, Metric
 from .load import ResultSet, Run, natural_key
-from .stats import Estimate, difference, estimate, paired_p, welch
+from .stats import Estimate, compare_seeds, estimate
 from .suite_decide import groups
 
 # Metrics of the pairwise differences: what a choice between two autoscalers turns on.
@@ -57,16 +57,10 @@ def pair_differences(stats: dict[tuple[str, str], dict[str, Any]], metrics: list
             sa, sb = stats[(point, a)], stats[(point, b)]
             for m in metrics:
                 va, vb = sa[m.id][1], sb[m.id][1]
-                seeds_a, seeds_b = sa["seeds"], sb["seeds"]
-                paired = None not in seeds_a and sorted(seeds_a) == sorted(seeds_b)
-                d = difference(va, vb, seeds_a if paired else None, seeds_b if paired else None)
-                if paired:
-                    by_b = dict(zip(seeds_b, vb, strict=True))
-                    p = paired_p(va, [by_b[s] for s in seeds_a])
-                else:
-                    p = welch(va, vb)
+                c = compare_seeds(va, vb, sa["seeds"], sb["seeds"])
+                d, p = c.diff, c.p_value
                 out.append({"point": point, "a": a, "b": b, "metric": m.id, "diff": _num(d.mean),
-                            "half_width": _num(d.half_width), "n": d.n, "paired": paired, "p_value": p,
+                            "half_width": _num(d.half_width), "n": d.n, "paired": c.paired, "p_value": p,
                             "significant": d.excludes_zero()})
     return out
 

@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from scalearena.reports.stats import difference, estimate, t_quantile, welch
+from scalearena.reports.stats import compare_seeds, difference, estimate, t_quantile, welch
 from scalearena.reports.verdict import Frontier, Point, decide, meets, pareto_front, regret
 
 # A 3-autoscaler toy suite with the oracle as bound; cost in GPU-hours.
@@ -106,3 +106,19 @@ def test_degenerate_samples() -> None:
     assert welch([1.0, 1.0], [1.0, 1.0]) == 1.0  # no spread, same mean
     assert welch([1.0, 1.0], [2.0, 2.0]) == 0.0  # no spread, different means: not noise
     assert difference([1.0, 1.0], [2.0, 2.0]).half_width == 0.0
+
+
+def test_compare_seeds_pairs_only_the_same_seeds_each_once() -> None:
+    a, b = [3.0, 5.0, 4.0], [1.0, 2.0, 3.0]
+    # same seeds: per-seed differences 2, 3, 1: mean 2, sd 1, t = 2 / (1/sqrt 3) = 3.464 on df 2;
+    # two-sided p at df 2 is 1 - |t| / sqrt(t^2 + 2) = 1 - 3.464 / 3.742 = 0.0742
+    c = compare_seeds(a, b, [1, 2, 3], [1, 2, 3])
+    assert c.paired and c.test == "paired t" and c.diff.mean == pytest.approx(2.0)
+    assert c.p_value == pytest.approx(0.0742, abs=1e-3)
+    # other seeds (or one run without a seed, or a seed twice): Welch. Both variances 1: se = sqrt(2/3) = 0.8165,
+    # t = 2.449, df = (2/3)^2 / (2 x (1/3)^2 / 2) = 4; df 4: F(t) = 1/2 + 3/8 x 1.549 x (1 - 2.4/12) = 0.9648,
+    # p = 2 x (1 - 0.9648) = 0.0704
+    for sa, sb in (([1, 2, 3], [4, 5, 6]), ([1, 2, None], [1, 2, 3]), ([1, 1, 2], [1, 1, 2])):
+        w = compare_seeds(a, b, sa, sb)
+        assert not w.paired and w.test == "Welch t" and w.diff.mean == pytest.approx(2.0)
+        assert w.p_value == pytest.approx(0.0704, abs=1e-3)
