@@ -208,3 +208,15 @@ def unsent_record(spec: RequestSpec, end_s: float, status: str = "error") -> Req
         scheduled_s=spec.arrival_s,
         requested_output_tokens=spec.output_tokens,
     )
+
+
+def locustfile() -> str:
+    """The open-loop user's file (workloads/locust_user.py), for ``locust -f``: master and workers import it,
+    on the host (harness/backends/locust_process.py) and in the cluster's load pod (workloads/locust_incluster.py)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("scalearena.workloads.locust_user")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("scalearena.workloads.locust_user is not importable: is scalearena installed here?")
+    return spec.origin
+

@@ -17,7 +17,6 @@ nothing heavy, but it execs Locust).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -35,10 +34,10 @@ COLLECTED_FILE = "collected"
 
 
 def locustfile() -> str:
-    spec = importlib.util.find_spec("scalearena.workloads.locust_user")
-    if spec is None or spec.origin is None:
-        raise SystemExit("scalearena.workloads.locust_user is not installed in this image")
-    return spec.origin
+    try:
+        return load.locustfile()
+    except RuntimeError as e:  # the pod's entry point: one line, not a traceback
+        raise SystemExit(f"{e} (this image)") from None
 
 
 def wait_for_go(work: Path, wait_s: float, clock: Callable[[], float] = time.time,

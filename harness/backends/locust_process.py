@@ -29,7 +29,6 @@ teardown); tests hand a fake.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -45,14 +44,6 @@ from .local.supervisor import LOOPBACK, free_port
 
 Spawn = Callable[[str, list[str], dict[str, str]], subprocess.Popen]
 START_FILE = "locust-start.json"
-
-
-def locustfile() -> str:
-    """The open-loop user's file, for ``locust -f`` (master and workers import it)."""
-    spec = importlib.util.find_spec("scalearena.workloads.locust_user")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("scalearena.workloads.locust_user is not importable")
-    return spec.origin
 
 
 class LocustProcess:
@@ -100,13 +91,13 @@ class LocustProcess:
 
     def master_argv(self) -> list[str]:
         n = self.workers
-        return [sys.executable, "-m", "locust", "-f", locustfile(), "--headless", "--master",
+        return [sys.executable, "-m", "locust", "-f", load.locustfile(), "--headless", "--master",
                 f"--master-bind-host={LOOPBACK}", f"--master-bind-port={self.master_port}",
                 f"--expect-workers={n}", f"--users={n}", f"--spawn-rate={n}", f"--host={self.host}",
                 f"--csv={self.csv}", "--only-summary"]
 
     def worker_argv(self) -> list[str]:
-        return [sys.executable, "-m", "locust", "-f", locustfile(), "--worker", f"--master-host={LOOPBACK}",
+        return [sys.executable, "-m", "locust", "-f", load.locustfile(), "--worker", f"--master-host={LOOPBACK}",
                 f"--master-port={self.master_port}"]
 
     def start(self, requests: Sequence[Any], lead_s: float) -> float:

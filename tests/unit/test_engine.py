@@ -4,22 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scalearena.harness.engine.core import Engine, SubmitResult
-from scalearena.harness.engine.latency import ConstantModel
-from scalearena.harness.scenario import ConstantLatency
-
-
-def const(max_num_seqs: int = 256, **kw: float) -> ConstantModel:
-    return ConstantModel(ConstantLatency(kind="constant", **kw), max_num_seqs)
-
-
-def run_all(e: Engine, limit: int = 10_000) -> list:
-    out = []
-    for _ in range(limit):
-        t = e.next_event_time()
-        if t == float("inf"):
-            return out
-        out.extend(e.advance(t))
-    raise AssertionError("engine did not go idle")
+from tests.unit.enginekit import const, run_all
 
 
 def test_single_request_ttft_and_e2e_by_formula() -> None:

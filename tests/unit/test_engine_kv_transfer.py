@@ -6,21 +6,14 @@ import pytest
 from scalearena.harness.engine.catalog import gpu_spec, model_shape
 from scalearena.harness.engine.core import Engine, SubmitResult
 from scalearena.harness.engine.latency import ConstantModel, RooflineModel, RooflineParams
-from scalearena.harness.scenario import ConstantLatency
+from tests.unit import enginekit
+from tests.unit.enginekit import run_all
 
 
-def const(max_num_seqs: int = 8, **kw: float) -> ConstantModel:
-    return ConstantModel(ConstantLatency(kind="constant", **kw), max_num_seqs)
+def const(max_num_seqs: int = 8, **kw: float) -> ConstantModel:  # these tests run 8-sequence engines
+    return enginekit.const(max_num_seqs, **kw)
 
 
-def run_all(e: Engine, limit: int = 10_000) -> list:
-    out = []
-    for _ in range(limit):
-        t = e.next_event_time()
-        if t == float("inf"):
-            return out
-        out.extend(e.advance(t))
-    raise AssertionError("engine did not go idle")
 
 
 def test_prefill_side_keeps_the_prompt_kv_until_released() -> None:
