@@ -7,7 +7,7 @@ check and then hangs a run or exhausts memory. So every config model inherits
 ``StrictSpec`` (extra fields refused, NaN and infinities refused) and bounds
 its numbers with the constants here; ``docs/reliability.md`` lists them. They
 are generous for any experiment this harness is for (a simulated week, ten
-thousand requests per second, a thousand replicas) and small enough that the
+thousand requests per second, a day-long replay at a hundred or two, a thousand replicas) and small enough that the
 worst accepted scenario still finishes or is refused up front by the
 request-count and step-count checks of the scenario.
 """
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 MAX_DURATION_S = 7 * 86400.0  # a simulated week; also the bound on any time span or window
 MIN_INTERVAL_S = 0.01  # scrape, sample, control-loop periods: 10 ms (WVA's fast loop is 100 ms)
 MAX_RATE_RPS = 10_000.0  # peak arrival rate of one workload
-MAX_REQUESTS = 5_000_000  # peak rate x duration, summed over workloads: what one run may generate
+MAX_REQUESTS = 20_000_000  # peak rate x duration, summed over workloads: a day at 230 RPS (memory: constant)
 MAX_STEPS = 5_000_000  # duration / interval for every periodic loop (scrape, sample, control period)
 MAX_REPLICAS = 1_000  # replicas of one variant
 MAX_GPUS_PER_REPLICA = 64

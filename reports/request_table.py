@@ -12,6 +12,7 @@ before, bit for bit (tests/unit/test_results_stream.py checks both paths against
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -43,6 +44,10 @@ class RequestTable(Protocol):
         """One bool per request, in record order: status ``ok``."""
         ...
 
+    def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
+        """One bool per request, in record order: ``test`` (an elementwise test) of these columns."""
+        ...
+
 
 class FrameRequests:
     """A ``RequestTable`` over a DataFrame of request records (missing columns read as nulls)."""
@@ -58,6 +63,9 @@ class FrameRequests:
         if self._ok is None:
             self._ok = (self.df["status"] == "ok").to_numpy(dtype=bool)
         return self._ok
+
+    def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
+        return np.asarray(test(self.df[names]), dtype=bool)
 
     @property
     def rows(self) -> int:
@@ -110,6 +118,14 @@ class ParquetRequests:
                 at += len(ok)
             self._ok = out
         return self._ok
+
+    def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
+        out = np.empty(self.rows, dtype=bool)
+        at = 0
+        for group in self._groups(names):  # one row group's columns at a time: memory, 1 B per request
+            out[at:at + group.num_rows] = np.asarray(test(group.to_pandas()), dtype=bool)
+            at += group.num_rows
+        return out
 
     def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
         mask = self.ok_mask() if ok_only else None

@@ -92,10 +92,10 @@ def test_absurd_values_are_refused_by_the_schema(tmp_path, scenario_dict, path, 
 
 
 def test_request_count_over_the_limit_is_refused(tmp_path, scenario_dict) -> None:
-    # 9000 rps (under the per-rate limit of 10000) x 1000 s = 9,000,000 requests > MAX_REQUESTS 5,000,000
+    # 9000 rps (under the per-rate limit of 10000) x 3000 s = 27,000,000 requests > MAX_REQUESTS 20,000,000
     scenario_dict["workload"]["arrivals"]["rate_rps"] = 9000
-    scenario_dict["duration_s"] = 1000
-    one_error(invoke("validate", str(write_yaml(tmp_path / "big.yaml", scenario_dict))), "9,000,000 requests")
+    scenario_dict["duration_s"] = 3000
+    one_error(invoke("validate", str(write_yaml(tmp_path / "big.yaml", scenario_dict))), "27,000,000 requests")
 
 
 def test_diurnal_nan_phase_is_refused(tmp_path, scenario_dict) -> None:
