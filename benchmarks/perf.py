@@ -64,7 +64,10 @@ def scenario(name: str, duration_s: float, arrivals: dict[str, Any], max_replica
             "engine": {"max_num_seqs": 256, "kv_cache_blocks": 1024, "block_size": 16,
                        "latency": {"kind": "constant", "ttft_ms": 200, "itl_ms": 2}},
         }]},
-        "router": {"scorers": {"queue": 1, "kv_cache": 1, "prefix_cache": 1}},
+        # the paper's router: reject on saturation (the default became llm-d flow control), as the figures
+        # before this benchmark's rewrite were measured
+        "router": {"scorers": {"queue": 1, "kv_cache": 1, "prefix_cache": 1},
+                   "admission": {"kind": "saturation", "kv_threshold": 0.8, "queue_threshold": 5}},
         "workload": {"arrivals": arrivals, **tokens},
         "autoscalers": [autoscaler],
         "metrics": {"scrape_interval_s": 15, "sample_interval_s": 5},
