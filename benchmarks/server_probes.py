@@ -93,9 +93,16 @@ def main() -> None:
         print("8 clients give up after 2 s (10 000-token requests): engine running afterwards =", running(e_url))
         print("then 1000 requests:", statuses(1000, r_url, {"model": "m", "prompt": "x", "max_tokens": 1}))
         bad = [{"model": "m", "prompt": "x", "max_tokens": v} for v in (-1, 0, "abc", True)]
-        bad += [{"prompt": "x"}, {"model": "m", "prompt": "x", "n": 2}, {"model": "m", "prompt": ["a", "b"]}]
-        codes = [requests.post(u + "/v1/completions", json=b).status_code for u in (e_url, r_url) for b in bad]
-        print(f"{len(bad)} invalid bodies x 2 servers:", dict(collections.Counter(codes)))
+        bad += [{"prompt": "x"}, {"model": "m", "prompt": "x", "max_tokens": 1, "n": 0}]
+        conflict = [{"model": "m", "prompt": ["a", "b"], "max_tokens": 1, "n": 65},  # 130 sequences > 128
+                    {"model": "m", "prompt": ["a", "b"], "max_tokens": 1, "scalearena_prompt_tokens": 4}]
+        codes = [requests.post(u + "/v1/completions", json=b).status_code
+                 for u in (e_url, r_url) for b in bad + conflict]
+        print(f"{len(bad)} invalid + {len(conflict)} conflicting bodies x 2 servers:", dict(collections.Counter(codes)))
+        served = [len(requests.post(u + "/v1/completions", json=b).json()["choices"]) for u in (e_url, r_url)
+                  for b in ({"model": "m", "prompt": "x", "max_tokens": 1, "n": 2},
+                            {"model": "m", "prompt": ["a", "b"], "max_tokens": 1})]
+        print("choices for n: 2 / two prompts (engine, router):", served)
         print("slowloris closed (engine, router):", slowloris(e_url, 2.0), slowloris(r_url, 2.0))
     finally:
         for p in (rtr, eng):
