@@ -124,7 +124,8 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
                frontier.FrontierSpec(enabled=True) if with_frontier is not False else None)
     if executor_kind == "local" and address is not None:
         raise UserError("--address is for --executor ray", expected="--executor ray --address ADDR")
-    executor = make_executor(executor_kind, jobs or default_jobs("sim"), "sim", address)
+    jobs = _positive(jobs, "--jobs") if jobs is not None else default_jobs("sim")
+    executor = make_executor(executor_kind, jobs, "sim", address)
     try:
         _run(t, open_study(t), executor, report)
     except KeyboardInterrupt:

@@ -88,7 +88,21 @@ def field_problem(cfg: AutoscalerConfig, path: str, value: Any) -> str | None:
     return None
 
 
+def _widen_declared(data: Any, path: str, value: Any) -> None:
+    """A value written into a placeholder (``env.X``) that the config's own ``tune`` block ranges (the
+    kubernetes and llm-d recipe configs check env against it) widens that range to hold the value: a
+    ``--param env.X=LOW:HIGH`` replaces the declared range, as it does for every other autoscaler."""
+    parts = path.split(".")
+    spec = data.get("tune", {}).get(parts[1]) if len(parts) == 2 and parts[0] == "env" and isinstance(data, dict) \
+        else None
+    if not isinstance(spec, dict) or spec.get("choices") is not None or isinstance(value, bool) \
+            or not isinstance(value, int | float) or spec.get("low") is None or spec.get("high") is None:
+        return
+    spec["low"], spec["high"] = min(spec["low"], value), max(spec["high"], value)
+
+
 def _set(data: Any, path: str, value: Any) -> None:
+    _widen_declared(data, path, value)
     parts = path.split(".")
     node = data
     for part in parts[:-1]:
@@ -162,6 +176,8 @@ def _kind_of(cfg: AutoscalerConfig, path: str, current: Any) -> str:
     owner, last, _ = locate(cfg, path)
     if isinstance(owner, BaseModel):
         return field_kind(type(owner).model_fields[last].annotation)
+    if isinstance(current, str):  # a placeholder's value in env is text: "0.55" is a number
+        current = parse_yaml(current, path)
     if isinstance(current, bool) or not isinstance(current, int | float):
         return "categorical"
     return "int" if isinstance(current, int) else "float"
@@ -184,7 +200,8 @@ def build_space(cfg: AutoscalerConfig, items: list[str]) -> Space:
             raise UserError(f"--param {item}: {cfg.label} has no parameter {name!r}{did_you_mean(name, known)}",
                             expected="a field of its config (`scalearena autoscalers " + cfg.kind + "`), declared "
                             "tunables: " + (", ".join(known) or "none")) from None
-        t = parse_param(item, declared.get(name), current, _kind_of(cfg, name, current))
+        base = declared.get(name)
+        t = parse_param(item, base, current, base.kind if base is not None else _kind_of(cfg, name, current))
         for end in _ends(t):
             problem = field_problem(cfg, name, end)
             if problem:

@@ -26,9 +26,39 @@ def test_every_declared_range_is_accepted_by_its_model_and_holds_the_default(nam
         assert t.default is None or t.contains(t.default), (name, t.path, t.default, t.describe())
 
 
-@pytest.mark.parametrize("name", ["wva", "hpa", "keda", "kpa", "multimetric", "static", "oracle"])
-def test_the_bundled_autoscalers_declare_a_space(name: str) -> None:
+@pytest.mark.parametrize("name", REGISTRY.names())
+def test_every_registered_autoscaler_declares_a_space(name: str) -> None:
     assert REGISTRY.default_config(name).tunables()
+
+
+def test_the_issue_named_parameters_are_declared() -> None:
+    # issue 15: "WVA tau_kv, gamma_kv; HPA targets and stabilisation windows; SLO-aware theta_up/theta_dn;
+    # planner predictor"
+    def paths(name: str) -> set[str]:
+        return {t.path for t in REGISTRY.default_config(name).tunables()}
+
+    assert {"tau_kv", "gamma_kv"} <= paths("wva")
+    assert {"metrics.0.average_value", "downscale_stabilization_s",
+            "behavior.scale_up.stabilization_window_seconds"} <= paths("hpa")
+    assert {"env.THETA_UP", "env.THETA_DN"} <= paths("llmd-slo")
+    assert {"predictor.kind", "predictor.log1p"} <= paths("planner")
+
+
+def test_a_recipe_placeholder_range_can_be_replaced_and_widened() -> None:
+    # llmd-slo declares THETA_UP 0.3 .. 1.2 (env "0.55"); --param reads it as the declared float, not as text
+    cfg = REGISTRY.default_config("llmd-slo")
+    space = {t.path: t for t in build_space(cfg, ["env.THETA_UP=0.1:0.5", "env.SMOOTHING=30s,60s"]).params}
+    up = space["env.THETA_UP"]
+    assert (up.kind, up.low, up.high, up.default) == ("float", 0.1, 0.5, 0.55)
+    assert space["env.SMOOTHING"].choices == ("30s", "60s")  # undeclared text placeholder: a choice
+    # a sample below the declared 0.3 runs (the model checks env against tune): the range widens to 0.1 .. 1.2
+    tuned = apply(cfg, {"env.THETA_UP": 0.1})
+    assert tuned.env["THETA_UP"] == "0.1"
+    assert (tuned.tune["THETA_UP"].low, tuned.tune["THETA_UP"].high) == (0.1, 1.2)
+    with pytest.raises(UserError) as err:  # a value the model cannot read is still refused, with its reason
+        build_space(cfg, ["env.THETA_UP=a,b"])
+    assert str(err.value) == ("--param env.THETA_UP=a,b: llmd-slo refuses env.THETA_UP = 'a': "
+                              "tune: env THETA_UP = 'a' is not a float")
 
 
 class _Toy(BaseModel):

@@ -95,6 +95,7 @@ def test_objectives_default_and_bad_names() -> None:
     (["--param", "nope=1:2"], "error: --param nope=1:2: wva has no parameter 'nope'"),
     (["--trials", "0"], "error: --trials 0: must be at least 1"),
     (["--seeds", "0"], "error: --seeds 0: must be at least 1"),
+    (["--jobs", "0"], "error: --jobs 0: must be at least 1"),  # was taken as "all cores"
 ])
 def test_bad_tune_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     r = scalearena("tune", PHYSICAL, "--autoscaler", "wva", "--out", str(tmp_path / "o"), *args)
