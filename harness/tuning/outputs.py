@@ -81,10 +81,10 @@ def snippet(t: Tuning, ft: FrozenTrial) -> str:
     data = {"kind": cfg.kind, **{k: v for k, v in data.items() if k != "kind"}}
     m = ft.user_attrs.get("metrics") or {}
     cost = cost_axis(t.objectives)
-    seeds = ", ".join(str(s) for s in t.seeds)
+    seeds = f"seed {t.seeds[0]}" if len(t.seeds) == 1 else "mean over seeds " + ", ".join(str(s) for s in t.seeds)
     head = (f"# scalearena tune: {t.base.label} on {t.scenario.name}, {ft.user_attrs['label']}: {cost.label} "
             f"{cost.format(m.get(cost.id))} {cost.unit}, SLO attainment {_pct(m.get(ATTAINMENT))} "
-            f"(target {_pct(t.target)}), goodput {_num(m.get('goodput_rps'))} req/s; mean over seed(s) {seeds}.\n"
+            f"(target {_pct(t.target)}), goodput {_num(m.get('goodput_rps'))} req/s; {seeds}.\n"
             "# Paste under a scenario's `autoscalers:`.\n")
     buf = io.StringIO()
     yaml.safe_dump([data], buf, sort_keys=False, default_flow_style=False)

@@ -37,6 +37,8 @@ def test_single_objective_study_finds_the_cheapest_static_fleet_meeting_the_targ
         assert r["slo_attainment"] == 1.0
     best = yaml.safe_load((out / "best.yaml").read_text())
     assert best == [{"kind": "static", "name": "static-tuned", "replicas": 1}]
+    assert "attainment 100.0% (target 90.0%), goodput" in (out / "best.yaml").read_text()
+    assert "req/s; seed 1.\n" in (out / "best.yaml").read_text()  # one seed: no mean
     meta = json.loads((out / "tune.json").read_text())
     assert meta["constrained"] and meta["references"]["default"]["metrics"]["cost"] == pytest.approx(2 / 30)
     # a single-objective front is the best trial(s): the fleets of one replica
