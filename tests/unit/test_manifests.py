@@ -159,7 +159,7 @@ def test_simulator_pinned_at_or_after_v0_7_0_with_kvcache() -> None:
     assert {d["metadata"]["name"] for d in deps} == {"va-a100", "va-h100"}
     for d in deps:
         c = d["spec"]["template"]["spec"]["containers"][0]
-        m = re.fullmatch(r"ghcr\.io/llm-d/llm-d-inference-sim:v(\d+)\.(\d+)\.(\d+)", c["image"])
+        m = re.fullmatch(r"ghcr\.io/llm-d/llm-d-inference-sim:v(\d+)\.(\d+)\.(\d+)(?:@sha256:[0-9a-f]{64})?", c["image"])
         assert m and tuple(map(int, m.groups())) >= (0, 7, 0)
         assert "--enable-kvcache" in c["args"]
         assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"

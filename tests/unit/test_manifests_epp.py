@@ -142,7 +142,8 @@ def test_pod_wiring_envoy_to_epp_and_config_mount() -> None:
     objs = plan(PHYS)
     pod = named(objs, "Deployment", "gateway-epp")["spec"]["template"]["spec"]
     epp = next(c for c in pod["containers"] if c["name"] == "epp")
-    assert epp["image"] == "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.2"  # pinned, not a floating tag
+    # pinned, not a floating tag (`make pins` may add the tag's digest)
+    assert epp["image"].split("@")[0] == "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.2"
     args = epp["args"]
     flag = {args[i]: args[i + 1] for i in range(0, len(args) - 1, 2) if args[i].startswith("--")}
     assert flag["--pool-name"] == named(objs, "InferencePool", "scalearena")["metadata"]["name"]

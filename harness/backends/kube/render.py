@@ -197,26 +197,24 @@ def _set_image(objs: list[Obj], image: dict[str, str]) -> None:
         if not pod:
             continue
         for c in pod.get("containers", []) + pod.get("initContainers", []):
-            ref = c.get("image", "")
-            name, tag = _split_image(ref)
+            name, tag, digest = _split_image(c.get("image", ""))
             if name != image["name"]:
                 continue
             name = image.get("newName", name)
-            if "digest" in image:
-                c["image"] = f"{name}@{image['digest']}"
-            else:
-                new_tag = image.get("newTag", tag)
-                c["image"] = f"{name}:{new_tag}" if new_tag else name
+            # kustomize's imagetag updater: a new tag or digest replaces both the old tag and digest
+            if "newTag" in image or "digest" in image:
+                tag, digest = image.get("newTag"), image.get("digest")
+            c["image"] = name + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
 
 
-def _split_image(ref: str) -> tuple[str, str | None]:
-    if "@" in ref:
-        return ref.split("@", 1)[0], None
+def _split_image(ref: str) -> tuple[str, str | None, str | None]:
+    """``REPO[:TAG][@DIGEST]`` -> (repo, tag, digest), as kustomize's image.Split (a registry port is no tag)."""
+    ref, _, digest = ref.partition("@")
     last = ref.rsplit("/", 1)[-1]
     if ":" in last:
         name, tag = ref.rsplit(":", 1)
-        return name, tag
-    return ref, None
+        return name, tag, digest or None
+    return ref, None, digest or None
 
 
 def dump_yaml(objs: Iterable[Obj]) -> str:
