@@ -6,15 +6,23 @@ so the simulator must run them as a Prometheus server does: every group at
 its interval, each rule's result written back under the ``record`` name with
 the rule's ``labels`` (Prometheus ``rules/recording.go``), series that drop
 out of a result ended with a staleness marker, and later rules of a group
-seeing the earlier rules' output of the same evaluation. Groups are
-evaluated at multiples of their interval from t = 0 (a real server adds a
-per-group offset; the phase is the only difference). The file format is
+seeing the earlier rules' output of the same evaluation. Each group runs
+on its own slots, as Prometheus' ``rules/group.go`` places them: every
+``interval`` at a per-group offset (``EvalTimestamp``: the group's hash modulo
+the interval), the first evaluation at the first slot after the start
+(``run``: ``EvalTimestamp(now) + interval``), so a recorded series lags the
+raw series by part of an interval, not 0. Prometheus hashes the group's name
+with its rule file's path, which a cluster chooses (prometheus-operator
+writes ``<namespace>-<name>-<uid>.yaml``) and the version's label hash
+differs (stringlabels); here the name alone is hashed, so a group keeps one
+phase on every run and machine. Virtual time 0 is slot-aligned. The file format is
 Prometheus' rule file (``groups: [...]``) or a prometheus-operator
 ``PrometheusRule`` object wrapping it; alerting rules are accepted and not
 evaluated (they record nothing a query can read, apart from ``ALERTS``).
 """
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -118,13 +126,28 @@ def load_rule_groups(data: Any, where: str) -> list[RuleGroup]:
     return groups
 
 
-class RuleEvaluator:
-    """Runs rule groups into the engine's TSDB; ``advance(now)`` catches up every evaluation due by ``now``."""
+def group_offset_ms(name: str, interval_ms: int) -> int:
+    """The group's phase within its interval (group.go ``hash() % interval``), from a stable hash of its name."""
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % interval_ms
 
-    def __init__(self, engine: PromQLEngine, groups: list[RuleGroup]) -> None:
+
+def first_slot_ms(name: str, interval_ms: int, start_ms: int) -> int:
+    """The first evaluation: the group's first slot (k x interval + offset) strictly after ``start_ms``."""
+    offset = group_offset_ms(name, interval_ms)
+    return (start_ms - offset) // interval_ms * interval_ms + offset + interval_ms
+
+
+class RuleEvaluator:
+    """Runs rule groups into the engine's TSDB; ``advance(now)`` catches up every evaluation due by ``now``.
+
+    ``start``: when the rule manager starts (virtual seconds); each group's first evaluation is its first slot
+    after it."""
+
+    def __init__(self, engine: PromQLEngine, groups: list[RuleGroup], start: float = 0.0) -> None:
         self.engine = engine
         self.groups = groups
-        self._next_ms = [0 for _ in groups]
+        self._next_ms = [first_slot_ms(g.name, to_ms(g.interval_s), to_ms(start)) for g in groups]
         self._last: dict[tuple[int, int], set[Labels]] = {}
         self.errors = 0  # failed rule evaluations (Prometheus counts them in rule_evaluation_failures_total)
 

@@ -35,8 +35,10 @@ SCENARIO: dict[str, Any] = {
 }
 
 
-def run(name: str, out: Path, admission: str = "flow_control") -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    data = {**SCENARIO, "router": {"admission": {**SCENARIO["router"]["admission"], "kind": admission}}}
+def run(name: str, out: Path, admission: str = "flow_control",
+        slo: dict[str, float] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    data = {**SCENARIO, "router": {"admission": {**SCENARIO["router"]["admission"], "kind": admission}},
+            "slo": slo or SCENARIO["slo"]}
     sc = scenario_from_data(data, "<test>")
     w = RunWriter(out, {"scenario": sc.name, "autoscaler": name, "duration_s": sc.duration_s,
                         "slo": sc.slo.model_dump(mode="json")})
@@ -49,11 +51,16 @@ def run(name: str, out: Path, admission: str = "flow_control") -> tuple[dict[str
 
 
 # the token-aware guide's backlog is the prompts dispatched to the engines (the EPP's in-flight tokens), so it
-# runs with every request dispatched (no flow control holding them at the gateway)
-@pytest.mark.parametrize(("name", "admission"), [("llmd-queue", "flow_control"), ("llmd-queue-guard", "flow_control"),
-                                                 ("llmd-token", "none"), ("llmd-slo", "flow_control")])
-def test_each_recipe_scales_out_after_the_step(name: str, admission: str, tmp_path: Path) -> None:
-    summary, decisions = run(name, tmp_path, admission)
+# runs with every request dispatched (no flow control holding them at the gateway). The SLO-aware recipe reads
+# latency over the SLO: this constant-ITL engine's NTPOT is 40 ms at any load, its P90 in the EPP's bucket
+# (0.02, 0.05] is 0.02 + 0.9 x 0.03 = 0.047 s; over the scenario's 60 ms that is 0.78 > theta_up 0.55 before any
+# load (the recipe would climb at 1 rps), over 100 ms it is 0.47, inside the 0.40..0.55 hold band, so only the
+# TTFT of requests held at the gateway after the step moves it
+@pytest.mark.parametrize(("name", "admission", "slo"), [
+    ("llmd-queue", "flow_control", None), ("llmd-queue-guard", "flow_control", None), ("llmd-token", "none", None),
+    ("llmd-slo", "flow_control", {"ttft_ms": 1000, "itl_ms": 100})])
+def test_each_recipe_scales_out_after_the_step(name: str, admission: str, slo: dict | None, tmp_path: Path) -> None:
+    summary, decisions = run(name, tmp_path, admission, slo)
     # 1 rps of 0.3 + 49 x 0.04 = 2.26 s requests keeps ~2.3 in flight on one 4-slot replica; 8 rps needs ~18
     before = max(d["desired_replicas"] for d in decisions if d["t_s"] < 120)
     after = max(d["desired_replicas"] for d in decisions if d["t_s"] >= 120)

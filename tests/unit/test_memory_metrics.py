@@ -106,7 +106,9 @@ def test_recording_rules_run_as_time_advances() -> None:
     for t, kv in [(0, 0.2), (15, 0.4), (30, 0.6)]:
         m.record("v", "p0", s(t, kv))
         m.evaluate_at(float(t))
-    # recorded at 0, 15, 30 from the sample of the same instant: 0.2, 0.4, 0.6
+    # group "g" runs 100 ms into each 15 s (test_promql_rules): recorded at 0.1 and 15.1 so far: 0.2, 0.4
+    assert m.query("max_over_time(v:kv:max[1m])")[0]["value"][1] == "0.4"
+    m.evaluate_at(30.1)  # and at 30.1 from the sample of 30: 0.6
     assert m.query("max_over_time(v:kv:max[1m])")[0]["value"][1] == "0.6"
     assert m.query("min_over_time(v:kv:max[1m])")[0]["value"][1] == "0.2"
 

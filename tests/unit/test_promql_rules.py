@@ -5,7 +5,7 @@ import pytest
 
 from scalearena.contracts.errors import UserError
 from scalearena.harness.promql import TSDB, PromQLEngine
-from scalearena.harness.promql.rules import RuleEvaluator, load_rule_groups
+from scalearena.harness.promql.rules import RuleEvaluator, first_slot_ms, group_offset_ms, load_rule_groups
 
 RULES = {
     "groups": [{
@@ -29,28 +29,55 @@ def _engine() -> PromQLEngine:
     return PromQLEngine(db)
 
 
-def test_recorded_series_follow_the_interval_and_feed_later_rules() -> None:
+# group "slo" at 15 s sits 14,986 ms into each interval: blake2b-64 of b"slo" is 0x9eee110d605ba1ca, whose
+# remainder by 15,000 is 14,986 (a golden value: a different phase means recorded series move in every run)
+SLO_OFFSET_MS = 14_986
+
+
+def test_a_groups_phase_is_a_stable_hash_of_its_name() -> None:
+    assert group_offset_ms("slo", 15_000) == SLO_OFFSET_MS
+    assert group_offset_ms("g", 15_000) == 100  # another group, another phase: 0x6c767cd8aedb30bc mod 15,000
+    # group.go run(): the first evaluation is EvalTimestamp(start) + interval, the first slot after the start:
+    # from 0 -> 14.986 s (no evaluation at 0); from 20 s -> 14.986 + 15 = 29.986 s; from a slot -> the next one
+    assert first_slot_ms("slo", 15_000, 0) == 14_986
+    assert first_slot_ms("slo", 15_000, 20_000) == 29_986
+    assert first_slot_ms("slo", 15_000, 14_986) == 29_986
+
+
+def test_recorded_series_follow_the_groups_slots_and_feed_later_rules() -> None:
     e = _engine()
     ev = RuleEvaluator(e, load_rule_groups(RULES, "rules.yaml"))
-    ev.advance(45)  # evaluations at 0, 15, 30, 45
-    # at 45: a = 10 - 3 = 7, b = 1 -> 8; the sum carries the rule's label and drops __name__ of `running`
+    ev.advance(45)  # evaluations at 14.986, 29.986, 44.986 (none at 0)
+    # at 44.986 the latest raw samples are those of 30: a = 10 - 2 = 8, b = 1 -> 9 (the sample at 45 is later);
+    # the sum carries the rule's label and drops __name__ of `running`
     out = e.query("pool:running:sum", 45)
-    assert [(dict(s.labels), s.value) for s in out] == [({"__name__": "pool:running:sum", "team": "serving"}, 8.0)]
-    assert e.query("pool:running:double", 45)[0].value == 16.0  # the same evaluation's output, doubled
-    assert e.query("pool:running:sum offset 15s", 45)[0].value == 9.0  # recorded at 30: 8 + 1
-    assert e.query("count_over_time(pool:running:sum[1m])", 45)[0].value == 4.0
+    assert [(dict(s.labels), s.value) for s in out] == [({"__name__": "pool:running:sum", "team": "serving"}, 9.0)]
+    assert e.query("pool:running:double", 45)[0].value == 18.0  # the same evaluation's output, doubled
+    assert e.query("pool:running:sum offset 15s", 45)[0].value == 10.0  # recorded at 29.986 from 15: 9 + 1
+    assert e.query("count_over_time(pool:running:sum[1m])", 45)[0].value == 3.0  # 14.986, 29.986, 44.986
+    assert e.query("timestamp(pool:running:sum)", 45)[0].value == pytest.approx(44.986)
 
 
 def test_a_series_that_leaves_a_rule_result_is_marked_stale_at_once() -> None:
     e = _engine()
     ev = RuleEvaluator(e, load_rule_groups(RULES, "rules.yaml"))
     ev.advance(60)
-    # `running > 5` keeps pod a while it is 10, 9, 8, 7, 6 -> still there at 60
+    # `running > 5` keeps pod a while it is 10, 9, 8, 7 (read at 14.986 ... 59.986) -> still there at 60
     assert [dict(s.labels)["pod"] for s in e.query("pod:running:busy", 60)] == ["a"]
     e.tsdb.append("running", {"pod": "a"}, 75, 4.0)
-    ev.advance(75)
-    assert e.query("pod:running:busy", 75) == []  # staleness marker, not the 5-minute lookback
-    assert e.query("pod:running:busy", 74.9)[0].value == 6.0
+    ev.advance(90)  # 74.986 still reads a = 6 (scraped at 60); 89.986 reads 4 -> a leaves the result
+    assert e.query("pod:running:busy", 90) == []  # staleness marker, not the 5-minute lookback
+    assert e.query("pod:running:busy", 89.9)[0].value == 6.0
+
+
+def test_groups_run_on_their_own_phases() -> None:
+    e = _engine()
+    two = {"groups": [RULES["groups"][0], {"name": "g", "interval": "15s",
+                                             "rules": [{"record": "pool:running:max", "expr": "max(running)"}]}]}
+    RuleEvaluator(e, load_rule_groups(two, "rules.yaml")).advance(31)
+    # "slo" at 14.986 and 29.986; "g" (offset 100 ms) at 0.1, 15.1, 30.1
+    assert [t for t, _ in e.query("pool:running:sum[31s]", 31)[0].points] == [14_986, 29_986]
+    assert [t for t, _ in e.query("pool:running:max[31s]", 31)[0].points] == [100, 15_100, 30_100]
 
 
 def test_prometheus_rule_object_is_accepted() -> None:
