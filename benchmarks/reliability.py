@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.adversarial.sandbox import Outcome, Sandbox  # noqa: E402
 from tests.adversarial.strategies import (  # noqa: E402
-    ALL_AUTOSCALERS,
     BASE,
     autoscaler_overrides,
     mutated_scenarios,
@@ -110,12 +109,12 @@ def run_family(box: Sandbox, name: str, n: int) -> collections.Counter[str]:
     elif name == "autoscaler parameters":
         @cfg
         @given(case=autoscaler_overrides())
-        def go(case: tuple[str, list[str]]) -> None:
+        def go(case: tuple[dict, str, list[str]]) -> None:
             d = tmp / str(next(seq))
             d.mkdir()
-            (d / "s.yaml").write_text(yaml.safe_dump(ALL_AUTOSCALERS))
-            args = ["run", str(d / "s.yaml"), "--autoscaler", case[0], "--out", str(d / "o")]
-            record(box.invoke(args + [a for i in case[1] for a in ("--set", i)], 60), " ".join(case[1]))
+            (d / "s.yaml").write_text(yaml.safe_dump(case[0]))
+            args = ["run", str(d / "s.yaml"), "--autoscaler", case[1], "--out", str(d / "o")]
+            record(box.invoke(args + [a for i in case[2] for a in ("--set", i)], 60), " ".join(case[2]))
     else:
         @cfg
         @given(items=overrides())

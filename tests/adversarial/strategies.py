@@ -168,23 +168,38 @@ def overrides(draw: st.DrawFn) -> list[str]:
     return items
 
 
-def _all_autoscalers() -> list[dict[str, Any]]:
+def _all_autoscalers(pd: bool) -> list[dict[str, Any]]:
+    """Every registered autoscaler's default config: the aggregated ones, or (pd) those that scale a
+    prefill/decode pool (llm-d's P/D recipe), which refuse a scenario without prefill and decode roles."""
+    from scalearena.controllers.llmd import RECIPES
     from scalearena.controllers.registry import REGISTRY
 
-    return [REGISTRY.default_config(n).model_dump(mode="json", exclude_none=True) for n in REGISTRY.names()]
+    return [REGISTRY.default_config(n).model_dump(mode="json", exclude_none=True) for n in REGISTRY.names()
+            if (n in RECIPES and RECIPES[n].roles) == pd]
 
 
-ALL_AUTOSCALERS: dict[str, Any] = {**copy.deepcopy(BASE), "autoscalers": _all_autoscalers()}
+def _pd_cluster() -> dict[str, Any]:
+    (variant,) = BASE["cluster"]["variants"]
+    return {"kv_transfer": {"kv_bytes_per_token": 131072},  # constant latency: no model shape to size it
+            "variants": [{**copy.deepcopy(variant), "name": "va-prefill", "role": "prefill"},
+                         {**copy.deepcopy(variant), "name": "va-decode", "role": "decode"}]}
+
+
+# one scenario per family, each valid as it stands, so a fuzzed run fails only on what was mutated
+ALL_AUTOSCALERS: dict[str, Any] = {**copy.deepcopy(BASE), "autoscalers": _all_autoscalers(pd=False)}
+PD_AUTOSCALERS: dict[str, Any] = {**copy.deepcopy(BASE), "cluster": _pd_cluster(), "autoscalers": _all_autoscalers(pd=True)}
 
 
 @st.composite
-def autoscaler_overrides(draw: st.DrawFn) -> tuple[str, list[str]]:
-    """(autoscaler kind, ``--set`` items) mutating 1-3 parameters of that autoscaler in ALL_AUTOSCALERS."""
-    i = draw(st.integers(0, len(ALL_AUTOSCALERS["autoscalers"]) - 1))
-    config = ALL_AUTOSCALERS["autoscalers"][i]
+def autoscaler_overrides(draw: st.DrawFn) -> tuple[dict[str, Any], str, list[str]]:
+    """(scenario, autoscaler kind, ``--set`` items) mutating 1-3 parameters of one autoscaler of
+    ALL_AUTOSCALERS or PD_AUTOSCALERS."""
+    scenario, i = draw(st.sampled_from([(s, i) for s in (ALL_AUTOSCALERS, PD_AUTOSCALERS)
+                                        for i in range(len(s["autoscalers"]))]))
+    config = scenario["autoscalers"][i]
     paths = [p for p in leaf_paths(config) if p != ("kind",)] or [("period_s",)]
     items = []
     for _ in range(draw(st.integers(1, 3))):
         path = ".".join(str(p) for p in ("autoscalers", i) + draw(st.sampled_from(paths)))
         items.append(f"{path}={draw(OVERRIDE_TEXT)}")
-    return config["kind"], items
+    return scenario, config["kind"], items

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.adversarial.sandbox import Sandbox
 from tests.adversarial.strategies import (
-    ALL_AUTOSCALERS,
     BASE,
     autoscaler_overrides,
     mutated_scenarios,
@@ -74,10 +73,10 @@ def test_hostile_overrides(sandbox, tmp_path_factory, items: list[str]) -> None:
 
 @settings(FUZZ, max_examples=40)
 @given(case=autoscaler_overrides())
-def test_hostile_autoscaler_parameters(sandbox, tmp_path_factory, case: tuple[str, list[str]]) -> None:
-    kind, items = case
+def test_hostile_autoscaler_parameters(sandbox, tmp_path_factory, case: tuple[dict, str, list[str]]) -> None:
+    scenario, kind, items = case
     d = tmp_path_factory.mktemp("as")
-    (d / "s.yaml").write_text(yaml.safe_dump(ALL_AUTOSCALERS))
+    (d / "s.yaml").write_text(yaml.safe_dump(scenario))
     args = ["run", str(d / "s.yaml"), "--autoscaler", kind, "--out", str(d / "out")]
     for item in items:
         args += ["--set", item]
