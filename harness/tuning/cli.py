@@ -25,7 +25,7 @@ from ..scenario import load_scenario
 from .objectives import check_target, cost_axis, parse_objectives
 from .outputs import write
 from .space import build_space
-from .study import SAMPLERS, Tuning, open_study, optimize
+from .study import SAMPLERS, Tuning, open_storage, open_study, optimize
 from .trials import Outcome, outcome, plans
 
 err = Console(stderr=True)
@@ -126,13 +126,15 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
         raise UserError("--address is for --executor ray", expected="--executor ray --address ADDR")
     jobs = _positive(jobs, "--jobs") if jobs is not None else default_jobs("sim")
     executor = make_executor(executor_kind, jobs, "sim", address)
+    storage = open_storage(out_dir)
     try:
-        _run(t, open_study(t), executor, report)
+        _run(t, open_study(t, storage), executor, report)
     except KeyboardInterrupt:
         err.print(Text(f"interrupted: finished trials kept in {out_dir}; run the same command to continue"))
         sys.exit(130)
     finally:
         executor.close()
+        storage.engine.dispose()  # the last connection closed: the write-ahead log goes back into study.db
 
 
 def _run(t: Tuning, study: Any, executor: Executor, report: bool) -> None:

@@ -1,7 +1,9 @@
 """`scalearena tune` end to end on a tiny scenario: a known best, determinism, resume, the snippet, the report."""
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 import optuna
@@ -62,6 +64,9 @@ def test_study_is_deterministic_and_a_rerun_resumes_it(tmp_path: Path) -> None:
     assert list(a["number"]) == [0, 1, 2, 3]
     cols = [c for c in a.columns if c.startswith("params.")] + ["cost", "slo_attainment", "goodput_rps"]
     pd.testing.assert_frame_equal(a[cols], b[cols])  # same samples, same numbers
+    assert sorted(p.name for p in (tmp_path / "a").glob("study.db*")) == ["study.db"]  # WAL merged on exit
+    with contextlib.closing(sqlite3.connect(tmp_path / "a" / "study.db")) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)  # commits without a sync each
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{tmp_path / 'a' / 'study.db'}")
     assert len(study.trials) == 4  # one study, resumed: not two
     again = tune(tmp_path / "a", "--autoscaler", "kpa", "--trials", "4", "--sampler", "tpe")  # complete: runs none
