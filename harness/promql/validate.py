@@ -22,6 +22,9 @@ SUPPORTED_FUNCTIONS = frozenset(
      "clamp_max", "round", "vector", "scalar", "time", "timestamp", "absent", "sort", "sort_desc"}
 )
 SUPPORTED_AGGREGATIONS = frozenset({"sum", "avg", "min", "max", "count", "group", "topk", "bottomk", "quantile"})
+# promql-parser's lexer errors that only the end of the text raises
+_AT_END = frozenset({"unclosed left parenthesis", "unexpected end of input inside braces",
+                     "unexpected end of input inside brackets"})
 
 
 def position_of(query: str, word: str, occurrence: int = 0, *, call: bool = True) -> int | None:
@@ -42,7 +45,10 @@ def parse_supported(query: str) -> Any:
         pos = position_of(query, unknown.group(1)) if unknown else None
         if pos is None:  # promql-parser gives no position: find the token it stops at (position.py)
             pos = error_position(query)
-            if message == "invalid promql query":  # the grammar's bare error: say what it stopped at
+            # the grammar's bare error, or an end-of-input error of promql-parser's lexer (which reads the whole
+            # text before parsing) where the parser stops earlier, as Prometheus' lazy lexer does: say what the
+            # parser stopped at ("sum(x by (a)": unexpected 'by' at 6, not "unclosed left parenthesis")
+            if message == "invalid promql query" or (pos < len(query) and message in _AT_END):
                 message = describe(query, pos)
         raise PromQLParseError(f"PromQL parse error: {message}", query=query, position=pos) from None
     _check_subset(query, node)

@@ -132,3 +132,21 @@ def test_syntax_error_positions_match_prometheus(query: str, expected: int) -> N
 ])
 def test_syntax_error_positions_in_calls_and_subqueries(query: str, expected: int) -> None:
     assert error_position(query) == expected
+
+
+@pytest.mark.parametrize(("query", "message", "expected"), [
+    # promql-parser lexes the whole text first, so it answers "unclosed left parenthesis" (an end-of-input lexer
+    # error); Prometheus' parser reads tokens as it goes and stops at "by" (0-based 6), where no completion of
+    # "sum(x by" parses: the message says what is there
+    ("sum(x by (a)", "unexpected 'by'", 6),
+    ("sum(rate(x[5m]) by", "unexpected 'by'", 16),
+    # cut short: the lexer's end-of-input error is what Prometheus says too, at the end (5)
+    ("sum(x", "unclosed left parenthesis", 5),
+])
+def test_a_lexer_end_of_input_error_is_told_where_the_parser_stops(query: str, message: str, expected: int) -> None:
+    from scalearena.harness.promql.errors import PromQLParseError
+    from scalearena.harness.promql.validate import parse_supported
+
+    with pytest.raises(PromQLParseError) as info:
+        parse_supported(query)
+    assert info.value.message == f"PromQL parse error: {message}" and info.value.position == expected
