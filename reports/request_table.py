@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -90,6 +91,10 @@ class ParquetRequests:
     def __init__(self, path: Path) -> None:
         self.file = pq.ParquetFile(path)
         self._ok: np.ndarray | None = None
+        # a file of one row group (up to 32,768 requests: every run of the shipped suites) is read once,
+        # whole, and answered from memory: the summary asks for columns ~9 times, and each read of the
+        # file cost as much as the rest of the summary (paper suite: 46 x 9 reads, ~0.6 s of CPU)
+        self._only: pa.Table | None = self.file.read_row_group(0) if self.file.num_row_groups == 1 else None
 
     @property
     def rows(self) -> int:
@@ -97,14 +102,17 @@ class ParquetRequests:
 
     def status_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for i in range(self.file.num_row_groups):
-            status = self.file.read_row_group(i, columns=["status"]).column(0)
+        for group in self._groups(["status"]):
+            status = group.column(0)
             for v in pc.value_counts(status).to_pylist():
                 if v["values"] is not None:
                     out[str(v["values"])] = out.get(str(v["values"]), 0) + int(v["counts"])
         return out
 
     def _groups(self, names: list[str]):  # type: ignore[no-untyped-def]
+        if self._only is not None:
+            yield self._only.select(names)
+            return
         for i in range(self.file.num_row_groups):
             yield self.file.read_row_group(i, columns=names)
 

@@ -162,3 +162,29 @@ def test_percentiles_in_one_call_are_the_percentiles_one_by_one(values: list[flo
     # three); each must be the number np.percentile gives for that quantile alone
     got = pct_stats(np.asarray(values))
     assert [got["p50"], got["p90"], got["p99"]] == [float(np.percentile(values, q)) for q in (50, 90, 99)]
+
+
+def test_a_one_row_group_file_is_read_once(tmp_path: Path, monkeypatch: Any) -> None:
+    from scalearena.reports.request_table import ParquetRequests
+
+    def table(group: int) -> ParquetRequests:
+        w = RunWriter(tmp_path / f"g{group}", META, row_group_rows=group)
+        for i, status in enumerate(["ok", "rejected", "ok", "timeout", "ok"]):
+            w.add_request(_req(i, status, 100.0 + i if status == "ok" else None, 20.0, 1000.0, 5))
+        w.finish()
+        return ParquetRequests(tmp_path / f"g{group}" / "requests.parquet")
+
+    one, three = table(8), table(2)  # 5 rows: one row group of 5 / groups of 2, 2, 1
+    assert (one.file.num_row_groups, three.file.num_row_groups) == (1, 3)
+    reads: list[int] = []
+    for t in (one, three):
+        monkeypatch.setattr(t.file, "read_row_group", lambda i, columns=None, _r=t.file.read_row_group:
+                            reads.append(i) or _r(i, columns=columns))
+    for t in (one, three):  # the same answers from memory as from the file: ok rows 0, 2, 4
+        assert t.status_counts() == {"ok": 3, "rejected": 1, "timeout": 1}
+        assert t.ok_mask().tolist() == [True, False, True, False, True]
+        assert t.columns(["ttft_ms"], ok_only=True)["ttft_ms"].tolist() == [100.0, 102.0, 104.0]
+        assert t.columns(["request_id"])["request_id"].tolist() == [0, 1, 2, 3, 4]
+    # the one-group file was read whole when opened; the other is read group by group, each call:
+    # status_counts 3 + ok_mask 3 + columns(ok_only) 3 + columns 3 = 12 reads of groups 0, 1, 2
+    assert reads == [0, 1, 2] * 4
