@@ -93,11 +93,12 @@ def _run_in_worker(plan: RunPlan, out: str, cluster: str, backend_options: dict[
         os._exit(143)
 
 
-def make_executor(kind: str, jobs: int, cluster: str = "sim", address: str | None = None,
+def make_executor(kind: str, jobs: int | None, cluster: str = "sim", address: str | None = None,
                   backend_options: Mapping[str, Any] | None = None) -> Executor:
-    """The executor ``--executor`` names (``ray`` needs the optional extra and a reachable cluster)."""
+    """The executor ``--executor`` names (``ray`` needs the optional extra and a reachable cluster); ``jobs``
+    None: every CPU, of this machine or of the Ray cluster."""
     if kind == "ray":
         from .executor_ray import RayExecutor
 
         return RayExecutor(address, jobs, cluster, backend_options)
-    return LocalExecutor(jobs, cluster, backend_options)
+    return LocalExecutor(jobs if jobs is not None else (os.cpu_count() or 1), cluster, backend_options)

@@ -91,7 +91,8 @@ class RayExecutor:
         except (ConnectionError, RuntimeError, ValueError, TimeoutError, OSError) as e:
             raise UserError(f"--address {address}: cannot reach the Ray cluster: {type(e).__name__}: {e}",
                             expected="a running Ray cluster (ray://HOST:10001, HOST:6379 or auto)") from None
-        self.jobs = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # the batch a study keeps in flight: --jobs when given, else every CPU of the cluster
+        self.jobs = max(1, jobs) if jobs is not None else max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._task = ray.remote(num_cpus=1, max_retries=0)(run_remote)
 
     def _submit(self, plan: RunPlan) -> Any:

@@ -105,8 +105,6 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
     """Tune one autoscaler's parameters on SCENARIO with Optuna: the cheapest configuration meeting the SLO."""
     from scalearena.controllers.registry import REGISTRY
 
-    from ..runner import default_jobs
-
     objs = parse_objectives(objectives)
     sc = load_scenario(scenario, list(overrides))
     target = check_target(min_attainment if min_attainment is not None else
@@ -124,8 +122,7 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
                frontier.FrontierSpec(enabled=True) if with_frontier is not False else None)
     if executor_kind == "local" and address is not None:
         raise UserError("--address is for --executor ray", expected="--executor ray --address ADDR")
-    jobs = _positive(jobs, "--jobs") if jobs is not None else default_jobs("sim")
-    executor = make_executor(executor_kind, jobs, "sim", address)
+    executor = make_executor(executor_kind, _positive(jobs, "--jobs") if jobs is not None else None, "sim", address)
     storage = open_storage(out_dir)
     try:
         _run(t, open_study(t, storage), executor, report)
