@@ -9,7 +9,11 @@ as kedacore/keda ``pkg/scalers/prometheus_scaler.go`` ``ExecutePromQuery`` reads
 - no series: 0 when ``ignore_null_values`` (KEDA's default, true), else an error ("the result is
   empty");
 - more than one series: an error ("returned multiple elements"), never a sum;
-- a value that is NaN or +-Inf: 0 when ``ignore_null_values``, else an error;
+- a value that is +-Inf: 0 when ``ignore_null_values``, else an error ("promtheus query returns
+  +Inf"); NaN is no error there (only ``math.IsInf`` is checked) and becomes the metric 0:
+  KEDA main's ``quantityFromFloat64`` (pkg/scalers/scaler.go, "Treat NaN and Inf as zero")
+  writes NaN as 0 (earlier releases wrote ``int64(NaN x 1000)``, which on amd64 is the most
+  negative int64: a proposal below min, clamped to min as 0's is); inactive (NaN > x is false);
 - a scalar or string result does not decode as a vector in KEDA: an error.
 Every error is a failed read (``MetricsUnavailable``), which KEDA counts toward ``fallback``.
 
@@ -114,7 +118,9 @@ def prometheus_value(result: Any, query: str, ignore_null_values: bool) -> float
         v = float(value[1])
     except (TypeError, ValueError):
         raise MetricsUnavailable(f"prometheus query {query} returned {value[1]!r}") from None
-    if math.isinf(v) or math.isnan(v):
+    if math.isnan(v):
+        return 0.0
+    if math.isinf(v):
         if ignore_null_values:
             return 0.0
         raise MetricsUnavailable(f"prometheus query returns {v}")

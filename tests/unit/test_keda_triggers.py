@@ -50,12 +50,22 @@ def test_several_series_are_an_error_not_a_sum():
         prometheus_value(series(1, 2), "q", ignore_null_values=True)
 
 
-@pytest.mark.parametrize("raw", ["NaN", "+Inf", "-Inf"])
-def test_nan_and_inf_read_zero_only_when_ignoring_nulls(raw):
+@pytest.mark.parametrize("raw", ["+Inf", "-Inf"])
+def test_inf_reads_zero_only_when_ignoring_nulls(raw):
+    # prometheus_scaler_test.go (kedacore/keda main) "+Inf" / "+Inf but shouldn't ignore" / "-Inf" / "-Inf but
+    # shouldn't ignore": 0 without error, else an error
     result = [{"metric": {}, "value": [0.0, raw]}]
     assert prometheus_value(result, "q", ignore_null_values=True) == 0.0
-    with pytest.raises(MetricsUnavailable):
+    with pytest.raises(MetricsUnavailable, match="returns"):
         prometheus_value(result, "q", ignore_null_values=False)
+
+
+@pytest.mark.parametrize("ignore", [True, False])
+def test_nan_is_no_error_and_reads_zero(ignore):
+    # ExecutePromQuery checks only math.IsInf, so "NaN" (0 / 0 at idle: sum(rate(x_sum)) / sum(rate(x_count)))
+    # is a value; quantityFromFloat64 makes the metric 0. Not counted toward fallback even without
+    # ignoreNullValues (an error here would hold the target, and with fallback move it, where KEDA scales in)
+    assert prometheus_value([{"metric": {}, "value": [0.0, "NaN"]}], "q", ignore_null_values=ignore) == 0.0
 
 
 def test_a_scalar_result_is_an_error():
