@@ -136,11 +136,11 @@ def test_syntax_error_positions_in_calls_and_subqueries(query: str, expected: in
 
 @pytest.mark.parametrize(("query", "message", "expected"), [
     # promql-parser lexes the whole text first, so it answers "unclosed left parenthesis" (an end-of-input lexer
-    # error); Prometheus' parser reads tokens as it goes and stops at "by" (0-based 6), where no completion of
-    # "sum(x by" parses: the message says what is there
+    # error); Prometheus' parser reads tokens as it goes and stops at "by", where no completion of "sum(x by"
+    # parses. promtool check rules (2.42): "1:7: parse error: unexpected <by> in aggregation" -> 0-based 6
     ("sum(x by (a)", "unexpected 'by'", 6),
-    ("sum(rate(x[5m]) by", "unexpected 'by'", 16),
-    # cut short: the lexer's end-of-input error is what Prometheus says too, at the end (5)
+    ("sum(rate(x[5m]) by", "unexpected 'by'", 16),  # "1:17: ... unexpected <by> in aggregation"
+    # cut short: the lexer's end-of-input error is what Prometheus says too: "1:6: ... unclosed left parenthesis"
     ("sum(x", "unclosed left parenthesis", 5),
 ])
 def test_a_lexer_end_of_input_error_is_told_where_the_parser_stops(query: str, message: str, expected: int) -> None:
