@@ -213,10 +213,12 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     options = resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
     check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
     from .objects.recipes import check_series
+    from .runner import with_pages
 
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
         check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
     prepare_out(out)
+    plans = with_pages(plans) if report else plans  # each worker writes its run's page as the run ends
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []
     interrupted: KeyboardInterrupt | None = None

@@ -114,12 +114,40 @@ def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | 
     t0 = time.perf_counter()
     try:
         summary = execute(plan, Path(out), cluster, progress, backend_options)
-        return {"dir": plan.rel_dir, "status": "ok", "wall_s": time.perf_counter() - t0, "summary": summary}
+        wall_s = time.perf_counter() - t0
+        if plan.page_color is not None:
+            write_page(plan, Path(out))
+        return {"dir": plan.rel_dir, "status": "ok", "wall_s": wall_s, "summary": summary}
     except UserError as e:
         return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - recorded in suite.json and error.log, the suite goes on
         return {"dir": plan.rel_dir, "status": "failed", "error": f"{type(e).__name__}: {e}",
                 "wall_s": time.perf_counter() - t0}
+
+
+def with_pages(plans: list[RunPlan]) -> list[RunPlan]:
+    """The plans, each to write its run page when it ends, in its autoscaler's suite colour (the colours
+    ``reports.suite_page.suite_colors`` gives the same autoscalers)."""
+    from dataclasses import replace
+
+    from scalearena.reports.figures import palette
+
+    colors = palette(sorted({p.label for p in plans}))
+    return [replace(p, page_color=colors[p.label]) for p in plans]
+
+
+def write_page(plan: RunPlan, out: Path) -> None:
+    """The run's report.html, as the suite report would write it (same link and colour, so the same inputs
+    hash: ``scalearena report`` afterwards finds it up to date). Rendered by the worker that ran the plan,
+    the pages are drawn while other runs go on instead of after the last one; a failure here is left to
+    that later report step, which renders the page again and says why it could not."""
+    from scalearena.reports.report import write_run_report
+
+    run_dir = out / plan.rel_dir
+    try:
+        write_run_report(run_dir, os.path.relpath(out / "report.html", run_dir), color=plan.page_color)
+    except Exception:  # noqa: BLE001, S110 - the report step retries it and reports the error
+        pass
 
 
 def git_sha() -> str | None:

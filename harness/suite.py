@@ -63,6 +63,9 @@ class RunPlan:
     autoscaler: Any  # an AutoscalerConfig
     rel_dir: str  # <scenario>/<autoscaler>[/<label>-<v>][/seed-<s>]
     sweep: dict[str, Any] = field(default_factory=dict)  # {label: value} when swept
+    # the autoscaler's colour on the suite page: the worker that ran the plan then writes the run's
+    # report.html at once (runner.run_plan), while other runs go on; None: no page (frontier, tuning)
+    page_color: str | None = None
 
     @property
     def label(self) -> str:
