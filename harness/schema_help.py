@@ -73,6 +73,9 @@ def _type_name(annotation: Any) -> str:
         return " | ".join(repr(a) for a in typing.get_args(annotation))
     if typing.get_origin(annotation) is typing.Annotated:
         return _type_name(typing.get_args(annotation)[0])
+    origin = typing.get_origin(annotation)
+    if inspect.isclass(origin) and typing.get_args(annotation):  # list[...], dict[str, ...], tuple[...]
+        return f"{origin.__name__}[{', '.join(_type_name(a) for a in typing.get_args(annotation))}]"
     return str(annotation).replace("typing.", "")
 
 

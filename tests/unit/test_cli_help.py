@@ -22,6 +22,21 @@ def test_closest_only_offers_near_spellings():
     assert closest("seed", ["slo", "duration_s"]) is None  # "seed" vs "slo": ratio 0.57 < 0.75
 
 
+def test_closest_takes_one_typo_in_a_short_name():
+    # ratio 2*2/6 = 0.67 < 0.75 for each, but one letter off: changed, dropped, added, swapped
+    assert closest("hpx", ["apa", "hpa", "kpa"]) == "hpa"  # "apa" and "kpa" are two letters off
+    assert closest("px", ["pa", "wva"]) is None  # under 3 letters (ratio 2*1/4 = 0.5): one letter is half
+    assert closest("kpaa", ["kpa"]) == "kpa" and closest("xpa", ["kpa"]) == "kpa"
+    assert closest("hap", ["hpa"]) == "hpa"  # swapped neighbours
+    assert closest("wvb", ["kpa", "hpa"]) is None  # two letters off every option
+
+
+def test_unknown_autoscaler_name_with_a_typo_in_three_letters():
+    r = _invoke("autoscalers", "hpx")
+    assert r.exit_code == 2
+    assert "unknown autoscaler 'hpx'; did you mean 'hpa'?" in r.output
+
+
 def test_unknown_field_suggests_the_field_valid_at_that_place(scenario_dict):
     scenario_dict["cluster"]["variants"][0]["max_replica"] = 3
     with pytest.raises(UserError, match=r"cluster\.variants\.0\.max_replica: unknown field; "
@@ -74,3 +89,13 @@ def test_autoscaler_detail_lists_every_parameter_with_default_and_source():
     for p in params(KPAConfig):
         assert p.path in r.output
     assert "│ stable_window_s" in r.output and "│ 60.0" in r.output
+
+
+def test_param_types_read_as_written_in_python():
+    from scalearena.controllers.hpa import HPAConfig
+
+    by_path = {p.path: p for p in params(HPAConfig)}
+    # list[Annotated[PodsMetric | ExternalMetric, Field(discriminator="type")]]: the Annotated wrapper and
+    # module paths dropped (it printed as "list[Annotated[scalearena.controllers.hpa.engine.PodsMetric | ...")
+    assert by_path["metrics"].type == "list[PodsMetric | ExternalMetric]"
+    assert by_path["period_s"].type == "float"
