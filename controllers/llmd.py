@@ -131,6 +131,11 @@ class RecipeConfig(KubernetesConfig):
         return {**data, "env": {**env, **user_env}, "tune": {**tune, **user_tune}}
 
 
+def default_env(r: Recipe) -> dict[str, str]:
+    """The placeholder values a recipe config starts from: its tunables' defaults and its fixed ones."""
+    return _defaults(r)[0]
+
+
 def _defaults(r: Recipe) -> tuple[dict[str, str], dict[str, EnvTune]]:
     env = {var: t.default for var, t in r.tunables.items()} | FIXED_DEFAULTS.get(r.name, {})
     tune = {var: EnvTune(low=t.low, high=t.high, log=t.log, type=t.type) for var, t in r.tunables.items()}

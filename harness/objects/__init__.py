@@ -24,7 +24,7 @@ from ..promql.rules import RuleGroup, load_rule_groups
 from .adapter import AdapterConfig
 from .hpa import translate_hpa
 from .keda import translate_scaled_object
-from .load import Doc, load_documents
+from .load import Doc, check_env_used, load_documents
 
 __all__ = ["compile_documents", "compile_objects", "rule_groups"]
 
@@ -32,7 +32,9 @@ __all__ = ["compile_documents", "compile_objects", "rule_groups"]
 def compile_objects(cfg: KubernetesConfig, base_dir: Path | None, variants: dict[str, str]) -> KubernetesConfig:
     """``cfg`` with ``targets`` and ``rule_groups`` filled from its files; ``variants`` maps each scenario
     variant to its model. Every problem is a UserError naming the file, object and field."""
-    return compile_documents(cfg, load_documents(cfg.objects, cfg.env, base_dir), variants)
+    compiled = compile_documents(cfg, load_documents(cfg.objects, cfg.env, base_dir), variants)
+    check_env_used(set(cfg.env), cfg.objects, base_dir, f"autoscaler {cfg.label}")
+    return compiled
 
 
 def compile_documents(cfg: KubernetesConfig, docs: list[Doc], variants: dict[str, str]) -> KubernetesConfig:

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.suggest import did_you_mean
 
 from ..safe_yaml import parse_yaml, parse_yaml_all, read_text
 
@@ -154,14 +155,28 @@ def _adapter_config_map(data: dict[str, Any], where: str) -> dict[str, Any]:
     return {**inner, "metadata": data.get("metadata", {}), "kind": "ConfigMap"}
 
 
+def _resolve(file: str, base_dir: Path | None) -> Path:
+    path = Path(file)
+    return base_dir / path if not path.is_absolute() and base_dir is not None else path
+
+
+def check_env_used(keys: set[str], paths: list[str], base_dir: Path | None, where: str) -> None:
+    """An ``env:`` entry that no ``${VAR}`` of the files names is refused: envsubst would ignore it, and in a
+    scenario it is a typo or a stale key that silently changes nothing (``THETA_UPP`` for ``THETA_UP``)."""
+    used = {m.group(1) or m.group(2) for f in paths for m in _VAR.finditer(read_text(_resolve(f, base_dir)))}
+    unused = sorted(keys - used)
+    if unused:
+        more = f" (and {', '.join(unused[1:])})" if unused[1:] else ""
+        hint = did_you_mean(unused[0], used)
+        raise UserError(f"env.{unused[0]}: no ${{{unused[0]}}} in {', '.join(paths)}{more}{hint}", where=where,
+                        expected=f"a placeholder the objects use: {', '.join(sorted(used)) or 'they use none'}")
+
+
 def load_documents(paths: list[str], env: dict[str, str], base_dir: Path | None) -> list[Doc]:
     """Every document of every file, substituted and classified, in file order."""
     docs: list[Doc] = []
     for file in paths:
-        path = Path(file)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        text = substitute(read_text(path), env, file)
+        text = substitute(read_text(_resolve(file, base_dir)), env, file)
         for i, data in enumerate(parse_yaml_all(text, file)):
             docs.append(classify(data, file, i))
     return docs

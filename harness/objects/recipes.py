@@ -18,10 +18,10 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.series import CATALOGUE, NAMESPACE
-from scalearena.controllers.llmd import RECIPES, RecipeConfig
+from scalearena.controllers.llmd import RECIPES, RecipeConfig, default_env
 
 from . import compile_documents
-from .load import Doc, load_documents
+from .load import Doc, check_env_used, load_documents
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "autoscalers" / "llm-d"
 
@@ -162,4 +162,7 @@ def compile_recipe(cfg: RecipeConfig, sc: Any) -> RecipeConfig:
         docs += load_documents(files, env, None)
     variants = {v.name: v.model for v in sc.cluster.variants}
     compiled = compile_documents(cfg.model_copy(update={"objects": files}), docs, variants)
+    # the recipe's own tunables are in env by default (a copy of its files may drop one); a key the user added
+    # must name a placeholder of the files
+    check_env_used(set(cfg.env) - set(default_env(cfg.recipe)), files, None, f"autoscalers[{cfg.label}]")
     return compiled.model_copy(update={"per_variant": False, "derived": derived, "instances": instances})

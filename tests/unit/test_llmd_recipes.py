@@ -232,6 +232,15 @@ def test_a_users_env_overrides_a_placeholder_the_scenario_would_fill():
     assert cfg.targets[0].max_replicas == 3 and cfg.env["QUEUE_PER_REPLICA"] == "1"
 
 
+def test_an_env_key_the_recipe_does_not_use_is_refused():
+    # THETA_UPP: no placeholder of slo-rules.yaml / slo.yaml; the recipe's own defaults (THETA_UP, ...) and the
+    # scenario's (NAMESPACE, ...) are placeholders, so a user's override of those passes
+    sc = scenario({"name": "va"})
+    with pytest.raises(UserError, match=r"env\.THETA_UPP: no \$\{THETA_UPP\} in .*; did you mean 'THETA_UP'\?"):
+        sc.for_scenario(type(sc.autoscaler("llmd-slo"))(env={"THETA_UPP": "0.6"}))
+    assert sc.for_scenario(type(sc.autoscaler("llmd-slo"))(env={"THETA_UP": "0.6", "NAMESPACE": "ns"})).targets
+
+
 @pytest.mark.parametrize("field,value", [("env", 3), ("env", float("inf")), ("tune", "x"), ("env", ["A"])])
 def test_an_env_or_tune_that_is_no_mapping_is_named_not_a_crash(field, value):
     # found by the adversarial suite: `--set autoscalers.N.env=.inf` on a recipe raised a TypeError (exit 3)

@@ -70,7 +70,9 @@ PODS = """    - type: Pods
 def build(tmp_path: Path, files: dict[str, str], env: dict[str, str] | None = None) -> KubernetesConfig:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    cfg = KubernetesConfig(objects=list(files), env={"NS": "scalearena"} if env is None else env)
+    if env is None:  # NS for the objects that name ${NS} (an env key no file uses is refused)
+        env = {"NS": "scalearena"} if any("${NS}" in text for text in files.values()) else {}
+    cfg = KubernetesConfig(objects=list(files), env=env)
     return compile_objects(cfg, tmp_path, {"va": "m", "vb": "m"})
 
 
@@ -462,7 +464,7 @@ def test_scalearena_render_applies_a_scaledobject_as_written(tmp_path: Path) -> 
     scenario = (root / "workloads" / "scenarios" / "byo-objects.yaml").read_text()
     objects = f"      - {tmp_path / 'so.yaml'}\n      - {root / 'manifests/autoscalers/examples/rules.yaml'}\n"
     scenario = scenario.replace("name: my-hpa", "name: my-so").split("    objects:\n")[0] + "    objects:\n" + \
-        objects + "    env: {NAMESPACE: scalearena, MODEL: qwen3-0.6b}\n" + "slo:" + scenario.split("\nslo:")[1]
+        objects + "    env: {NAMESPACE: scalearena}\n" + "slo:" + scenario.split("\nslo:")[1]
     (tmp_path / "s.yaml").write_text(scenario)
     assert uses_keda(load_scenario(tmp_path / "s.yaml").autoscaler("my-so"))
     done = CliRunner().invoke(render, [str(tmp_path / "s.yaml"), "--cluster", "kind", "--autoscaler", "my-so",

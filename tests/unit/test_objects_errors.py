@@ -94,6 +94,16 @@ def test_an_unresolved_placeholder_in_flow_style_still_names_file_line_and_objec
                                    "(line 7)")
 
 
+def test_an_env_key_no_placeholder_names_is_refused_with_the_closest_one(tmp_path: Path) -> None:
+    # so.yaml names ${NAMESPACE} only (in its query); NAMESPAC is a typo envsubst would silently ignore
+    (tmp_path / "so.yaml").write_text(so())
+    cfg = KubernetesConfig(objects=["so.yaml"], env={"NAMESPACE": "ns", "NAMESPAC": "ns"})
+    with pytest.raises(UserError) as e:
+        compile_objects(cfg, tmp_path, {"va": "m"})
+    assert str(e.value) == ("autoscaler kubernetes: env.NAMESPAC: no ${NAMESPAC} in so.yaml; did you mean "
+                            "'NAMESPACE'? (expected a placeholder the objects use: NAMESPACE)")
+
+
 def test_the_exit_code_is_2_with_one_line(tmp_path: Path) -> None:
     from tests.unit.test_cli import scalearena
 
