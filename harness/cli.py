@@ -153,8 +153,9 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
                 click.echo(f"  {a.label}: {obj} -> variant {t.variant} ({t.autoscaler.kind})")
         from .disagg_spec import role_blind
         from .fit import oversized
+        from .objects.recipes import queue_warnings
 
-        for msg in role_blind(sc):
+        for msg in [*role_blind(sc), *queue_warnings(sc)]:
             err_console.print(Text.assemble(("warning:", "yellow"), f" {file}: {msg}"), highlight=False, soft_wrap=True)
         for o in oversized(sc):
             err_console.print(Text.assemble(

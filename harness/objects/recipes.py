@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import UserError
-from scalearena.contracts.series import CATALOGUE, NAMESPACE
+from scalearena.contracts.series import CATALOGUE, EPP_QUEUE_SIZE, NAMESPACE
 from scalearena.controllers.llmd import RECIPES, RecipeConfig, default_env
 
 from . import compile_documents
@@ -73,6 +73,18 @@ def check_series(cfg: Any, cluster: str, gateway: str | None = None, source: str
                         f"({cfg.recipe.source}): {why}",
                         where=f"{source + ': ' if source else ''}autoscalers[{cfg.label}]",
                         expected="a backend that exposes them (docs/autoscalers.md lists what each recipe needs)")
+
+
+def queue_warnings(sc: Any) -> list[str]:
+    """A warning per recipe that scales on the EPP's flow-control queue in a scenario whose router has no flow
+    control: the queue then holds only requests waiting for a first ready engine, so the trigger reads 0."""
+    kind = sc.router.admission.kind
+    if kind == "flow_control":
+        return []
+    return [f"autoscaler {a.label!r} scales on {EPP_QUEUE_SIZE}, which holds requests only under the EPP's flow "
+            f"control (router.admission.kind flow_control; here {kind}, which "
+            f"{'rejects' if kind == 'saturation' else 'dispatches'} instead): it reads 0 while an engine is ready"
+            for a in sc.autoscaler_configs() if isinstance(a, RecipeConfig) and EPP_QUEUE_SIZE in a.recipe.needs]
 
 
 def applies(name: str, sc: Any) -> bool:

@@ -364,3 +364,19 @@ def test_the_modern_suite_runs_every_recipe_and_its_comparison_set():
     assert (day.duration_s, day.router.admission.kind) == (3600, "flow_control")
     planners = {p.autoscaler.predictor.kind for p in plans if p.label.startswith("planner")}
     assert planners == {"constant", "kalman"}
+
+
+def test_queue_recipes_warn_when_the_router_has_no_flow_control():
+    from scalearena.harness.objects.recipes import queue_warnings
+
+    sc = scenario({"name": "va"})
+    lists = ["llmd-queue", "llmd-queue-guard", "llmd-slo"]
+    # llmd-queue and llmd-queue-guard read llm_d_epp_flow_control_queue_size; llmd-slo reads latency histograms
+    reject = sc.model_copy(update={"autoscalers": [sc.autoscaler(n) for n in lists],
+                                   "router": sc.router.model_copy(update={"admission": sc.router.admission.model_copy(
+                                       update={"kind": "saturation"})})})
+    msgs = queue_warnings(reject)
+    assert [m.split("'")[1] for m in msgs] == ["llmd-queue", "llmd-queue-guard"]
+    assert "here saturation, which rejects instead" in msgs[0]
+    flow = reject.model_copy(update={"router": sc.router})  # the default admission: flow_control
+    assert sc.router.admission.kind == "flow_control" and queue_warnings(flow) == []
