@@ -104,8 +104,13 @@ def environment() -> Environment:
     return env
 
 
+def _reason(rule: str, message: str) -> str:
+    """``rule: message``, unless the message already starts with the rule ("kpa: stable 2.0 ...")."""
+    return message if message.startswith(f"{rule}:") else f"{rule}: {message}"
+
+
 def _reason_text(d: dict[str, Any]) -> str:
-    parts = [f"{r.get('rule', '?')}: {r.get('message', '')}" for r in d.get("reasons") or []]
+    parts = [_reason(str(r.get("rule", "?")), str(r.get("message", ""))) for r in d.get("reasons") or []]
     parts += [f"ALERT {a}" for a in d.get("alerts") or []]
     if d.get("limited"):
         parts.append("limited by capacity")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from typing import Any
 
 from . import suite_decide, suite_plots, suite_stats, verdict_plots
@@ -112,12 +113,21 @@ def _scenario(name: str, rs: ResultSet, colors: dict[str, str], unit: TimeUnit, 
             "pairs": _pairs(stats, cost) if seeds > 1 else []}
 
 
+def scalar_text(key: str, value: Any) -> Any:
+    """A suite.json value as a reader takes it in: ``*_unix`` seconds as a UTC time, booleans as yes/no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key.endswith("_unix") and isinstance(value, int | float):
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(value))
+    return value
+
+
 def suite_context(rs: ResultSet, min_attainment: float | None = None) -> dict[str, Any]:
     """Everything suite.html shows."""
     from .report import page_time_unit
 
     suite = rs.suite or {}
-    scalars = [(k, v) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
+    scalars = [(k, scalar_text(k, v)) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
     for k in ("versions", "git"):
         if isinstance(suite.get(k), dict):
             scalars += [(f"{k}.{kk}", vv) for kk, vv in sorted(suite[k].items()) if not isinstance(vv, dict | list)]

@@ -187,6 +187,15 @@ def test_decision_rows_collapse_holds():
     assert truncated == 0
 
 
+def test_decision_reasons_name_their_rule_once():
+    d = {"t_s": 2.0, "variant": "v", "current_replicas": 1, "desired_replicas": 2, "action": "scale_up",
+         "reasons": [{"rule": "kpa", "message": "kpa: stable 1.12 / panic 3.00"},
+                     {"rule": "clamp", "message": "kpa: 3 clamped to [1, 2]"}], "alerts": []}
+    (row,), _ = decision_rows([d])
+    # the kpa message carries its rule already (was "kpa: kpa: stable ..."); the clamp's does not
+    assert row["reasons"] == "kpa: stable 1.12 / panic 3.00; clamp: kpa: 3 clamped to [1, 2]"
+
+
 def test_report_refuses_a_folder_mixing_suites(tmp_path):
     from scalearena.contracts.errors import UserError
 
@@ -226,3 +235,12 @@ def test_rendering_is_incremental_by_content_hash(tmp_path):
     assert ("run pages", 1, 1) in calls
     assert stored_hash(wva) != before[wva][0] and hpa.stat().st_mtime_ns == before[hpa][1]
     assert stored_hash(tmp_path / "report.html") != before[tmp_path / "report.html"][0]
+
+
+def test_suite_scalars_read_as_times_and_words():
+    from scalearena.reports.suite_page import scalar_text
+
+    # 1796175351.06 s after the epoch: 20789 days (2026-12-02) + 5751 s = 01:35:51 UTC
+    assert scalar_text("started_unix", 1796175351.0635126) == "2026-12-02 01:35:51 UTC"
+    assert (scalar_text("complete", True), scalar_text("complete", False)) == ("yes", "no")
+    assert scalar_text("cluster", "sim") == "sim" and scalar_text("seeds_unix", None) is None
