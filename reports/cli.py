@@ -111,7 +111,8 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
         result = run_compare(baseline, current, parse_tolerances(tolerances), allow_incomplete, only=only)
     except UserError as e:
         _fail(e)
-    click.echo(text_table(result, verbose))
+    refused = bool(result.config_changes) and not allow_config_change
+    click.echo(text_table(result, verbose, refused))
     target = html_path or Path(current) / "compare.html"
     try:
         html = write_compare_html(result, target, verbose)
@@ -123,7 +124,7 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
         _fail(UserError(f"cannot write: {e.strerror or e}", where=str(target), expected="a writable path"))
     click.echo(f"report: {html}")  # outside the try: a closed stdout (| head) is not an unwritable file
     append_step_summary(result)
-    if result.config_changes and not allow_config_change:
+    if refused:
         _fail(UserError("SLOs or workload differ between baseline and current (listed above); "
                         "rerun one side, or pass --allow-config-change to compare anyway",
                         where=f"{baseline} vs {current}"))

@@ -77,9 +77,16 @@ def config_warning(c: Comparison) -> list[str]:
             *[f"  {line}" for line in c.config_changes]]
 
 
-def text_table(c: Comparison, verbose: bool = False) -> str:
-    """Verdict first, then the config warning, then the table of notable (or, verbose, all) deltas."""
-    out = [verdict_line(c), noise_line(c), *config_warning(c)]
+REFUSED = ("NOT COMPARED: SLOs or workload differ between baseline and current (listed below); "
+           "rerun one side, or pass --allow-config-change to compare anyway")
+
+
+def text_table(c: Comparison, verbose: bool = False, refused: bool = False) -> str:
+    """Verdict first, then the config warning, then the table of notable (or, verbose, all) deltas. ``refused``
+    (the sides measured different things and --allow-config-change was not given): the refusal comes first
+    and the verdict reads as what comparing anyway would say."""
+    verdict = f"if compared anyway: {verdict_line(c)}" if refused else verdict_line(c)
+    out = [*([REFUSED] if refused else []), verdict, noise_line(c), *config_warning(c)]
     deltas = shown(c, verbose)
     if deltas:
         rows = [HEADER] + [_row(d) for d in deltas]

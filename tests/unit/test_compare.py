@@ -221,7 +221,12 @@ def test_changed_slo_is_refused_unless_allowed(tmp_path):
     refused = runner.invoke(compare_cmd, [str(base), str(cur)])
     assert refused.exit_code == 2
     assert "slo.ttft_ms: 1000.0 -> 800.0" in refused.output
-    assert runner.invoke(compare_cmd, [str(base), str(cur), "--allow-config-change"]).exit_code == 0
+    lines = refused.output.splitlines()  # the refusal first, not the PASS of numbers that do not compare
+    assert lines[0].startswith("NOT COMPARED: SLOs or workload differ")
+    assert lines[1].startswith("if compared anyway: PASS: 1 runs")
+    allowed = runner.invoke(compare_cmd, [str(base), str(cur), "--allow-config-change"])
+    assert allowed.exit_code == 0 and allowed.output.startswith("PASS: 1 runs")
+    assert "warning: SLOs or workload differ" in allowed.output
 
 
 def test_changed_workload_in_suite_json_is_a_config_change(tmp_path):
