@@ -32,6 +32,8 @@ def write_report_with_progress(results_dir: Path, jobs: int | None = None, force
         def step(name: str, done: int, total: int) -> None:
             if name not in tasks:
                 tasks[name] = bar.add_task(name, total=total)
+                if not console.is_terminal and done < total:  # a log (CI, make | tee) gets no live bar:
+                    console.print(f"report: {name}: {total} to render", highlight=False)  # say what is to come
             bar.update(tasks[name], completed=done, total=total)
 
         out = write_suite_report(results_dir, jobs=jobs, progress=step, force=force, min_attainment=min_attainment)

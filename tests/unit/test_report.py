@@ -244,3 +244,17 @@ def test_suite_scalars_read_as_times_and_words():
     assert scalar_text("started_unix", 1796175351.0635126) == "2026-12-02 01:35:51 UTC"
     assert (scalar_text("complete", True), scalar_text("complete", False)) == ("yes", "no")
     assert scalar_text("cluster", "sim") == "sim" and scalar_text("seeds_unix", None) is None
+
+
+def test_report_in_a_log_says_what_it_renders(tmp_path):
+    from click.testing import CliRunner
+
+    from scalearena.reports.cli import report
+
+    for a in ("wva", "hpa"):
+        _write_run(tmp_path, "stairs", a, None)
+    first = CliRunner().invoke(report, [str(tmp_path), "--jobs", "1"])  # not a terminal: no live bar
+    assert first.exit_code == 0, first.output
+    assert "report: run pages: 2 to render" in first.output
+    again = CliRunner().invoke(report, [str(tmp_path), "--jobs", "1"])  # nothing changed: nothing to say
+    assert again.exit_code == 0 and "to render" not in again.output
