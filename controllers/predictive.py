@@ -104,6 +104,9 @@ class _Model:
     backlog: float | None = None
     observed_rps: float = 0.0
     values: dict[str, Any] = field(default_factory=dict)
+    observations: int = 0  # rates fed to the predictor
+    pending: dict[int, float] = field(default_factory=dict)  # observation number -> the rate forecast for it
+    errors: list[float] = field(default_factory=list)  # |forecast - observed| / observed, per forecast checked
 
 
 class Predictive(AutoscalerBase):
@@ -142,7 +145,9 @@ class Predictive(AutoscalerBase):
             r = r_of[d.variant]
             lead = Reason("predictive", f"predictive: observed {st.observed_rps:.2f} req/s, forecast "
                           f"{st.values.get('predicted_rps', st.observed_rps):.2f} req/s "
-                          f"{st.values.get('horizon_s', 0):g} s ahead -> load signals x {r:.2f}",
+                          f"{st.values.get('horizon_s', 0):g} s ahead -> load signals x {r:.2f}"
+                          + (f" (forecast MAPE {mape:.3f} over {st.values['forecasts_checked']})"
+                             if (mape := st.values.get("predictor_mape")) is not None else ""),
                           {**st.values, "ratio": r})
             out.append(replace(d, reasons=(lead, *d.reasons)))
         return out
@@ -161,6 +166,10 @@ class Predictive(AutoscalerBase):
                     t = observe(view, model, now - st.last_tick, c.traffic_source, st.backlog)
                     st.observed_rps = t.requests / (now - st.last_tick)
                     st.predictor.add(st.observed_rps)
+                    st.observations += 1
+                    forecast = st.pending.pop(st.observations, None)
+                    if forecast is not None and st.observed_rps > 0:
+                        st.errors.append(abs(forecast - st.observed_rps) / st.observed_rps)
                 st.backlog = backlog(view, model)
             except MetricsUnavailable:
                 st.values = {"note": "metrics unavailable: ratio 1"}
@@ -168,8 +177,12 @@ class Predictive(AutoscalerBase):
             st.last_tick = now
             steps = max(1, math.ceil(horizon / c.interval_s))
             f = st.predictor.predict(steps)
+            if st.observations:  # the forecast is for the interval `steps` observations on: checked then
+                st.pending[st.observations + steps] = f.value
+            mape = sum(st.errors) / len(st.errors) if st.errors else None
             st.values = {"observed_rps": st.observed_rps, "predicted_rps": f.value, "horizon_s": horizon,
-                         "predictor": f.used, **({"fallback": f.fallback} if f.fallback else {})}
+                         "predictor": f.used, "predictor_mape": mape, "forecasts_checked": len(st.errors),
+                         **({"fallback": f.fallback} if f.fallback else {})}
         if st.observed_rps <= 0 or "predicted_rps" not in st.values:
             return 1.0
         return min(c.max_ratio, max(c.min_ratio, st.values["predicted_rps"] / st.observed_rps))

@@ -56,6 +56,23 @@ def test_falling_rate_does_not_scale_down_ahead_by_default():
     assert d.reasons[0].values["ratio"] == 1.0  # constant forecast = observed; and min_ratio 1 floors any dip
 
 
+def test_decisions_carry_the_forecast_error_of_the_horizon_they_forecast():
+    # constant predictor, 30 s intervals, horizon startup 30 + HPA period 15 = 45 s -> 2 steps: the forecast made
+    # after observation k is the rate of observation k + 2
+    w = Predictive(PredictiveConfig(interval_s=30, predictor=PredictorConfig(kind="constant")))
+    v = variant(spec=2, pods=[pod(0, waiting=3), pod(1, waiting=3)], startup_s=30)
+    # requests per interval 60, 120, 90, 150 -> observed 2, 4, 3, 5 req/s
+    for t, req in ((0, 0), (30, 60), (60, 120), (90, 90)):
+        (d,) = w.decide(float(t), view(float(t), v, metrics=rate_metrics(req)))
+    # obs 3 = 3 req/s against the forecast made after obs 1 (2 req/s): |2 - 3| / 3 = 0.3333
+    assert d.reasons[0].values["predictor_mape"] == pytest.approx(1 / 3)
+    (d,) = w.decide(120.0, view(120.0, v, metrics=rate_metrics(150)))
+    # obs 4 = 5 against 4 (made after obs 2): 0.2; MAPE (1/3 + 0.2) / 2 = 0.26667
+    lead = d.reasons[0]
+    assert lead.values["predictor_mape"] == pytest.approx((1 / 3 + 0.2) / 2)
+    assert lead.values["forecasts_checked"] == 2 and "forecast MAPE 0.267 over 2" in lead.message
+
+
 def test_inner_config_is_validated_and_no_nesting():
     with pytest.raises(ValidationError):
         PredictiveConfig(inner={"kind": "hpa", "tolerance": 5})
