@@ -32,7 +32,7 @@ from ..frontier import document
 from .objectives import ATTAINMENT, cost_axis
 from .space import apply
 from .study import Tuning, finished, storage_url
-from .trials import REPORTED, Outcome
+from .trials import COMPILED, REPORTED, Outcome, as_written
 
 
 def state(ft: FrozenTrial) -> str:
@@ -76,8 +76,8 @@ def tuned_config(t: Tuning, values: dict[str, Any]) -> AutoscalerConfig:
 
 def snippet(t: Tuning, ft: FrozenTrial) -> str:
     """The trial's configuration as a list entry for ``autoscalers:``, with its numbers in a comment."""
-    cfg = tuned_config(t, ft.user_attrs.get("values") or {})
-    data = cfg.model_dump(mode="json", exclude_defaults=True, exclude={"targets", "rule_groups"})
+    cfg = as_written(tuned_config(t, ft.user_attrs.get("values") or {}))
+    data = cfg.model_dump(mode="json", exclude_defaults=True, exclude=set(COMPILED))
     data = {"kind": cfg.kind, **{k: v for k, v in data.items() if k != "kind"}}
     m = ft.user_attrs.get("metrics") or {}
     cost = cost_axis(t.objectives)

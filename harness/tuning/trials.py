@@ -33,11 +33,36 @@ def rounded(values: dict[str, Any]) -> dict[str, Any]:
     return {k: float(f"{v:.{SIGNIFICANT}g}") if isinstance(v, float) else v for k, v in values.items()}
 
 
+COMPILED = ("targets", "rule_groups", "instances", "derived", "per_variant")  # filled in when a scenario loads
+
+
+def as_written(cfg: AutoscalerConfig) -> AutoscalerConfig:
+    """``cfg`` as a user writes it: a ``kubernetes`` or llm-d recipe config loses what loading the scenario
+    filled in (the objects' targets and rules; a recipe's per-variant instances, which carry the placeholder
+    values they were read with), and a recipe's objects go back to its own file names. A sampled ``env`` then
+    reaches the objects when they are read again (``plans``), and the snippet holds only what one writes."""
+    from scalearena.controllers.kubernetes import KubernetesConfig
+    from scalearena.controllers.llmd import RecipeConfig
+
+    if not isinstance(cfg, KubernetesConfig):
+        return cfg
+    fields = type(cfg).model_fields
+    reset = {k: fields[k].get_default(call_default_factory=True) for k in COMPILED if k in fields}
+    if isinstance(cfg, RecipeConfig):
+        from ..objects.recipes import MANIFESTS
+
+        shipped = fields["objects"].get_default(call_default_factory=True)
+        if cfg.objects == [str(MANIFESTS / f) for f in shipped]:
+            reset["objects"] = shipped
+    return cfg.model_copy(update=reset)
+
+
 def plans(sc: Scenario, cfg: AutoscalerConfig, folder: str, seeds: list[int]) -> list[RunPlan]:
     """The runs of one configuration: ``folder/seed-<s>`` for each seed, the scenario holding only ``cfg``."""
-    one = sc.model_copy(update={"autoscalers": [cfg]})
-    if cfg.kind == "kubernetes":
-        one = compile_objects(one, None)  # its placeholders changed: read the objects again
+    written = as_written(cfg)
+    one = sc.model_copy(update={"autoscalers": [written]})
+    if written is not cfg:
+        one = compile_objects(one, None)  # its placeholders may have changed: read the objects again
         cfg = one.autoscalers[0]
     return [RunPlan(one.model_copy(update={"seed": s}), cfg, f"{folder}/seed-{s}") for s in seeds]
 
