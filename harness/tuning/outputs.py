@@ -54,7 +54,8 @@ def trials_frame(study: optuna.Study, t: Tuning) -> pd.DataFrame:
         att = metrics.get(ATTAINMENT)
         row: dict[str, Any] = {"number": ft.number, "label": ft.user_attrs["label"], "state": state(ft),
                                "default": bool(ft.user_attrs.get("default")),
-                               "error": ft.user_attrs.get("infeasible") or ft.user_attrs.get("error")}
+                               "error": ft.user_attrs.get("infeasible") or ft.user_attrs.get("error"),
+                               "attempts": int(ft.user_attrs.get("attempts", 1))}
         row.update({f"params.{k}": v for k, v in (ft.user_attrs.get("values") or {}).items()})
         row.update({m: metrics.get(m) for m in REPORTED})
         row["meets_target"] = ft.state == TrialState.COMPLETE and att is not None and att >= t.target - 1e-12
@@ -132,7 +133,7 @@ def _meta(t: Tuning, frame: pd.DataFrame, v: Verdict, refs: dict[str, Outcome], 
         "complete": int(len(frame)) >= t.trials,
         "space": [{"path": p.path, "kind": p.kind, "range": p.describe(), "default": p.default,
                    "description": p.description} for p in t.space.params],
-        "references": {k: {"ok": r.ok, "metrics": r.metrics, "error": r.error, "seeds": r.seeds}
+        "references": {k: {"ok": r.ok, "metrics": r.metrics, "error": r.error, "seeds": r.seeds, "attempts": r.attempts}
                        for k, r in refs.items()},
         "frontier": document(t.frontier, t.frontier_rows, t.perfect_rows) if t.frontier is not None else None,
         "pick": v.pick.name if v.pick else None, "best_trial": best.number if best else None,

@@ -157,6 +157,8 @@ def _tell(study: optuna.Study, t: Tuning, trial: Trial, res: Outcome | str) -> N
         study.tell(trial, state=TrialState.FAIL)
         return
     trial.set_user_attr("metrics", res.metrics)
+    if res.attempts > 1:
+        trial.set_user_attr("attempts", res.attempts)
     values = res.values(t.objectives)
     if not res.ok or values is None:
         trial.set_user_attr("error", res.error or "an objective has no value (no request finished)")

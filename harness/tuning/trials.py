@@ -75,6 +75,7 @@ class Outcome:
     metrics: dict[str, float | None] = field(default_factory=dict)  # REPORTED ids -> mean over seeds
     error: str | None = None
     seeds: int = 0
+    attempts: int = 1  # most attempts any of its runs took (> 1: a Ray worker was lost and the run went again)
 
     def values(self, objectives: list[Objective]) -> list[float] | None:
         vals = [self.metrics.get(o.id) for o in objectives]
@@ -91,12 +92,13 @@ class Outcome:
 def outcome(results: list[dict[str, Any]], objectives: list[Objective]) -> Outcome:
     """Average the seeds' summaries; any run that did not finish makes the trial failed, with its error."""
     bad = [r for r in results if r.get("status") != "ok"]
+    attempts = max([int(r.get("attempts", 1)) for r in results], default=1)
     if bad or not results:
         err = bad[0].get("error", bad[0].get("status")) if bad else "no runs"
-        return Outcome(False, error=f"{bad[0]['dir'] if bad else ''}: {err}", seeds=len(results))
+        return Outcome(False, error=f"{bad[0]['dir'] if bad else ''}: {err}", seeds=len(results), attempts=attempts)
     ids = list(dict.fromkeys([*REPORTED, *(o.id for o in objectives)]))
     metrics: dict[str, float | None] = {}
     for i in ids:
         vals = [BY_ID[i].value(r["summary"]) for r in results]
         metrics[i] = None if any(v is None for v in vals) else sum(v for v in vals if v is not None) / len(vals)
-    return Outcome(True, metrics, seeds=len(results))
+    return Outcome(True, metrics, seeds=len(results), attempts=attempts)

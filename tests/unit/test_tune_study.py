@@ -119,3 +119,28 @@ def test_an_out_folder_holding_another_study_is_refused(tmp_path: Path) -> None:
     # both sides (slo_attainment is an objective of the CLI's default, so no constraint): not listed
     assert r.stderr.startswith(f"error: --out {out}: holds a study whose autoscaler, fixed, kind, objectives, "
                                "scenario, seeds, space differ (hpa on other)"), r.stderr
+
+
+def test_a_trial_whose_run_went_again_after_a_lost_worker_is_marked() -> None:
+    from types import SimpleNamespace
+
+    from scalearena.harness.tuning.outputs import trials_frame
+    from scalearena.harness.tuning.study import _tell
+    from scalearena.harness.tuning.trials import outcome
+
+    def run(seed: int, attainment: float, **extra: int) -> dict:
+        return {"dir": f"trials/trial-0000/seed-{seed}", "status": "ok", **extra,
+                "summary": {"cost": 1.0, "slo_attainment": {"both": attainment}}}
+
+    # seed 2's run took 2 attempts (harness/executor_ray.py marks it); attainment mean (0.9 + 0.8) / 2 = 0.85
+    res = outcome([run(1, 0.9), run(2, 0.8, attempts=2)], parse_objectives([]))
+    assert res.attempts == 2 and res.metrics["slo_attainment"] == pytest.approx(0.85)
+    assert outcome([run(1, 0.9)], parse_objectives([])).attempts == 1
+    t = SimpleNamespace(objectives=parse_objectives([]), constrained=False, target=0.8)
+    study = optuna.create_study(directions=["minimize", "maximize"])
+    for r in (res, outcome([run(1, 0.9)], parse_objectives([]))):
+        trial = study.ask()
+        trial.set_user_attr("values", {})
+        _tell(study, t, trial, r)  # type: ignore[arg-type]
+    frame = trials_frame(study, t)  # type: ignore[arg-type]
+    assert list(frame["attempts"]) == [2, 1] and list(frame["state"]) == ["complete", "complete"]
