@@ -18,10 +18,10 @@ SEEDS ?= 5
 
 $(STAMP): pyproject.toml setup.py
 	@echo "installing scalearena and its dependencies into $(VENV) (quiet; a minute or two the first time)..."
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,dev]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/pip install -q --upgrade pip
+	@$(BIN)/pip install -q -e '.[test,dev]'
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
