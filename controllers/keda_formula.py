@@ -72,7 +72,13 @@ NUMBER: /(\d[\d_]*)?\.?\d[\d_]*([eE][+-]?\d+)?/
 %ignore /\s+/
 """
 
-_PARSER = Lark(_GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    """Built on the first formula (~70 ms of LALR tables), not at import: every command imports this module
+    through the registry, and few scenarios write a formula."""
+    return Lark(_GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
 
 NUM, BOOLEAN, ANY = "float64", "bool", "any"
 BUILTINS: dict[str, tuple[int, int | None]] = {"max": (1, None), "min": (1, None), "abs": (1, 1),
@@ -119,7 +125,7 @@ def _compile(source: str, triggers: frozenset[str]) -> Formula:
     """Cached: a config is validated several times (scenario load, re-validation, the policy) and the tree is
     never modified by evaluation."""
     try:
-        tree = _PARSER.parse(source)
+        tree = _parser().parse(source)
     except UnexpectedInput as e:
         raise FormulaError(_parse_message(source, e)) from None
     used: set[str] = set()
