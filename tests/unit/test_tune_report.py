@@ -34,6 +34,7 @@ def test_tune_page_draws_the_frontier_and_regret_on_it(tmp_path: Path) -> None:
     page = write_tune_report(tmp_path).read_text()
     assert "Chart.js v4.6.1" in page  # the figure's library is inlined: without it the scatter stays blank
     assert "· seed 1 ·" in page  # one seed, named as such (was "seeds 1", read as a count)
+    assert "Pareto front (2 trials)" in page  # both trials on_front
     assert "bound (oracle frontier)" in page and "bound: the oracle frontier (2 hindsight runs" in page
     # hull (0.30, 0.2) -> (0.90, 0.5), slope 0.5 per unit attainment:
     # trial-0000 at 0.60: 0.2 + 0.5 x 0.30 = 0.35 -> 0.4 - 0.35 = +0.050
