@@ -23,7 +23,7 @@ from .bounds import bound_rows, frontier_points, perfect_reference
 from .catalog import BY_ID
 from .report import _write_html, environment, inputs_hash, stored_hash
 from .suite_decide import PointDecision, sentence, table_rows
-from .verdict import Point, Verdict, decide
+from .verdict import BOUND_KINDS, Point, Verdict, decide
 
 REFERENCE_COLORS = {"default": "#cf222e", "oracle": "#1a7f37"}
 FRONT_ROWS = 40  # front trials listed in the table (cheapest first)
@@ -102,7 +102,7 @@ def context(out: Path) -> dict[str, Any]:
             "scatter": _scatter(meta["scenario"], d, label),
             "front": _front_rows(trials, d, cost.id), "n_front": int(trials["on_front"].sum()) if not trials.empty else 0,
             "best_yaml": best_yaml, "counts": counts, "n_trials": int(sum(counts.values())), "target": target,
-            "cost_unit": cost.unit, "fmt_cost": cost.format}
+            "cost_unit": cost.unit, "fmt_cost": cost.format, "hindsight": meta.get("kind") in BOUND_KINDS}
 
 
 def _scatter(scenario: str, d: PointDecision, label: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from scalearena.controllers.base import AutoscalerConfig
 from scalearena.reports.bounds import frontier_points
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
 from scalearena.reports.tune import study_points, study_verdict
-from scalearena.reports.verdict import Verdict
+from scalearena.reports.verdict import BOUND_KINDS, Verdict
 
 from ..frontier import document
 from .objectives import ATTAINMENT, cost_axis
@@ -86,7 +86,9 @@ def snippet(t: Tuning, ft: FrozenTrial) -> str:
     head = (f"# scalearena tune: {t.base.label} on {t.scenario.name}, {ft.user_attrs['label']}: {cost.label} "
             f"{cost.format(m.get(cost.id))} {cost.unit}, SLO attainment {_pct(m.get(ATTAINMENT))} "
             f"(target {_pct(t.target)}), goodput {_num(m.get('goodput_rps'))} req/s; {seeds}.\n"
-            "# Paste under a scenario's `autoscalers:`.\n")
+            + ("# The oracle reads the future arrival schedule: a hindsight bound, not a deployable configuration.\n"
+               if t.base.kind in BOUND_KINDS else "")
+            + "# Paste under a scenario's `autoscalers:`.\n")
     buf = io.StringIO()
     yaml.safe_dump([data], buf, sort_keys=False, default_flow_style=False)
     return head + buf.getvalue()

@@ -123,6 +123,12 @@ def test_a_recipe_trial_runs_its_sampled_placeholders_and_its_snippet_reproduces
         assert got[key] == trial[key], key
 
 
+def test_a_study_of_the_oracle_says_its_pick_is_a_bound(tmp_path: Path) -> None:
+    tune(tmp_path / "o", "--autoscaler", "oracle", "--trials", "1", "--no-frontier")
+    head = (tmp_path / "o" / "best.yaml").read_text().splitlines()[1]
+    assert head == "# The oracle reads the future arrival schedule: a hindsight bound, not a deployable configuration."
+
+
 def test_report_renders_the_study(tmp_path: Path) -> None:
     out = tmp_path / "kpa"
     tune(out, "--autoscaler", "kpa", "--trials", "3")

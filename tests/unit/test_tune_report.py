@@ -40,3 +40,8 @@ def test_tune_page_draws_the_frontier_and_regret_on_it(tmp_path: Path) -> None:
     # trial-0000 at 0.60: 0.2 + 0.5 x 0.30 = 0.35 -> 0.4 - 0.35 = +0.050
     # trial-0001 at 0.80: 0.2 + 0.5 x 0.50 = 0.45 -> 0.3 - 0.45 = -0.15, beyond 5 % of 0.45: a violation
     assert "+0.050" in page and "-0.150 (bound violation)" in page and 'class="violation"' in page
+    assert "every configuration of this study is a hindsight bound" not in page  # hpa is deployable
+    (tmp_path / "tune.json").write_text(json.dumps({**meta, "autoscaler": "oracle", "kind": "oracle"}))
+    page = write_tune_report(tmp_path, force=True).read_text()
+    assert "<b>oracle reads the future arrival schedule:</b> every configuration of this study is a hindsight " \
+           "bound, not deployable" in page
