@@ -37,12 +37,13 @@ LOAD_GREY = "#949494"  # offered-load shading and failures: never an autoscaler'
 
 # seaborn's "colorblind" palette (0173b2 ... 56b4e9) without its grey (#949494: the grey of
 # failures and of the offered-load shading), its pale pink and yellow (hard to see as thin lines)
-# moved last; then darker shades, those least like the first seven first (gold, teal, plum before
-# navy, dark green, dark red).
+# moved last; then darker shades, each the farthest (CIE L*a*b*) from every colour before it: navy
+# (Delta E 50 from the nearest), dark red, dark green, teal, plum, gold (gold is 15 from the orange:
+# the paper suite's 8th autoscaler, wva-headroom, looked like keda's).
 _CB = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133",
        "#56b4e9"]
 SERIES_COLORS = [c for c in _CB if c not in ("#949494", "#fbafe4", "#ece133")] + \
-    ["#b8850a", "#006374", "#591e71", "#001c7f", "#12711c", "#8c0800", "#fbafe4", "#ece133"]
+    ["#001c7f", "#8c0800", "#12711c", "#006374", "#591e71", "#b8850a", "#fbafe4", "#ece133"]
 TimeUnit = tuple[float, str]  # divisor from seconds, axis label
 
 

@@ -42,6 +42,7 @@ trap 'rm -rf "$profile"' EXIT
 abs="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
 out_abs="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 
+echo "rendering $report at ${width} px with headless Chromium (a few seconds)..." >&2
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
        --disable-component-update --disable-sync --hide-scrollbars --user-data-dir="$profile")
 if [[ -z "$height" ]]; then

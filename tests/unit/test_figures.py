@@ -86,3 +86,28 @@ def test_grouped_bars_show_seed_means_with_their_interval():
     causes = failures["data"]["datasets"]
     assert [d["stack"] for d in causes] == ["a:a"] * 5 and causes[0]["data"] == [3.0]
     assert causes[-1]["errors"][0][0] == 3.0 and all("errors" not in d or d["errors"] is None for d in causes[:-1])
+
+
+def _lab(hex_color: str) -> tuple[float, float, float]:
+    """sRGB (D65) -> CIE L*a*b*, the textbook formulas (IEC 61966-2-1 linearisation, CIE 1976)."""
+    lin = [(c / 255 + 0.055) ** 2.4 / 1.055 ** 2.4 if c / 255 > 0.04045 else c / 255 / 12.92
+           for c in (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_eight_autoscalers_get_colours_told_apart():
+    import itertools
+    import math
+
+    from scalearena.reports.figures import SERIES_COLORS
+
+    # the paper suite shows 8 autoscalers; its 8th took gold #b8850a, Delta E 15 from keda's #de8f05.
+    # The closest pair left is the palette's own blue #0173b2 / sky blue #56b4e9, Delta E 26.
+    eight = SERIES_COLORS[:8]
+    closest = min(math.dist(_lab(a), _lab(b)) for a, b in itertools.combinations(eight, 2))
+    assert closest > 25
+    assert math.dist(_lab("#b8850a"), _lab("#de8f05")) < 16  # the pair this replaced
