@@ -88,21 +88,7 @@ def field_problem(cfg: AutoscalerConfig, path: str, value: Any) -> str | None:
     return None
 
 
-def _widen_declared(data: Any, path: str, value: Any) -> None:
-    """A value written into a placeholder (``env.X``) that the config's own ``tune`` block ranges (the
-    kubernetes and llm-d recipe configs check env against it) widens that range to hold the value: a
-    ``--param env.X=LOW:HIGH`` replaces the declared range, as it does for every other autoscaler."""
-    parts = path.split(".")
-    spec = data.get("tune", {}).get(parts[1]) if len(parts) == 2 and parts[0] == "env" and isinstance(data, dict) \
-        else None
-    if not isinstance(spec, dict) or spec.get("choices") is not None or isinstance(value, bool) \
-            or not isinstance(value, int | float) or spec.get("low") is None or spec.get("high") is None:
-        return
-    spec["low"], spec["high"] = min(spec["low"], value), max(spec["high"], value)
-
-
 def _set(data: Any, path: str, value: Any) -> None:
-    _widen_declared(data, path, value)
     parts = path.split(".")
     node = data
     for part in parts[:-1]:
@@ -205,7 +191,11 @@ def build_space(cfg: AutoscalerConfig, items: list[str]) -> Space:
         for end in _ends(t):
             problem = field_problem(cfg, name, end)
             if problem:
-                raise UserError(f"--param {item}: {cfg.kind} refuses {name} = {end!r}: {problem}")
+                declared_in = name.startswith("env.") and name[4:] in (getattr(cfg, "tune", None) or {}) \
+                    and isinstance(end, int | float) and not isinstance(end, bool)
+                raise UserError(f"--param {item}: {cfg.kind} refuses {name} = {end!r}: {problem}",
+                                expected=f"a range within its tune: entry {name[4:]}; widen that entry under the "
+                                "autoscaler in the scenario to search further" if declared_in else None)
         if t.fixed:
             declared.pop(name, None)
             fixed[name] = _ends(t)[0]

@@ -98,18 +98,18 @@ def test_a_recipe_trial_runs_its_sampled_placeholders_and_its_snippet_reproduces
     # llmd-slo's THETA_UP / THETA_DN reach its objects through ${VAR}: each trial's objects must be read again
     # with the sampled values (they kept the recipe's 0.55 / 0.40, so every trial ran the default)
     out = tmp_path / "slo"
-    tune(out, "--autoscaler", "llmd-slo", "--param", "env.THETA_UP=0.1:0.5", "--param", "env.THETA_DN=0.05:0.09",
+    tune(out, "--autoscaler", "llmd-slo", "--param", "env.THETA_UP=0.3:0.5", "--param", "env.THETA_DN=0.1:0.2",
          "--trials", "2", "--sampler", "random", "--no-frontier", "--set", "workload.arrivals.rate_rps=12")
     for n in (0, 1):
         run = json.loads((out / "trials" / f"trial-000{n}" / "seed-1" / "scenario.json").read_text())["autoscalers"][0]
         up, dn = run["env"]["THETA_UP"], run["env"]["THETA_DN"]
-        assert 0.1 <= float(up) <= 0.5 and 0.05 <= float(dn) <= 0.09  # sampled from the --param ranges
+        assert 0.3 <= float(up) <= 0.5 and 0.1 <= float(dn) <= 0.2  # sampled from the --param ranges
         assert [(i["THETA_UP"], i["THETA_DN"]) for i in run["instances"]] == [(up, dn)]  # one variant, va
     default = json.loads((out / "default" / "seed-1" / "scenario.json").read_text())["autoscalers"][0]
     assert [(i["THETA_UP"], i["THETA_DN"]) for i in default["instances"]] == [("0.55", "0.40")]
     entry = yaml.safe_load((out / "best.yaml").read_text())
     # as one writes it: no compiled targets, rules or instances, the recipe's own objects
-    assert [sorted(e) for e in entry] == [["env", "kind", "name", "tune"]]
+    assert [sorted(e) for e in entry] == [["env", "kind", "name"]]
     data = yaml.safe_load(TINY.read_text())
     data["autoscalers"] = entry
     data["workload"]["arrivals"]["rate_rps"] = 12

@@ -44,18 +44,23 @@ def test_the_issue_named_parameters_are_declared() -> None:
     assert {"predictor.kind", "predictor.log1p"} <= paths("planner")
 
 
-def test_a_recipe_placeholder_range_can_be_replaced_and_widened() -> None:
+def test_a_recipe_placeholder_range_is_read_as_its_declared_kind_and_kept_within_its_tune_entry() -> None:
     # llmd-slo declares THETA_UP 0.3 .. 1.2 (env "0.55"); --param reads it as the declared float, not as text
     cfg = REGISTRY.default_config("llmd-slo")
-    space = {t.path: t for t in build_space(cfg, ["env.THETA_UP=0.1:0.5", "env.SMOOTHING=30s,60s"]).params}
+    space = {t.path: t for t in build_space(cfg, ["env.THETA_UP=0.35:0.5", "env.SMOOTHING=30s,60s"]).params}
     up = space["env.THETA_UP"]
-    assert (up.kind, up.low, up.high, up.default) == ("float", 0.1, 0.5, 0.55)
+    assert (up.kind, up.low, up.high, up.default) == ("float", 0.35, 0.5, 0.55)
     assert space["env.SMOOTHING"].choices == ("30s", "60s")  # undeclared text placeholder: a choice
-    # a sample below the declared 0.3 runs (the model checks env against tune): the range widens to 0.1 .. 1.2
-    tuned = apply(cfg, {"env.THETA_UP": 0.1})
-    assert tuned.env["THETA_UP"] == "0.1"
-    assert (tuned.tune["THETA_UP"].low, tuned.tune["THETA_UP"].high) == (0.1, 1.2)
-    with pytest.raises(UserError) as err:  # a value the model cannot read is still refused, with its reason
+    assert apply(cfg, {"env.THETA_UP": 0.4}).env["THETA_UP"] == "0.4"
+    # the model checks env against its tune: entry, so a range beyond it is refused before anything runs
+    with pytest.raises(UserError) as err:
+        build_space(cfg, ["env.THETA_UP=0.1:0.5"])
+    assert str(err.value) == ("--param env.THETA_UP=0.1:0.5: llmd-slo refuses env.THETA_UP = 0.1: tune: env "
+                              "THETA_UP = 0.1 lies outside 0.3 .. 1.2 (expected a range within its tune: entry "
+                              "THETA_UP; widen that entry under the autoscaler in the scenario to search further)")
+    wider = type(cfg).model_validate({"tune": {"THETA_UP": {"low": 0.1, "high": 1.2}}})  # merged on the recipe's
+    assert build_space(wider, ["env.THETA_UP=0.1:0.5"]).params[0].low == 0.1
+    with pytest.raises(UserError) as err:  # a value the model cannot read is refused, with its reason
         build_space(cfg, ["env.THETA_UP=a,b"])
     assert str(err.value) == ("--param env.THETA_UP=a,b: llmd-slo refuses env.THETA_UP = 'a': "
                               "tune: env THETA_UP = 'a' is not a float")
