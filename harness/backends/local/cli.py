@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,43 @@ def _limits(o: dict[str, Any]) -> Any:
     return ConnectionLimits(header_timeout_s=o["header_timeout"], body_timeout_s=o["body_timeout"])
 
 
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def _json_object(text: str | None, flag: str, expected: str) -> dict[str, Any] | None:
+    """A JSON option's object (None when not given); bad JSON or another JSON type is one UserError."""
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"not valid JSON: {e.msg} at column {e.colno}", where=flag, expected=expected) from None
+    if not isinstance(data, dict):
+        raise UserError(f"got {_JSON_TYPES.get(type(data), 'a JSON value')}", where=flag, expected=expected)
+    return data
+
+
+def _validated(model: Any, data: dict[str, Any], where: str) -> Any:
+    """``model`` from ``data``; a schema failure is one UserError naming the field (as a scenario's would)."""
+    from pydantic import ValidationError
+
+    from scalearena.harness.schema_help import format_validation_error
+
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(e, where, data, model) from None
+
+
+def _time_scale(value: float) -> float:
+    """--time-scale: finite, > 0 and at most 1000, as the local backend's option (an infinite scale made
+    every wait zero: the server spun and never finished a SIGTERM)."""
+    if not (math.isfinite(value) and 0 < value <= 1000):
+        raise UserError(f"got {value!r}", where="--time-scale", expected="a number > 0 and <= 1000")
+    return value
+
+
 def _server_options(f: Any) -> Any:
     """Options both servers take: where to listen, prompt counting, connection deadlines."""
     for opt in reversed([
@@ -107,6 +145,22 @@ def _server_options(f: Any) -> Any:
     ]):
         f = opt(f)
     return f
+
+
+def _gpu(name: str, spec_json: str | None) -> Any:
+    """--gpu resolved now: a catalog name, or the --gpu-spec datasheet under that name."""
+    if spec_json:
+        from scalearena.harness.hardware import GPUTypeSpec
+
+        data = _json_object(spec_json, "--gpu-spec", "a scenario's cluster.gpu_types entry as a JSON object")
+        return _validated(GPUTypeSpec, data or {}, "--gpu-spec").to_gpu(name)
+    from scalearena.harness.engine import gpu_spec
+
+    try:
+        gpu_spec(name)
+    except UserError as e:
+        raise UserError(e.message, where="--gpu", expected=e.expected) from None
+    return name
 
 
 @click.command("serve-engine")
@@ -164,7 +218,7 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
 
     from .engine_server import FAILURES, EngineServerConfig, serve
 
-    base: dict = json.loads(o["engine_spec"]) if o["engine_spec"] else {
+    base = _json_object(o["engine_spec"], "--engine-spec", "a scenario's engine section as a JSON object") or {
         "max_num_seqs": 5, "kv_cache_blocks": 1024, "block_size": 16, "latency": {"kind": "constant"},
     }
     for flag, key in (("max_num_seqs", "max_num_seqs"), ("max_waiting_queue_length", "max_waiting_queue"),
@@ -182,33 +236,22 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
                 raise click.UsageError(f"--{flag.replace('_', '-')} needs the constant latency model")
             lat[key] = o[flag] * scale
     base["latency"] = lat
-    try:
-        spec = EngineSpec.model_validate(base)
-    except Exception as e:  # pydantic ValidationError: one line
-        raise click.UsageError(f"engine settings: {e}") from None
-    gpu = o["gpu"]
-    if o["gpu_spec"]:
-        from scalearena.harness.hardware import GPUTypeSpec
-
-        try:
-            gpu = GPUTypeSpec.model_validate(json.loads(o["gpu_spec"])).to_gpu(o["gpu"])
-        except Exception as e:  # JSON or pydantic error: one line
-            raise click.UsageError(f"--gpu-spec: {e}") from None
+    spec = _validated(EngineSpec, base, "--engine-spec" if o["engine_spec"] else "serve-engine flags")
+    gpu = _gpu(o["gpu"], o["gpu_spec"])
     from scalearena.harness.disagg_spec import KVTransferSpec
 
-    try:
-        kv = KVTransferSpec.model_validate(json.loads(o["kv_transfer"]) if o["kv_transfer"] else {})
-    except Exception as e:  # JSON or pydantic error: one line
-        raise click.UsageError(f"--kv-transfer: {e}") from None
+    kv_json = _json_object(o["kv_transfer"], "--kv-transfer", "a scenario's cluster.kv_transfer as a JSON object")
+    kv = _validated(KVTransferSpec, kv_json or {}, "--kv-transfer")
     bad = set(o["failure_types"]) - set(FAILURES)
     if bad:
         raise click.UsageError(f"--failure-types: unknown {sorted(bad)}; expected {sorted(FAILURES)}")
-    if o["time_scale"] <= 0:
-        raise click.UsageError("--time-scale must be > 0")
+    if not 0.0 <= o["failure_injection_rate"] <= 100.0:  # NaN fails this too
+        raise UserError(f"got {o['failure_injection_rate']!r}", where="--failure-injection-rate",
+                        expected="a percentage from 0 to 100")
     cfg = EngineServerConfig(
         model=o["model"], engine_spec=spec, gpu=gpu, port=o["port"], host=o["host"],
         served_model_names=tuple(o["served_model_name"]), startup_s=o["startup_duration"],
-        time_scale=o["time_scale"], termination_grace_s=o["termination_grace_period"],
+        time_scale=_time_scale(o["time_scale"]), termination_grace_s=o["termination_grace_period"],
         failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),
         stream_tick_s=o["stream_tick"], gpu_util_window_s=o["gpu_util_window"], pod=o["pod"],
         variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"], mode=o["mode"],
@@ -240,7 +283,8 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
 
     from .router_server import RouterServerConfig, serve
 
-    spec = RouterSpec.model_validate(json.loads(o["router_spec"])) if o["router_spec"] else RouterSpec()
+    spec = _validated(RouterSpec, _json_object(o["router_spec"], "--router-spec", "a scenario's router section "
+                                               "as a JSON object") or {}, "--router-spec")
     token = None
     if o["admin_port"] is not None and not o["admin_token_file"]:
         raise click.BadParameter("needs --admin-token-file (the admin API is off without a token)",
@@ -250,7 +294,7 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
         if len(token) < 16:
             raise click.BadParameter("the token must be at least 16 characters", param_hint="--admin-token-file")
     cfg = RouterServerConfig(spec=spec, port=o["port"], host=o["host"], endpoints_file=o["endpoints_file"],
-                             time_scale=o["time_scale"], queue_timeout_s=o["queue_timeout"],
+                             time_scale=_time_scale(o["time_scale"]), queue_timeout_s=o["queue_timeout"],
                              models=tuple(o["models"]), admin_token=token, tokenizer=o["tokenizer"],
                              limits=_limits(o), admin_port=o["admin_port"], admin_host=o["admin_host"])
     asyncio.run(serve(cfg))
@@ -259,7 +303,11 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
 def main() -> None:
     """`python -m scalearena.harness.backends.local.cli engine|router ...` (how the backend starts children)."""
     group = click.Group(commands={"engine": serve_engine, "router": serve_router})
-    group()
+    try:
+        group()
+    except UserError as e:  # as `scalearena serve-*` prints it: one line, exit 2
+        click.echo(f"error: {e.render()}", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
+from scalearena.contracts.errors import UserError
 from scalearena.workloads.load_handoff import PROMPT_TOKENS_FIELD
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's (and vLLM's completions) default output length
@@ -200,7 +201,11 @@ class PromptCounter:
         if tokenizer_path:
             from tokenizers import Tokenizer
 
-            self.tokenizer = Tokenizer.from_file(tokenizer_path)
+            try:
+                self.tokenizer = Tokenizer.from_file(tokenizer_path)
+            except Exception as e:  # noqa: BLE001 - the library raises a bare Exception for any unreadable file
+                raise UserError(f"the tokenizers library cannot read it: {e}", where=f"--tokenizer {tokenizer_path}",
+                                expected="a Hugging Face tokenizer.json") from None
 
     def text_tokens(self, text: str) -> int:
         if self.tokenizer is not None:
