@@ -245,3 +245,19 @@ def test_markdown_lists_improvements_and_keeps_all_in_details(tmp_path):
     cur = _results(tmp_path / "c", {"stairs/wva": _summary(cost=2.0)})  # 4 -> 2: -50 %, beyond 10 %
     md = markdown(compare(base, cur))
     assert md.index("**PASS") < md.index("### Improvements beyond tolerance") < md.index("<details>")
+
+
+def test_html_marks_the_verdict_cell(tmp_path):
+    import re
+
+    from scalearena.reports.compare_output import write_compare_html
+
+    base = _results(tmp_path / "b", {"stairs/hpa": _summary(autoscaler="hpa")})
+    cur = _results(tmp_path / "c", {"stairs/hpa": _summary(autoscaler="hpa", cost=3.0)})  # 4 -> 3: -25 %, improved
+    html = write_compare_html(compare(base, cur), tmp_path / "compare.html").read_text()
+    row = re.search(r'<tr class="improved">(.*?)</tr>', html, re.S).group(1)
+    cells = re.findall(r'<td class="([^"]*)">([^<]*)</td>', row)
+    # run, metric, baseline, current, change, tolerance, verdict, seeds: the 7th cell carries the colour
+    # (the 8th, the seeds column added last, did)
+    assert [c for c, _ in cells] == ["l", "l", "", "", "", "", " improved", ""]
+    assert cells[6][1] == "improved"
