@@ -472,3 +472,20 @@ def test_router_flow_control_holds_then_evicts_at_the_ttl(tmp_path: Path) -> Non
     finally:
         rtr.close()
         eng.close()
+
+
+def test_hostile_json_is_400_on_every_json_endpoint(tmp_path: Path, router: Server, engine: Server) -> None:
+    """A body nested 100,000 deep (200 KB, under the size cap) and numbers beyond a float (1e400) were a
+    500 with a traceback on each JSON endpoint: the OpenAI ones of both servers, the router's admin PUT,
+    and a prefill engine's /kv/read (int(1e400) raised OverflowError there)."""
+    deep = b'{"model": "m", "prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    prefill = _start(tmp_path, "prefill", ["engine", "--model", "m", "--port", "0", "--role", "prefill"])
+    try:
+        for url in (engine.url, router.url):
+            assert assert_openai_error(post(url, None, data=deep), 400)["message"] == "the body is nested too deeply"
+        assert_openai_error(admin(router, "PUT", "/admin/endpoints", data=deep), 400)
+        for body in (deep, b'{"remote_request_id": 1e400}', b'{"remote_request_id": 1, "tokens": 1e400}', b"[1]"):
+            assert_openai_error(requests.post(prefill.url + "/kv/read", data=body, timeout=10), 400)
+    finally:
+        prefill.close()
+    assert "Traceback" not in engine.stderr() + router.stderr() + prefill.stderr()

@@ -52,6 +52,15 @@ def test_not_json_or_not_an_object() -> None:
         assert e.value.status == 400 and e.value.param is None
 
 
+def test_a_body_nested_too_deeply_is_400_not_a_500() -> None:
+    """100,000 nested arrays (a 200 KB body, under the size cap) exhaust the JSON decoder's stack:
+    issue 17's probe answered it with a 500 and a traceback in the log."""
+    raw = b'{"model": "m", "prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(ApiError) as e:
+        parse_request(raw, chat=False)
+    assert (e.value.status, e.value.message) == (400, "the body is nested too deeply")
+
+
 def test_valid_requests() -> None:
     r = parse({"model": "m", "prompt": ["one prompt"], "max_tokens": 1e3, "temperature": 0.2, "stream": True,
                "stream_options": {"include_usage": True}})

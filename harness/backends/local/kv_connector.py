@@ -93,7 +93,7 @@ class KVConnector:
         try:
             body = await request.json()
             rid, tokens = int(body["remote_request_id"]), max(0, int(body.get("tokens", 0)))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # OverflowError: int(1e400)
             raise ApiError(400, "invalid_request_error", "expected {remote_request_id, tokens}") from None
         if not self.engine.holds_kv(rid):
             raise ApiError(404, "kv_not_found", f"no KV kept for request {rid} (expired or released)")

@@ -152,6 +152,8 @@ def parse_request(raw: bytes, chat: bool) -> ParsedRequest:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ApiError(400, "invalid_request_error", f"the body is not valid JSON: {e}") from None
+    except RecursionError:  # e.g. 100,000 nested arrays in a 200 KB body: the decoder's stack, not a 500
+        raise ApiError(400, "invalid_request_error", "the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_request_error", "the body must be a JSON object")
     if body.get("model") in (None, ""):

@@ -256,7 +256,7 @@ class RouterServer:
                 for k in ("pod", "variant", "model", "url"):
                     if not isinstance(e[k], str):
                         raise TypeError(k)
-        except (ValueError, AttributeError, TypeError, KeyError) as e:
+        except (ValueError, AttributeError, TypeError, KeyError, RecursionError) as e:
             raise ApiError(400, "invalid_request_error", f"endpoints: expected a list of {{pod, variant, model, url, "
                            f"state}} objects ({type(e).__name__}: {e})") from None
         await self.set_endpoints(entries)
