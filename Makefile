@@ -16,6 +16,17 @@ SEEDS ?= 5
 
 .PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins
 
+# The simulator's compiled core (harness/native.py: mypyc over these modules, the .py files stay the
+# reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
+NATIVE ?= 1
+NATIVE_SRC := harness/engine/core.py harness/engine/histogram.py harness/engine/kv_transfer.py \
+  harness/engine/prefix_cache.py harness/engine/latency.py harness/engine/cluster.py harness/router.py \
+  harness/backends/sim/events.py harness/backends/sim/state.py harness/backends/sim/requests.py \
+  harness/backends/sim/handoff.py harness/backends/sim/pods.py harness/backends/sim/startup.py \
+  harness/backends/sim/loop.py harness/native.py harness/native_build.py
+NATIVE_STAMP := build/native/manifest.json
+BUILT := $(STAMP) $(if $(filter 0,$(NATIVE)),,$(NATIVE_STAMP))
+
 $(STAMP): pyproject.toml setup.py
 	@echo "installing scalearena and its dependencies into $(VENV) (quiet; a minute or two the first time)..."
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,11 +34,14 @@ $(STAMP): pyproject.toml setup.py
 	@$(BIN)/pip install -q -e '.[test,dev]'
 	@touch $(STAMP)
 
-venv: $(STAMP)
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
+	@$(BIN)/python -m scalearena.harness.native_build
+
+venv: $(BUILT)
 
 # CLUSTER=kind: one cluster for the whole suite (kind up: sized for it, images built and loaded once),
 # deleted afterwards whatever the suite's outcome.
-bench: $(STAMP) $(if $(filter local,$(CLUSTER)),prometheus)
+bench: $(BUILT) $(if $(filter local,$(CLUSTER)),prometheus)
 ifeq ($(CLUSTER),kind)
 	$(BIN)/scalearena kind up --suite $(SUITE)
 	$(BIN)/scalearena suite $(SUITE) --cluster kind --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
@@ -48,7 +62,7 @@ pins:
 	bash scripts/refresh-pins.sh
 
 # The local-process integration tests need a real Prometheus, the report legibility tests Chromium (Debian).
-test: $(STAMP) prometheus chromium
+test: $(BUILT) prometheus chromium
 	$(BIN)/python -m pytest -q
 
 prometheus:
@@ -57,7 +71,7 @@ prometheus:
 chromium:
 	bash scripts/ensure-chromium.sh
 
-perf: $(STAMP)
+perf: $(BUILT)
 	$(BIN)/python benchmarks/perf.py
 	$(BIN)/python benchmarks/bench_e2e.py
 

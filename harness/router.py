@@ -145,12 +145,12 @@ class Router:
         if pod in pods:
             pods.remove(pod)
         pod.inflight_tokens = 0  # upstream prunes a removed endpoint's series (llm-d-router#2577)
-        for key in pod.prefixes:
-            holders = self._index.get(key)
+        for k in pod.prefixes:
+            holders = self._index.get(k)
             if holders is not None:
                 holders.pop(pod.name, None)
                 if not holders:
-                    del self._index[key]
+                    del self._index[k]
         pod.prefixes.clear()
         pod.indexed_blocks = 0
         self._slot.pop(key, None)

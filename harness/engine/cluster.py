@@ -37,7 +37,7 @@ class Pod:
     variant: str
     model: str
     created_s: float
-    engine: Engine
+    engine: Any  # its Engine (typed Any so a test may stand a stub in; the simulator's hot paths read it as Engine)
     routed: RoutedPod
     seq: int  # creation order across the cluster
     state: str = PENDING

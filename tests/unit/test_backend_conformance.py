@@ -41,6 +41,7 @@ from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_B
 from scalearena.harness.k8s.fake import FakeKubeAPI
 from scalearena.harness.metrics.memory import Sample
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
+from scalearena.harness.router import RoutedPod
 from scalearena.harness.scenario import load_scenario
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
@@ -200,11 +201,9 @@ class SimRig:
         self.writer = RowsWriter(tmp / "sim", {})
         self.sim = Simulation(sc, cfg, self.writer, REQUESTS, policy=policy)
         self.scaled: list[tuple[str, int]] = []
-        real_scale = self.sim.scale
-        self.sim.reconcile = lambda d: None  # type: ignore[method-assign]  # lifecycle comes from the script
-        self.sim.scale = lambda v, n: (self.scaled.append((v, n)), real_scale(v, n))  # type: ignore[method-assign]
         self.seq = itertools.count()
         self.control = self.sim.control
+        self.control.actuator = _ScriptedActuator(self.sim, self.scaled)  # the pod lifecycle comes from the script
 
     def apply(self, step: Step) -> None:
         sim = self.sim
@@ -216,7 +215,7 @@ class SimRig:
             d.pods = []
             for p in step.pods[d.name]:
                 engine = _StubEngine(p.kv, p.waiting, p.running, p.util * (step.t - since))
-                pod = Pod(p.name, d.name, d.spec.model, 0.0, engine, None, next(self.seq))  # type: ignore[arg-type]
+                pod = Pod(p.name, d.name, d.spec.model, 0.0, engine, RoutedPod(p.name, engine), next(self.seq))
                 pod.state = {"ready": READY, "pending": PENDING, "starting": STARTING, "terminating": TERMINATING}[p.state]
                 pod.ready_s, pod.sample_busy = 0.0, 0.0
                 d.pods.append(pod)
@@ -225,6 +224,21 @@ class SimRig:
                     sim.metrics.record(d.name, p.name, Sample(ts, kv, waiting, running, p.util, 0.0, *NO_HISTOGRAMS))
             sim._ok_total[d.name] = step.completed[d.name]
         sim.gateway["m"] = [object()] * step.queue  # type: ignore[list-item]
+
+
+class _ScriptedActuator:
+    """The simulator's Actuator with the pod lifecycle left to the script: ``scale`` sets the replicas
+    (the simulator's own also reconciles the pods), each call recorded."""
+
+    def __init__(self, sim: Any, scaled: list[tuple[str, int]]) -> None:
+        self.sim, self.scaled = sim, scaled
+
+    def replicas(self, variant: str) -> Any:
+        return self.sim.replicas(variant)
+
+    def scale(self, variant: str, replicas: int) -> None:
+        self.scaled.append((variant, replicas))
+        self.sim.dep(variant).replicas = replicas
 
 
 @dataclass

@@ -8,6 +8,7 @@ without ``behavior``, what KEDA generates by default), llm-d workload-variant-au
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -92,27 +93,28 @@ def test_running_not_ready_pod_counts_as_target_on_a_scale_down():
     assert h2.decide(0, view(0, only_pending))[0].desired_replicas == 1
 
 
-def test_sim_reports_starting_pods_as_running_not_ready():
-    from scalearena.harness.backends.sim.pods import PodLifecycle
-    from scalearena.harness.engine.cluster import PENDING, READY, STARTING
+def test_sim_reports_starting_pods_as_running_not_ready(tmp_path):
+    from scalearena.harness.backends.sim import Simulation
+    from scalearena.harness.engine.cluster import PENDING, READY, STARTING, Pod
+    from scalearena.harness.router import RoutedPod
+    from scalearena.harness.scenario import load_scenario
+    from scalearena.reports.results import RunWriter
 
-    class _Pod:
-        def __init__(self, name, state, running_s=0.0):
-            self.name, self.state, self.running_s = name, state, running_s
+    sc = load_scenario(Path(__file__).resolve().parents[2] / "workloads/scenarios/exp1-staircase.yaml")
+    sim = Simulation(sc, sc.autoscalers[0], RunWriter(tmp_path, {}), [])
+    d = sim.deps[0]
 
-    class _Dep:
-        replicas = 4
-        # "e" is bound but still pulling its image until t=20: ContainerCreating, phase Pending
-        pods = [_Pod("a", READY), _Pod("b", STARTING), _Pod("c", PENDING), _Pod("d", STARTING),
-                _Pod("e", STARTING, running_s=20.0)]
-        standby = [_Pod("f", READY)]
+    def pod(name, state, running_s=0.0):
+        p = Pod(name, d.name, d.spec.model, 0.0, None, RoutedPod(name, None), 0, state=state)
+        p.running_s = running_s
+        return p
 
-    class _Sim(PodLifecycle):
-        t = 10.0
-
-        def dep(self, variant):
-            return _Dep()
-
-    st = _Sim.replicas(_Sim.__new__(_Sim), "v")
+    d.replicas = 4
+    # "e" is bound but still pulling its image until t=20: ContainerCreating, phase Pending
+    d.pods = [pod("a", READY), pod("b", STARTING), pod("c", PENDING), pod("d", STARTING),
+              pod("e", STARTING, running_s=20.0)]
+    d.standby = [pod("f", READY)]
+    sim.clock.t = 10.0
+    st = sim.replicas(d.name)
     # pending = b, c, d, e (not Ready); starting = b, d (containers running); standby f is no replica
     assert (st.ready, st.pending, st.starting, st.standby) == (("a",), 4, 2, 1)

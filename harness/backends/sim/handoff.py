@@ -28,7 +28,9 @@ kv_load_failure_policy ``fail``), D drops it; KV expired on P before D got to re
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from mypy_extensions import trait
 
 from scalearena.workloads.base import prefix_units
 
@@ -36,20 +38,15 @@ from ...disagg_spec import kv_bytes_per_token
 from ...engine.cluster import GONE, Pod
 from ...engine.core import SubmitResult
 from .events import KV_DONE
+from .state import SimState
 
 
-class Handoff:
+@trait
+class Handoff(SimState):
     """The P/D path of a request. Needs the Simulation's state (see loop.Simulation)."""
 
     sc: Any
     _kv_bytes: dict[str, int]  # prefill variant -> KV bytes per token
-
-    if TYPE_CHECKING:  # provided by loop.Simulation, requests.RequestFlow and pods.PodLifecycle
-        def push(self, t: float, kind: int, payload: Any = None) -> None: ...
-
-        def drain(self, pod: Pod, t: float) -> None: ...
-
-        def record(self, req: Any, t: float, status: str, http: int, tokens: int) -> None: ...
 
     def kv_sizes(self) -> dict[str, int]:
         """KV bytes per token of every prefill variant (``kv_transfer.kv_bytes_per_token`` first)."""

@@ -11,15 +11,19 @@ since they are reads and writes of exactly this state.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from mypy_extensions import trait
 
 from ...control.ports import LoadSample, ReplicaStatus
 from ...engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, TERMINATING, Deployment, Pod
 from ...router import RoutedPod
 from .events import GRACE_END
+from .state import SimState
 
 
-class PodLifecycle:
+@trait
+class PodLifecycle(SimState):
     """Deployments, pods and the GPU pool. Needs the Simulation's state (see loop.Simulation)."""
 
     deps: list[Deployment]
@@ -32,39 +36,6 @@ class PodLifecycle:
     _slow: list[Any]
     _warm: bool
     _ok_total: dict[str, int]
-
-    if TYPE_CHECKING:  # provided by loop.Simulation and requests.RequestFlow
-        @property
-        def t(self) -> float: ...
-
-        def push(self, t: float, kind: int, payload: Any = None) -> None: ...
-
-        def dispatch(self, t: float, req: Any) -> None: ...
-
-        def drain(self, pod: Pod, t: float) -> None: ...
-
-        def record(self, req: Any, t: float, status: str, http: int, tokens: int) -> None: ...
-
-        def leave_partner(self, t: float, req: Any, pod: Pod, notify: bool) -> None: ...
-
-        # provided by startup.StartupLifecycle
-        def pod_created(self, pod: Pod, d: Deployment) -> None: ...
-
-        def bind_gpus(self, pod: Pod, d: Deployment) -> bool: ...
-
-        def release_gpus(self, pod: Pod, d: Deployment) -> None: ...
-
-        def start_phases(self, pod: Pod, d: Deployment) -> None: ...
-
-        def take_standby(self, d: Deployment) -> bool: ...
-
-        def fill_buffer(self, d: Deployment) -> None: ...
-
-        def sleep_slot(self, d: Deployment) -> bool: ...
-
-        def fall_asleep(self, pod: Pod, t: float) -> None: ...
-
-        def pod_ended(self, pod: Pod, t: float | None, how: str) -> None: ...
 
     def dep(self, name: str) -> Deployment:
         for d in self.deps:

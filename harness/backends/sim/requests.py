@@ -10,14 +10,17 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scalearena.workloads.base import prefix_units
+from mypy_extensions import trait
+
+from scalearena.workloads.base import RequestSpec, prefix_units
 
 from ...engine.cluster import GONE, TERMINATING, Pod
-from ...engine.core import SubmitResult
+from ...engine.core import Engine, SubmitResult
 from ...router import NO_BOOKING
 from .events import ARRIVAL, ENGINE, FLOW, TIMEOUT
+from .state import SimState
 
 
 class _Req:
@@ -32,12 +35,13 @@ class _Req:
         self.booked = NO_BOOKING  # the router's in-flight tokens, released at the first token
 
 
-class RequestFlow:
+@trait
+class RequestFlow(SimState):
     """Arrival -> router -> engine -> record. Needs the Simulation's state (see loop.Simulation)."""
 
     sc: Any
-    _arrivals: Iterator[Any]  # the run's requests still to come, in send order
-    _next_spec: Any  # the next of them (None: all sent)
+    _arrivals: Iterator[RequestSpec]  # the run's requests still to come, in send order
+    _next_spec: RequestSpec | None  # the next of them (None: all sent)
     _arrived: dict[str, int]  # requests sent so far per model
     _plan: Any  # harness.control.view.OraclePlanStream of a streamed run (None: from the list's forecast)
     emit_request: Any  # the writer's add_request_row (a RequestRecord's values as a tuple)
@@ -51,21 +55,6 @@ class RequestFlow:
     _ok_total: dict[str, int]
     _objective: dict[str, list[float]]
     _deadlines: deque[tuple[float, _Req]]  # (client deadline, request) in arrival order
-
-    if TYPE_CHECKING:  # provided by loop.Simulation and pods.PodLifecycle
-        def push(self, t: float, kind: int, payload: Any = None) -> None: ...
-
-        def arm_fast(self, t: float) -> None: ...
-
-        def pod_gone(self, pod: Pod, t: float) -> None: ...
-
-        def start_pd(self, t: float, req: _Req, decode: Pod, prefill: Pod) -> None: ...
-
-        def prefill_done(self, t: float, req: _Req) -> None: ...
-
-        def kv_pull(self, t: float, req: _Req, tokens: int) -> None: ...
-
-        def end_pd(self, t: float, req: _Req, status: str, http: int, notify: bool = True) -> None: ...
 
     def on_arrival(self, t: float, _: Any) -> None:
         spec = self._next_spec
@@ -134,7 +123,8 @@ class RequestFlow:
 
     def submit(self, t: float, req: _Req, pod: Pod) -> None:
         spec = req.spec
-        res = pod.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec))
+        engine: Engine = pod.engine
+        res = engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec))
         if res is SubmitResult.ACCEPTED:
             req.pod = pod
             pod.inflight[spec.request_id] = req
@@ -239,7 +229,8 @@ class RequestFlow:
 
     def drain(self, pod: Pod, t: float) -> None:
         """Handle what the pod's engine did up to t and book its next event."""
-        for ev in pod.engine.advance(t):
+        engine: Engine = pod.engine
+        for ev in engine.advance(t):
             req = pod.inflight.get(ev.rid)
             if req is None:
                 continue
@@ -259,7 +250,7 @@ class RequestFlow:
         if pod.state == TERMINATING and not pod.inflight:
             self.pod_gone(pod, t)
             return
-        nxt = pod.engine.next_event_time()
+        nxt = engine.next_event_time()
         if nxt != pod.sched_t and nxt < math.inf:
             pod.ver += 1
             pod.sched_t = nxt

@@ -17,7 +17,9 @@ events it took before (the single ``startup_s`` as one Running-not-Ready phase).
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from mypy_extensions import trait
 
 from ...engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, Deployment, Pod
 from ...engine.nodes import Node, NodePool
@@ -25,9 +27,11 @@ from ...engine.prefix_cache import PrefixCache
 from ...startup import after_bind, clip, phase, pod_record, scheduling_delay, wake_s
 from ...startup_spec import phase_rng, sample_s
 from .events import CA_SCAN, NODE_READY, POD_READY, POD_SCHEDULABLE, STANDBY_EXPIRE
+from .state import SimState
 
 
-class StartupLifecycle:
+@trait
+class StartupLifecycle(SimState):
     """Needs the Simulation's state (see loop.Simulation) and pods.PodLifecycle."""
 
     sc: Any
@@ -37,22 +41,6 @@ class StartupLifecycle:
     node_pools: dict[str, NodePool]  # GPU type -> its pool
     _slow: list[Any]
     _warm: bool
-
-    if TYPE_CHECKING:  # provided by loop.Simulation and pods.PodLifecycle
-        @property
-        def t(self) -> float: ...
-
-        def push(self, t: float, kind: int, payload: Any = None) -> None: ...
-
-        def dep(self, name: str) -> Deployment: ...
-
-        def schedule_pending(self) -> None: ...
-
-        def serve(self, pod: Pod, t: float) -> None: ...
-
-        def pod_gone(self, pod: Pod, t: float) -> None: ...
-
-        def create_pod(self, d: Deployment, standby: str | None = None) -> Pod: ...
 
     def init_node_pools(self) -> None:
         """Pools, their initial Ready nodes and their cluster autoscaler's scans (none without pools)."""
