@@ -489,3 +489,24 @@ def test_hostile_json_is_400_on_every_json_endpoint(tmp_path: Path, router: Serv
     finally:
         prefill.close()
     assert "Traceback" not in engine.stderr() + router.stderr() + prefill.stderr()
+
+
+def test_router_endpoints_file_survives_bad_documents(tmp_path: Path) -> None:
+    """The --endpoints-file watcher died on the first document whose entry lacked a field (a KeyError in
+    its task, nothing logged), and the router then never saw another engine: now a bad document is one
+    log line and the next good one is applied."""
+    eps = tmp_path / "endpoints.json"
+    eps.write_text('{"endpoints": [{"pod": 1}]}')
+    s = _start(tmp_path, "watched", ["router", "--port", "0", "--endpoints-file", str(eps)])
+    try:
+        assert wait_for(lambda: "ignored" in s.stderr())
+        for bad in ("[[[[", "[" * 100_000, '{"endpoints": [{"pod": "p", "variant": "v", "model": "m", "url": "u", '
+                    '"role": "both-ish"}]}'):
+            eps.write_text(bad)
+            time.sleep(0.2)  # the watcher polls every 50 ms; mtime moves with each write
+        eps.write_text('{"endpoints": [{"pod": "p0", "variant": "v", "model": "m7", "url": "http://127.0.0.1:9"}]}')
+        assert wait_for(lambda: requests.get(s.url + "/v1/models", timeout=5).json()["data"] != [])
+        assert [m["id"] for m in requests.get(s.url + "/v1/models", timeout=5).json()["data"]] == ["m7"]
+    finally:
+        s.close()
+    assert "Traceback" not in s.stderr()

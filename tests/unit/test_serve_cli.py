@@ -1,4 +1,5 @@
-"""serve-engine / serve-router options: bad values end in one `error:` line and exit 2, never a server.
+"""serve-engine / serve-router options: bad values end in one `error:` line and exit 2, never a server;
+and the router's endpoints documents are checked before they are applied.
 
 Before: malformed `--engine-spec` / `--router-spec` JSON, a JSON array there, or an out-of-range
 router field were exit 3 (internal error, traceback logged); an out-of-range engine field printed
@@ -8,6 +9,7 @@ started a server, and `--time-scale inf` one that spun at 50 % CPU and outlived 
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +85,17 @@ def test_good_options_reach_the_server(started: list[Any]) -> None:
     (cfg,) = started
     assert (cfg.time_scale, cfg.gpu, cfg.failure_injection_rate, cfg.engine_spec.max_num_seqs) == \
         (1000.0, "H100", 100.0, 65536)
+
+
+def test_endpoint_documents_are_checked_before_they_are_applied() -> None:
+    from scalearena.harness.backends.local.router_server import endpoint_entries
+
+    good = {"pod": "p0", "variant": "v", "model": "m", "url": "http://x", "state": "ready", "role": "decode"}
+    assert endpoint_entries({"endpoints": [good]}) == [good]
+    assert endpoint_entries({}) == []  # no engines (yet)
+    for doc, what in (([good], 'expected {"endpoints": [...]}'), ({"endpoints": good}, 'expected {"endpoints"'),
+                      ({"endpoints": [{**good, "model": None}]}, "entry 0:"),
+                      ({"endpoints": [good, {**good, "state": 5}]}, "entry 1:"),
+                      ({"endpoints": [{**good, "role": "both-ish"}]}, "role both|prefill|decode")):
+        with pytest.raises(ValueError, match=re.escape(what)):
+            endpoint_entries(doc)

@@ -63,7 +63,7 @@ from scalearena.harness.router import Route, RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
 
-from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
+from .http_guard import ConnectionLimits, listen, log, make_app, read_body, setup_logging
 from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 from .router_flow import FlowGate, flow_tags
@@ -89,6 +89,20 @@ class RouterServerConfig:
     admin_host: str = "127.0.0.1"
     tokenizer: str | None = None
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+
+
+def endpoint_entries(doc: Any) -> list[dict[str, Any]]:
+    """The engines of an endpoints document (the admin PUT's body, the --endpoints-file):
+    ``{"endpoints": [{pod, variant, model, url, state?, role?}]}``; ValueError naming what is wrong."""
+    entries = doc.get("endpoints", []) if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError('expected {"endpoints": [...]}')
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in ("pod", "variant", "model", "url")) \
+                or not isinstance(e.get("state", ""), str) or e.get("role", "both") not in ("both", "prefill", "decode"):
+            raise ValueError(f"entry {i}: expected an object with string pod, variant, model, url (and state), "
+                             f"role both|prefill|decode; got {e!r:.80}")
+    return entries
 
 
 @dataclass(eq=False)
@@ -178,9 +192,11 @@ class RouterServer:
                 if mtime != self._file_mtime:
                     self._file_mtime = mtime
                     with open(path, encoding="utf-8") as f:
-                        await self.set_endpoints(json.load(f).get("endpoints", []))
+                        await self.set_endpoints(endpoint_entries(json.load(f)))
             except (OSError, json.JSONDecodeError):
                 pass  # half-written or missing: next round
+            except (ValueError, RecursionError) as e:  # the watch goes on: the next write may be good
+                log.info("ignored %s: %s", path, e)
             await asyncio.sleep(0.05)
 
     # -- metrics refresh (EPP-like) ----------------------------------------------------------------
@@ -250,15 +266,9 @@ class RouterServer:
     async def handle_put_endpoints(self, request: web.Request) -> web.Response:
         self._authorize(request)
         try:
-            body = json.loads(await read_body(request))
-            entries = body.get("endpoints", [])
-            for e in entries:
-                for k in ("pod", "variant", "model", "url"):
-                    if not isinstance(e[k], str):
-                        raise TypeError(k)
-        except (ValueError, AttributeError, TypeError, KeyError, RecursionError) as e:
-            raise ApiError(400, "invalid_request_error", f"endpoints: expected a list of {{pod, variant, model, url, "
-                           f"state}} objects ({type(e).__name__}: {e})") from None
+            entries = endpoint_entries(json.loads(await read_body(request)))
+        except (ValueError, RecursionError) as e:
+            raise ApiError(400, "invalid_request_error", f"endpoints: {e}") from None
         await self.set_endpoints(entries)
         return web.json_response({"endpoints": len(self.endpoints)})
 
