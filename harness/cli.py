@@ -329,7 +329,7 @@ def _print_table(results: list[dict[str, Any]]) -> None:
               help="Results folder; default a fresh results/runs/<scenario>-<UTC timestamp>.")
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
-@click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (sim only); default all cores.")
 @_backend_option
 def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str | None, seed: int | None,
         overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...]) -> None:
@@ -347,7 +347,7 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Results folder; default results/<suite>.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field in every scenario.")
-@click.option("--jobs", type=int, default=None, help="Parallel runs (sim only); default all cores.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (sim only); default all cores.")
 @_backend_option
 @_executor_options
 @frontier_option("the suite file's `frontier:`")

@@ -146,3 +146,11 @@ def test_summary_table_shows_the_reports_cost_unit(capsys):
     _print_table([row("a/hpa", 10.09), row("a/wva", None)])  # one run without prices: GPU-hours for all
     out = capsys.readouterr().out
     assert "GPU-hours" in out and "1.466" in out and "10.09" not in out
+
+
+@pytest.mark.parametrize("command", ["run", "suite"])
+def test_jobs_below_one_is_refused_before_anything_runs(tmp_path, command):
+    # --jobs 0 ran one job silently; now click refuses it (exit 2) before the scenario is even read
+    r = scalearena(command, str(tmp_path / "never-read.yaml"), "--jobs", "0", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "'--jobs': 0 is not in the range x>=1" in r.stderr
+    assert not (tmp_path / "out").exists()
