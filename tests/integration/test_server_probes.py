@@ -510,3 +510,40 @@ def test_router_endpoints_file_survives_bad_documents(tmp_path: Path) -> None:
     finally:
         s.close()
     assert "Traceback" not in s.stderr()
+
+
+def test_router_keeps_scraping_when_an_engine_reports_infinity(tmp_path: Path, engine: Server) -> None:
+    """An engine whose /metrics says `num_requests_waiting +Inf` made int(inf) raise inside the router's
+    refresh loop, which then stopped for every engine: the good engine's running count froze at 0."""
+    import http.server
+
+    class InfMetrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = b'vllm:num_requests_waiting{model_name="m"} +Inf\n'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    bad = http.server.ThreadingHTTPServer(("127.0.0.1", 0), InfMetrics)
+    threading.Thread(target=bad.serve_forever, daemon=True).start()
+    (tmp_path / "token").write_text(TOKEN)
+    s = _start(tmp_path, "scraper", ["router", "--port", "0", "--admin-token-file", str(tmp_path / "token")])
+    try:
+        eps = {"endpoints": [{"pod": "inf", "variant": "v", "model": "m", "url": f"http://127.0.0.1:{bad.server_port}"},
+                             {"pod": "good", "variant": "v", "model": "m", "url": engine.url}]}
+        assert admin(s, "PUT", "/admin/endpoints", json=eps).status_code == 200
+        pods = lambda: admin(s, "GET", "/admin/state").json()["pods"]  # noqa: E731
+        assert wait_for(lambda: pods()["inf"]["scrape_ok"] is False and pods()["good"]["scrape_ok"] is True)
+        # 10 tokens x 200 ms: the engine runs it for ~2 s; a live refresh loop sees running = 1
+        slow = threading.Thread(target=post, args=(engine.url, {"model": "m", "prompt": "x", "max_tokens": 10}))
+        slow.start()
+        assert wait_for(lambda: pods()["good"]["running"] == 1, timeout_s=1.5)
+        slow.join()
+    finally:
+        s.close()
+        bad.shutdown()
+    assert "Traceback" not in s.stderr()

@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import math
 import os
 import signal
 import time
@@ -217,6 +218,8 @@ class RouterServer:
             async with self.session.get(ep.url + "/metrics", timeout=aiohttp.ClientTimeout(total=1.0)) as r:
                 text = await r.text()
             vals = parse_engine_metrics(text)
+            if not all(math.isfinite(v) for v in vals.values() if v is not None):  # int(inf) ended the loop
+                raise ValueError(f"{ep.pod}: non-finite engine series {vals}")
             ep.waiting = int(vals.get("waiting", 0))
             ep.running = int(vals.get("running", 0))
             ep.kv_usage = float(vals.get("kv_usage", 0.0))
