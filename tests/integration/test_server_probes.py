@@ -538,10 +538,10 @@ def test_router_keeps_scraping_when_an_engine_reports_infinity(tmp_path: Path, e
         assert admin(s, "PUT", "/admin/endpoints", json=eps).status_code == 200
         pods = lambda: admin(s, "GET", "/admin/state").json()["pods"]  # noqa: E731
         assert wait_for(lambda: pods()["inf"]["scrape_ok"] is False and pods()["good"]["scrape_ok"] is True)
-        # 10 tokens x 200 ms: the engine runs it for ~2 s; a live refresh loop sees running = 1
-        slow = threading.Thread(target=post, args=(engine.url, {"model": "m", "prompt": "x", "max_tokens": 10}))
+        # 25 tokens x 200 ms: the engine runs it for ~5 s; a live refresh loop (every 50 ms) sees running = 1
+        slow = threading.Thread(target=post, args=(engine.url, {"model": "m", "prompt": "x", "max_tokens": 25}))
         slow.start()
-        assert wait_for(lambda: pods()["good"]["running"] == 1, timeout_s=1.5)
+        assert wait_for(lambda: pods()["good"]["running"] == 1, timeout_s=4.0)
         slow.join()
     finally:
         s.close()
