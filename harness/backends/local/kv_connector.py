@@ -67,6 +67,12 @@ class KVConnector:
                 if params.get(k) in (None, ""):
                     raise ApiError(400, "invalid_request_error", f"kv_transfer_params.{k} is required with "
                                    "do_remote_prefill", f"kv_transfer_params.{k}")
+            port = params["remote_port"]  # checked here, not when the read starts (int("abc"), int(1e400))
+            if not isinstance(params["remote_host"], str) or isinstance(port, bool) or not isinstance(port, int) \
+                    or not 0 < port < 65536:
+                raise ApiError(400, "invalid_request_error", "kv_transfer_params: remote_host must be a host name "
+                               f"and remote_port a port number (1-65535); got {params['remote_host']!r:.40}:"
+                               f"{port!r:.40}", "kv_transfer_params.remote_port")
             return False, True
         return False, False
 
