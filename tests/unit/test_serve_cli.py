@@ -56,6 +56,8 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     (ENGINE + ["--time-scale", "inf"], "error: --time-scale: got inf (expected a number > 0 and <= 1000)"),
     (ENGINE + ["--failure-injection-rate", "nan"],
      "error: --failure-injection-rate: got nan (expected a percentage from 0 to 100)"),
+    (ENGINE + ["--stream-tick", "0"], "error: --stream-tick: got 0 s (expected at least 1 ms)"),
+    (ROUTER + ["--header-timeout", "0s"], "error: --header-timeout: got 0 s (expected at least 1 ms)"),
     (ROUTER + ["--router-spec", "{x"], "error: --router-spec: not valid JSON: Expecting property name enclosed "
      "in double quotes at column 2 (expected a scenario's router section as a JSON object)"),
     (ROUTER + ["--router-spec", '{"refresh_s": -1}'],

@@ -90,7 +90,15 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
 def _limits(o: dict[str, Any]) -> Any:
     from .http_guard import ConnectionLimits
 
+    for flag in ("header_timeout", "body_timeout"):  # 0 would close every connection before its request
+        _at_least(o[flag], 0.001, flag)
     return ConnectionLimits(header_timeout_s=o["header_timeout"], body_timeout_s=o["body_timeout"])
+
+
+def _at_least(value: float, low_s: float, flag: str) -> float:
+    if value < low_s:
+        raise UserError(f"got {value:g} s", where=f"--{flag.replace('_', '-')}", expected=f"at least {low_s * 1000:g} ms")
+    return value
 
 
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
@@ -253,7 +261,9 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
         served_model_names=tuple(o["served_model_name"]), startup_s=o["startup_duration"],
         time_scale=_time_scale(o["time_scale"]), termination_grace_s=o["termination_grace_period"],
         failure_injection_rate=o["failure_injection_rate"], failure_types=tuple(o["failure_types"]),
-        stream_tick_s=o["stream_tick"], gpu_util_window_s=o["gpu_util_window"], pod=o["pod"],
+        # a 0 tick woke the engine loop without pause while anything streamed (a core at 100 %)
+        stream_tick_s=_at_least(o["stream_tick"], 0.001, "stream_tick"),
+        gpu_util_window_s=_at_least(o["gpu_util_window"], 0.001, "gpu_util_window"), pod=o["pod"],
         variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"], mode=o["mode"],
         tokenizer=o["tokenizer"], limits=_limits(o), role=o["role"], kv_transfer=kv,
     )
