@@ -22,8 +22,10 @@ results streamed to parquet, the final summary. The machine is shared, so CPU se
 process's own) are the steadier figure; ratios are simulated seconds / wall seconds.
 
 Usage: ``python benchmarks/perf.py [--only paper,hour,static,day,suite,promql,tune,predictors] [--profile]
-[--markdown]`` (``--profile``: cProfile of the paper run: Python calls, events and views per
-request and the top of the profile; ``--markdown``: the README table).
+[--markdown]`` (``--profile``: cProfile of the paper run's pure-Python reference: Python calls, events and
+views per request and the top of the profile, beside the compiled core's time per request; ``--markdown``:
+the README table). The simulator core is the compiled one when ``make venv`` built it (harness/native.py;
+the first line printed says which); ``SCALEARENA_NATIVE=0`` times the pure-Python modules.
 """
 from __future__ import annotations
 
@@ -155,7 +157,9 @@ def child_profile(case: str) -> dict[str, Any]:
     top = io.StringIO()
     pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(12)
     n = len(reqs)
-    return {"requests": n, "sim_cpu_s": min(times), "us_per_request": min(times) / n * 1e6,
+    from scalearena.harness import native
+
+    return {"requests": n, "sim_cpu_s": min(times), "us_per_request": min(times) / n * 1e6, "native": native.describe(),
             "python_calls": st.total_calls, "calls_per_request": st.total_calls / n,  # type: ignore[attr-defined]
             "build_view": calls("build_view"), "events": calls("heappop"), "top": top.getvalue()}
 
@@ -242,8 +246,11 @@ def tune_figure(trials: int = 200) -> tuple[str, str, str]:
 
 
 # ---- parent: run the children, print -------------------------------------------------------------
-def child(args: list[str]) -> dict[str, Any]:
-    r = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False)
+def child(args: list[str], native: str | None = None) -> dict[str, Any]:
+    """One case in a fresh process; ``native`` "0": the pure-Python simulator core (harness/native.py)."""
+    env = None if native is None else {**os.environ, "SCALEARENA_NATIVE": native}
+    r = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False,
+                       env=env)
     if r.returncode != 0:
         raise SystemExit(f"perf child {args} failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -268,15 +275,20 @@ def main() -> None:
                   "suite": child_suite, "promql": child_promql}[kind]()
         print(json.dumps(result))
         return
+    from scalearena.harness import native
+
+    print(native.describe())  # the compiled build (make venv) or why the pure-Python modules run
     rows: list[tuple[str, str, str]] = []
     for case in [c.strip() for c in args.only.split(",") if c.strip()]:
         rows.append(report(case))
-    if args.profile:
-        p = child(["profile", "paper"])
-        print(f"paper run profile: {p['us_per_request']:.1f} us CPU per request (simulation alone, "
-              f"{p['sim_cpu_s']:.3f} s for {p['requests']} requests); {p['calls_per_request']:.0f} Python calls, "
+    if args.profile:  # cProfile sees Python only: the pure-Python reference's calls; the compiled core's time
+        p = child(["profile", "paper"], native="0")
+        c = child(["profile", "paper"])
+        print(f"paper run profile (pure-Python reference): {p['us_per_request']:.1f} us CPU per request (simulation "
+              f"alone, {p['sim_cpu_s']:.3f} s for {p['requests']} requests); {p['calls_per_request']:.0f} Python calls, "
               f"{p['events'] / p['requests']:.2f} events and {p['build_view'] / p['requests']:.4f} views "
-              f"(build_view) per request\n{p['top']}")
+              f"(build_view) per request; {c['native']}: {c['us_per_request']:.1f} us CPU per request "
+              f"({p['us_per_request'] / c['us_per_request']:.1f}x)\n{p['top']}")
     if args.markdown:
         print("| benchmark | target | measured |\n| --- | --- | --- |")
         for row in rows:
