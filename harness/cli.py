@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -33,11 +33,12 @@ from scalearena.contracts.errors import UserError
 
 from .backends.registry import CLUSTERS, parse_option_flags, resolve_options
 from .executor import EXECUTORS, Executor, make_executor
-from .frontier import FrontierSpec, for_suite, frontier_option
+from .frontier_spec import FrontierSpec, frontier_option
 from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
-from .runner import SuiteRecorder, check_prerequisites, default_jobs, fresh_run_dir, prepare_out, run_plan
-from .scenario import load_scenario, read_yaml
-from .suite import RunPlan, load_suite, plans_for_scenario
+
+if TYPE_CHECKING:  # the run machinery (pandas, the controllers, the simulator) loads when a command needs it:
+    from .runner import SuiteRecorder  # `scalearena --help` and report/compare start ~1 s sooner
+    from .suite import RunPlan
 
 err_console = Console(stderr=True)
 LAZY_COMMANDS = {
@@ -128,6 +129,8 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
     """Check a scenario or suite YAML file; exit 2 naming the field on error (also a recipe that reads series
     the cluster does not expose)."""
     from .objects.recipes import check_series
+    from .scenario import load_scenario, read_yaml
+    from .suite import load_suite
 
     if cluster in ("kind", "cluster"):  # the flag, else $SCALEARENA_GATEWAY, as a run resolves it
         gateway = getattr(resolve_options(cluster, {"gateway": gateway} if gateway else {}), "gateway", None)
@@ -176,6 +179,8 @@ def _check_traces(scenarios: list[Any]) -> str:
 
 
 def _jobs(jobs: int | None, cluster: str) -> int:
+    from .runner import default_jobs
+
     if cluster != "sim":
         return 1
     return max(1, jobs) if jobs else default_jobs(cluster)
@@ -211,10 +216,12 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
     with one more signal deferred while it is.
     """
+    from .frontier import for_suite
+    from .objects.recipes import check_series
+    from .runner import SuiteRecorder, check_prerequisites, prepare_out, with_pages
+
     options = resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
     check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
-    from .objects.recipes import check_series
-    from .runner import with_pages
 
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
         check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
@@ -260,6 +267,8 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, rec: SuiteRecorder,
              results: list[dict[str, Any]], backend_options: dict[str, str] | None = None,
              executor: Executor | None = None) -> None:
+    from .runner import run_plan
+
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
         total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
@@ -334,6 +343,10 @@ def _print_table(results: list[dict[str, Any]]) -> None:
 def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str | None, seed: int | None,
         overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...]) -> None:
     """Run one scenario with one or more autoscalers."""
+    from .runner import fresh_run_dir
+    from .scenario import load_scenario
+    from .suite import plans_for_scenario
+
     sc = load_scenario(scenario, list(overrides), seed)
     plans = plans_for_scenario(sc, list(autoscaler_names) or None)
     out_dir = Path(out) if out else fresh_run_dir(sc.name)
@@ -354,6 +367,9 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
 def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None,
           backend_options: tuple[str, ...], executor_kind: str, address: str | None, with_frontier: bool | None) -> None:
     """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator (or on Ray)."""
+    from .runner import default_jobs
+    from .suite import load_suite
+
     spec, plans = load_suite(suite_file, list(overrides))
     out_dir = Path(out) if out else Path("results") / spec.name
     options = parse_option_flags(backend_options)

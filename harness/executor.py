@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .interrupts import init_worker, stop_workers
-from .suite import RunPlan
+
+if TYPE_CHECKING:  # not at run time: the CLI imports this module for EXECUTORS before it loads any scenario
+    from .suite import RunPlan
 
 OnDone = Callable[[dict[str, Any]], None]
 EXECUTORS = ("local", "ray")

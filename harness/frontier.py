@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
@@ -39,6 +38,7 @@ from scalearena.reports.results import atomic_write_json
 from . import frontier_cache
 from .executor import Executor
 from .frontier_spec import FRONTIER_FILE, FrontierSpec
+from .frontier_spec import frontier_option as frontier_option  # re-exported: tuning/cli.py
 from .suite import RunPlan
 
 FLOOR = "floor"
@@ -191,13 +191,6 @@ def write(out: Path, spec: FrontierSpec, rows: list[dict[str, Any]], perfect: li
     path = Path(out) / FRONTIER_FILE
     atomic_write_json(path, document(spec, rows, perfect))
     return path
-
-
-def frontier_option(default: str) -> Callable[[Any], Any]:
-    """``--frontier/--no-frontier`` of suite and tune (None when not given: ``default`` decides)."""
-    return click.option("--frontier/--no-frontier", "with_frontier", default=None,
-                        help="Run the oracle frontier, the bound of regret (extra simulator runs per scenario, "
-                             f"sweep point and seed, cached); default: {default}.")
 
 
 def for_suite(plans: list[RunPlan], out: Path, cluster: str, spec: FrontierSpec, results: list[dict[str, Any]],

@@ -1,8 +1,10 @@
 """``frontier:`` of a suite file: which oracle-frontier runs back the report's regret (harness/frontier.py)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
+import click
 from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import StrictSpec
@@ -28,3 +30,10 @@ class FrontierSpec(StrictSpec):
     def _shorthand(cls, data: Any) -> Any:
         return {"enabled": data} if isinstance(data, bool) else data
 
+
+def frontier_option(default: str) -> Callable[[Any], Any]:
+    """``--frontier/--no-frontier`` of suite and tune (None when not given: ``default`` decides); here, not in
+    frontier.py, so that the CLI can declare it without loading the run machinery."""
+    return click.option("--frontier/--no-frontier", "with_frontier", default=None,
+                        help="Run the oracle frontier, the bound of regret (extra simulator runs per scenario, "
+                             f"sweep point and seed, cached); default: {default}.")

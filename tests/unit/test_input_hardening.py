@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scalearena.harness import cli
+from scalearena.harness import cli, scenario
 from tests.conftest import write_yaml
 
 
@@ -124,7 +124,7 @@ def test_a_closed_stdout_ends_quietly_with_141(scenario_file, monkeypatch) -> No
     def gone(*a, **k):
         raise BrokenPipeError(32, "Broken pipe")  # what print() raises under `| head` once head has quit
 
-    monkeypatch.setattr(cli, "load_scenario", gone)
+    monkeypatch.setattr(scenario, "load_scenario", gone)  # validate imports it when it runs
     r = invoke("validate", str(scenario_file))
     assert r.exit_code == 141  # 128 + SIGPIPE, as a shell reports cat's
     assert "internal error" not in r.output and "error" not in r.output
@@ -134,7 +134,7 @@ def test_unexpected_exception_is_internal_error_exit_3(scenario_file, monkeypatc
     def boom(*a, **k):
         raise ZeroDivisionError("a bug, not bad input")
 
-    monkeypatch.setattr(cli, "load_scenario", boom)
+    monkeypatch.setattr(scenario, "load_scenario", boom)
     r = invoke("validate", str(scenario_file))
     assert r.exit_code == 3
     assert r.output.startswith("error: internal error: ZeroDivisionError: a bug, not bad input")
