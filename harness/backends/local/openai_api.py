@@ -242,7 +242,10 @@ class PromptCounter:
         """Prompt tokens of each prompt, in order."""
         explicit = req.body.get(PROMPT_TOKENS_FIELD)
         if explicit is not None:  # parse_request allows it on one prompt only
-            n = _whole_number(explicit) if isinstance(explicit, int | float) else None
+            try:
+                n = _whole_number(explicit) if isinstance(explicit, int | float) else None
+            except ValueError:  # true, 1.5, 1e400: a ValueError here was a 500
+                n = None
             if not isinstance(n, int) or n < 1:
                 raise ApiError(400, "invalid_request_error", f"{PROMPT_TOKENS_FIELD}: must be an integer >= 1",
                                PROMPT_TOKENS_FIELD)
