@@ -46,8 +46,9 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
      "error: --engine-spec: max_num_seqs: Input should be less than or equal to 65536; got 1000000000.0"),
     (ENGINE + ["--max-num-seqs", "0"],  # a flag merged into the spec is named by its field
      "error: serve-engine flags: max_num_seqs: Input should be greater than or equal to 1; got 0"),
-    (ENGINE + ["--gpu", "XYZ"], "error: --gpu: unknown GPU type 'XYZ' (expected one of A100-80GB, A100-40GB, "
-     "H100-SXM, H100-PCIE, H200, L40S, L4)"),
+    (ENGINE + ["--gpu", "XYZ", "--engine-spec", '{"latency": {"kind": "roofline", "model_shape": "qwen3-0.6b"}}'],
+     "error: --gpu: unknown GPU type 'XYZ' (expected one of A100-80GB, A100-40GB, H100-SXM, H100-PCIE, H200, "
+     "L40S, L4)"),
     (ENGINE + ["--gpu-spec", "7"], "error: --gpu-spec: got a number (expected a scenario's cluster.gpu_types "
      "entry as a JSON object)"),
     (ENGINE + ["--kv-transfer", '{"bandwidth_gbps": -1}'],
@@ -77,6 +78,14 @@ def test_a_file_that_is_not_a_tokenizer_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"^--tokenizer .*tokenizer\.json: the tokenizers library cannot read it: "
                        r".*\(expected a Hugging Face tokenizer\.json\)$"):
         PromptCounter(str(bad))
+
+
+def test_a_gpu_name_the_constant_model_never_reads_is_not_checked(started: list[Any]) -> None:
+    """The kube backend passes a scenario's own GPU type by name only (no --gpu-spec) to constant-latency
+    engines; refusing it there would break those runs."""
+    r = CliRunner().invoke(cli.main, ENGINE + ["--gpu", "my-own-gpu"])
+    assert r.exit_code == 0, r.output
+    assert started[0].gpu == "my-own-gpu"
 
 
 def test_good_options_reach_the_server(started: list[Any]) -> None:

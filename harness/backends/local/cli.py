@@ -155,19 +155,22 @@ def _server_options(f: Any) -> Any:
     return f
 
 
-def _gpu(name: str, spec_json: str | None) -> Any:
-    """--gpu resolved now: a catalog name, or the --gpu-spec datasheet under that name."""
+def _gpu(name: str, spec_json: str | None, latency_kind: str) -> Any:
+    """--gpu: the --gpu-spec datasheet under that name, else a catalog name, checked where the latency
+    model reads it (roofline); the constant model never does (the kube backend passes a scenario's
+    own GPU names without a datasheet)."""
     if spec_json:
         from scalearena.harness.hardware import GPUTypeSpec
 
         data = _json_object(spec_json, "--gpu-spec", "a scenario's cluster.gpu_types entry as a JSON object")
         return _validated(GPUTypeSpec, data or {}, "--gpu-spec").to_gpu(name)
-    from scalearena.harness.engine import gpu_spec
+    if latency_kind != "constant":
+        from scalearena.harness.engine import gpu_spec
 
-    try:
-        gpu_spec(name)
-    except UserError as e:
-        raise UserError(e.message, where="--gpu", expected=e.expected) from None
+        try:
+            gpu_spec(name)
+        except UserError as e:
+            raise UserError(e.message, where="--gpu", expected=e.expected) from None
     return name
 
 
@@ -245,7 +248,7 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
             lat[key] = o[flag] * scale
     base["latency"] = lat
     spec = _validated(EngineSpec, base, "--engine-spec" if o["engine_spec"] else "serve-engine flags")
-    gpu = _gpu(o["gpu"], o["gpu_spec"])
+    gpu = _gpu(o["gpu"], o["gpu_spec"], spec.latency.kind)
     from scalearena.harness.disagg_spec import KVTransferSpec
 
     kv_json = _json_object(o["kv_transfer"], "--kv-transfer", "a scenario's cluster.kv_transfer as a JSON object")
