@@ -110,3 +110,27 @@ def test_endpoint_documents_are_checked_before_they_are_applied() -> None:
                       ({"endpoints": [{**good, "role": "both-ish"}]}, "role both|prefill|decode")):
         with pytest.raises(ValueError, match=re.escape(what)):
             endpoint_entries(doc)
+
+
+def test_kind_passes_a_scenario_gpu_types_datasheet_to_the_roofline_engine(started: list[Any]) -> None:
+    """On kind a roofline variant runs serve-engine; with the scenario's own GPU type it was given the
+    name only and refused it at start (pods crash-looping). The rendered args now carry --gpu-spec,
+    and those very args start the engine with that datasheet."""
+    from scalearena.harness.backends.kube.render import render
+    from scalearena.harness.backends.kube.scenario import variant_objects
+    from scalearena.harness.scenario import scenario_from_data
+    from tests.conftest import SMALL_SCENARIO
+
+    mine = {"peak_tflops": {"bf16": 500}, "hbm_tb_s": 4.0, "memory_gib": 96, "tdp_w": 600, "price_per_hour": 3.0}
+    v = {**SMALL_SCENARIO["cluster"]["variants"][0], "gpu": "my-gpu",
+         "engine": {"latency": {"kind": "roofline", "model_shape": "qwen3-0.6b"}}}
+    sc = scenario_from_data({**SMALL_SCENARIO, "cluster": {"variants": [v], "gpu_types": {"my-gpu": mine}}}, "t.yaml")
+    root = Path(__file__).resolve().parents[2]
+    (dep,) = [o for o in variant_objects(sc, render(root / "manifests/overlays/kind")) if o["kind"] == "Deployment"
+              and o["metadata"]["labels"].get("scalearena.io/component") == "variant"]
+    args = [a.replace("$(POD_NAME)", "pod-0") for a in dep["spec"]["template"]["spec"]["containers"][0]["args"]]
+    r = CliRunner().invoke(cli.main, ["serve-engine", *args])
+    assert r.exit_code == 0, r.output
+    gpu = started[0].gpu
+    # 500 TFLOP/s bf16, 4 TB/s, 96 GiB as given (hardware.GPUTypeSpec.to_gpu)
+    assert (gpu.name, gpu.peak_bf16_flops, gpu.hbm_bytes_per_s, gpu.memory_gib) == ("my-gpu", 500e12, 4e12, 96)

@@ -90,7 +90,7 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_
     return args
 
 
-def serve_engine_container(c: Obj, v: VariantSpec, max_model_len: int) -> None:
+def serve_engine_container(c: Obj, v: VariantSpec, max_model_len: int, gpu_types: dict[str, Any] | None = None) -> None:
     """Turn a llm-d-inference-sim container into scalearena's serve-engine (roofline and every other model).
 
     llm-d-inference-sim has only constant latencies; the project's own engine image (Dockerfile.engine)
@@ -104,6 +104,8 @@ def serve_engine_container(c: Obj, v: VariantSpec, max_model_len: int) -> None:
                  f"--engine-spec={json.dumps(spec, sort_keys=True, separators=(',', ':'))}",
                  f"--startup-duration={plain(v.startup_s)}s", f"--termination-grace-period={plain(v.termination_grace_s)}s",
                  "--pod=$(POD_NAME)", f"--variant={v.name}"]
+    if gpu_types and v.gpu in gpu_types:  # the scenario's own GPU type: its datasheet, as the local backend passes it
+        c["args"].append(f"--gpu-spec={json.dumps(gpu_types[v.gpu].model_dump(mode='json'), sort_keys=True)}")
     c["readinessProbe"] = {"httpGet": {"path": "/health/ready", "port": "http"}, "periodSeconds": 2}
 
 
@@ -140,7 +142,7 @@ def variant_objects(sc: Scenario, overlay: list[Obj]) -> list[Obj]:
         c = pod["containers"][0]
         vllm = "vllm-openai" in c.get("image", "")
         if not vllm and v.engine.latency.kind != "constant":
-            serve_engine_container(c, v, max_len)
+            serve_engine_container(c, v, max_len, sc.cluster.gpu_types)
         else:
             c["args"] = engine_args(v, list(c.get("args", [])), vllm, max_len)
         res = c.setdefault("resources", {})
