@@ -117,15 +117,15 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
     click.echo(text_table(result, verbose, refused))
     target = html_path or Path(current) / "compare.html"
     try:
-        html = write_compare_html(result, target, verbose)
+        html = write_compare_html(result, target, verbose, refused)
         if markdown_path is not None:
             target = markdown_path
             markdown_path.parent.mkdir(parents=True, exist_ok=True)
-            markdown_path.write_text(markdown(result), encoding="utf-8")
+            markdown_path.write_text(markdown(result, refused), encoding="utf-8")
     except OSError as e:
         _fail(UserError(f"cannot write: {e.strerror or e}", where=str(target), expected="a writable path"))
     click.echo(f"report: {html}")  # outside the try: a closed stdout (| head) is not an unwritable file
-    append_step_summary(result)
+    append_step_summary(result, refused)
     if refused:
         _fail(UserError("SLOs or workload differ between baseline and current (listed above); "
                         "rerun one side, or pass --allow-config-change to compare anyway",

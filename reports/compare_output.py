@@ -105,9 +105,12 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def markdown(c: Comparison) -> str:
-    icon = "✅" if c.passed else "❌"
-    out = [f"## {icon} scalearena compare", "", f"**{_md_escape(verdict_line(c))}**", "",
+def markdown(c: Comparison, refused: bool = False) -> str:
+    """The step summary; ``refused`` (different SLOs or workload, no --allow-config-change): the refusal leads."""
+    icon = "⛔" if refused else "✅" if c.passed else "❌"
+    verdict = f"if compared anyway: {verdict_line(c)}" if refused else verdict_line(c)
+    out = [f"## {icon} scalearena compare", "", *([f"**{_md_escape(REFUSED)}**", ""] if refused else []),
+           f"**{_md_escape(verdict)}**", "",
            f"Baseline `{_md_escape(str(c.baseline.root))}` · current `{_md_escape(str(c.current.root))}`", ""]
     if c.config_changes:
         out += [f"> ⚠️ {_md_escape(config_warning(c)[0])}", ">",
@@ -126,13 +129,13 @@ def markdown(c: Comparison) -> str:
     return "\n".join(out)
 
 
-def append_step_summary(c: Comparison) -> Path | None:
+def append_step_summary(c: Comparison, refused: bool = False) -> Path | None:
     """Append the Markdown to $GITHUB_STEP_SUMMARY when running in GitHub Actions."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return None
     with open(target, "a", encoding="utf-8") as f:
-        f.write(markdown(c) + "\n")
+        f.write(markdown(c, refused) + "\n")
     return Path(target)
 
 
@@ -182,11 +185,12 @@ def _ink(v: float, lim: float = HEATMAP_CLIP_PCT) -> str:
     return "#ffffff" if abs(v) > 0.7 * lim else "#1f2328"
 
 
-def write_compare_html(c: Comparison, path: Path, verbose: bool = False) -> Path:
+def write_compare_html(c: Comparison, path: Path, verbose: bool = False, refused: bool = False) -> Path:
     from .report import _write_html, environment
 
+    verdict = f"{REFUSED} — if compared anyway: {verdict_line(c)}" if refused else verdict_line(c)
     html = environment().get_template("compare.html").render(
-        c=c, verdict=verdict_line(c), noise=noise_line(c), header=HEADER, rows=[(d, _row(d)) for d in shown(c, verbose)],
+        c=c, verdict=verdict, passed=c.passed and not refused, noise=noise_line(c), header=HEADER, rows=[(d, _row(d)) for d in shown(c, verbose)],
         all_rows=[(d, _row(d)) for d in (gated(c) if not verbose else [])], warning=config_warning(c),
         heatmap=delta_heatmap(c), tolerances=sorted(c.tolerances.items()))
     _write_html(path, html)

@@ -224,6 +224,11 @@ def test_changed_slo_is_refused_unless_allowed(tmp_path):
     lines = refused.output.splitlines()  # the refusal first, not the PASS of numbers that do not compare
     assert lines[0].startswith("NOT COMPARED: SLOs or workload differ")
     assert lines[1].startswith("if compared anyway: PASS: 1 runs")
+    md = markdown(c, refused=True).splitlines()  # the CI step summary leads with the refusal too
+    assert md[0] == "## ⛔ scalearena compare" and md[2].startswith("**NOT COMPARED: SLOs or workload differ")
+    assert md[4].startswith("**if compared anyway: PASS")
+    page = (cur / "compare.html").read_text()  # and the page: a red badge, not a green PASS
+    assert '<span class="badge fail">NOT COMPARED: SLOs or workload differ' in page
     allowed = runner.invoke(compare_cmd, [str(base), str(cur), "--allow-config-change"])
     assert allowed.exit_code == 0 and allowed.output.startswith("PASS: 1 runs")
     assert "warning: SLOs or workload differ" in allowed.output
