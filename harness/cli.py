@@ -63,6 +63,13 @@ class ArenaGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy_commands))
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click's, but a lazy command's line is its docstring read from source (harness/cli_docs.py)."""
+        from .cli_docs import command_rows
+
+        with formatter.section("Commands"):
+            formatter.write_dl(command_rows(self, ctx, formatter.width))
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy_commands:
             mod, attr = self.lazy_commands[name].split(":")
