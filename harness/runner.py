@@ -126,13 +126,12 @@ def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | 
 
 
 def with_pages(plans: list[RunPlan]) -> list[RunPlan]:
-    """The plans, each to write its run page when it ends, in its autoscaler's suite colour (the colours
-    ``reports.suite_page.suite_colors`` gives the same autoscalers)."""
+    """The plans, each to write its run page when it ends, in its autoscaler's colour on the suite page."""
     from dataclasses import replace
 
-    from scalearena.reports.figures import palette
+    from scalearena.reports.figures import autoscaler_colors
 
-    colors = palette(sorted({p.label for p in plans}))
+    colors = autoscaler_colors(p.label for p in plans)
     return [replace(p, page_color=colors[p.label]) for p in plans]
 
 

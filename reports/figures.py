@@ -19,7 +19,7 @@ checked for clipping like any other text of the page.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,12 @@ def palette(names: Sequence[str]) -> dict[str, str]:
     """A stable colour per name (variants or autoscalers), colour-blind safe, never grey. Pass every name a
     page shows (sorted), so one autoscaler keeps its colour in every figure of the page and its run pages."""
     return {n: SERIES_COLORS[i % len(SERIES_COLORS)] for i, n in enumerate(names)}
+
+
+def autoscaler_colors(labels: Iterable[str]) -> dict[str, str]:
+    """One colour per autoscaler of a results folder (its suite page, figures and run pages); the suite's
+    workers colour the run pages they write with it from the plans, the report from the summaries."""
+    return palette(sorted(set(labels)))
 
 
 def time_axis(seconds: float) -> TimeUnit:

@@ -17,13 +17,13 @@ from typing import Any
 
 from . import suite_decide, suite_plots, suite_stats, verdict_plots
 from .catalog import BY_ID, Metric, best_index, cost_tooltip, table_metrics
-from .figures import TimeUnit, palette
+from .figures import TimeUnit, autoscaler_colors
 from .load import ResultSet, Run, natural_key
 
 
 def suite_colors(rs: ResultSet) -> dict[str, str]:
     """One colour per autoscaler for the whole results folder: suite page, its figures and run pages."""
-    return palette(sorted({r.autoscaler for r in rs.runs}))
+    return autoscaler_colors(r.autoscaler for r in rs.runs)
 
 
 def _mean(e: Any) -> float | None:
