@@ -237,26 +237,29 @@ class Router:
         if self._slot.get(model) == slot:
             return self._base[model]
         kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
-        snaps = []
-        qmin = qmax = None
+        # typed as floats: the compiled build (harness/native.py) reads them unboxed; the waiting counts are
+        # whole numbers, so their differences and quotient are the same as on ints
+        waiting: list[float] = []
+        kvs: list[float] = []
+        qmin = qmax = 0.0
         all_sat = True
-        for p in pods:  # one pass: snapshot, queue range, saturation
-            s = p.snapshot = p.engine.load(now)
+        for i, p in enumerate(pods):  # one pass: snapshot, queue range, saturation
+            raw = p.snapshot = p.engine.load(now)
             p.sent = 0
-            snaps.append(s)
-            q = s[0]
-            if qmin is None or q < qmin:
+            q: float = raw[0]
+            kv: float = raw[2]
+            waiting.append(q)
+            kvs.append(kv)
+            if i == 0 or q < qmin:
                 qmin = q
-            if qmax is None or q > qmax:
+            if i == 0 or q > qmax:
                 qmax = q
-            if all_sat and s[2] < kv_t and q < q_t:
+            if all_sat and kv < kv_t and q < q_t:
                 all_sat = False
-        assert qmin is not None and qmax is not None  # route() refreshes only a pool with pods
         span = qmax - qmin
-        wq, wkv = self.w.queue, self.w.kv_cache
-        base = [
-            wq * (1.0 if span == 0 else (qmax - s[0]) / span) + wkv * (1.0 - s[2]) for s in snaps
-        ]
+        wq: float = self.w.queue
+        wkv: float = self.w.kv_cache
+        base = [wq * (1.0 if span == 0.0 else (qmax - q) / span) + wkv * (1.0 - kv) for q, kv in zip(waiting, kvs, strict=True)]
         top = max(base)
         ties = [i for i, b in enumerate(base) if b >= top - 1e-12]
         out = (base, top, ties, all_sat)
