@@ -8,9 +8,7 @@ readiness against a recording shell, canned Prometheus answers and a virtual clo
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -35,6 +33,7 @@ from scalearena.harness.backends.kube.validate import object_errors
 from scalearena.harness.objects.reads import reads_kube_state, series_read
 from scalearena.harness.objects.recipes import exposed_series
 from scalearena.harness.scenario import load_scenario
+from tests.unit.pinskit import fake_digest, run_pins
 from tests.unit.test_kube_backend import RecordingShell, backend, writer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,19 +308,10 @@ def test_readiness_gives_up_naming_the_deployments_kube_state_metrics_never_repo
 
 def test_make_pins_refreshes_the_kube_state_metrics_digest_and_keeps_its_tag(tmp_path: Path) -> None:
     """scripts/refresh-pins.sh on a copy of manifests/, with a `crane` that answers one digest per reference."""
-    shutil.copytree(ROOT / "manifests", tmp_path / "manifests")
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts/refresh-pins.sh", tmp_path / "scripts/refresh-pins.sh")
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "crane").write_text('#!/usr/bin/env bash\n[ "$1" = digest ] && echo "sha256:$(printf %s "$2" | '
-                                'sha256sum | cut -c1-64)"\n')
-    (fake / "crane").chmod(0o755)
-    done = subprocess.run(["bash", str(tmp_path / "scripts/refresh-pins.sh")], capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}, timeout=120)
+    done = run_pins(tmp_path)
     assert done.returncode == 0, done.stderr
     ref = KSM_IMAGE.split("@")[0]
-    digest = "sha256:" + hashlib.sha256(ref.encode()).hexdigest()  # what the fake crane answers for it
+    digest = fake_digest(ref)
     assert f"pinned {ref}@{digest}" in done.stdout
     text = (tmp_path / "manifests/base/kube-state-metrics.yaml").read_text()
     assert f"image: {ref}@{digest}\n" in text and KSM_IMAGE not in text

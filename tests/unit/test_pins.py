@@ -8,22 +8,15 @@ stop swapping the simulator for vLLM once the base image carries a digest.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from scalearena.harness.backends.kube.render import _set_image, render
+from tests.unit.pinskit import fake_digest, run_pins
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def fake_digest(ref: str) -> str:
-    return "sha256:" + hashlib.sha256(ref.encode()).hexdigest()  # what the fake crane answers
 
 
 @pytest.mark.parametrize(("source", "override", "expected"), [
@@ -47,16 +40,7 @@ def test_image_overrides_render_as_kustomize(source: str, override: dict[str, st
 
 
 def test_make_pins_pins_every_third_party_image_and_the_overlays_still_render(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "manifests", tmp_path / "manifests")
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts/refresh-pins.sh", tmp_path / "scripts/refresh-pins.sh")
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "crane").write_text('#!/usr/bin/env bash\n[ "$1" = digest ] && echo "sha256:$(printf %s "$2" | '
-                                'sha256sum | cut -c1-64)"\n')
-    (fake / "crane").chmod(0o755)
-    done = subprocess.run(["bash", str(tmp_path / "scripts/refresh-pins.sh")], capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}, timeout=120)
+    done = run_pins(tmp_path)
     assert done.returncode == 0, done.stderr
     # every `image:` with a registry host is pinned; only our own scalearena/* images and the kind
     # node image (its digest from kind's release notes, kept by hand) are not rewritten
@@ -77,7 +61,6 @@ def test_make_pins_pins_every_third_party_image_and_the_overlays_still_render(tm
     assert variant_images("overlays/kind") == {f"{sim}@{fake_digest(sim)}"}
     assert variant_images("overlays/gpu-pool") == {f"{vllm}@{fake_digest(vllm)}"}
     # a second run re-resolves the pins in place instead of stacking digests
-    again = subprocess.run(["bash", str(tmp_path / "scripts/refresh-pins.sh")], capture_output=True, text=True,
-                           env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}, timeout=120)
+    again = run_pins(tmp_path)
     assert again.returncode == 0, again.stderr
     assert variant_images("overlays/gpu-pool") == {f"{vllm}@{fake_digest(vllm)}"}
