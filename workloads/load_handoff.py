@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,7 @@ def request_headers(spec: RequestSpec) -> dict[str, str]:
 
 
 def spec_to_json(spec: RequestSpec) -> str:
-    d = asdict(spec)
+    d = spec._asdict()
     d["hash_ids"] = list(spec.hash_ids)
     return json.dumps(d, separators=(",", ":"))
 
