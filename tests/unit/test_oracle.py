@@ -27,6 +27,19 @@ def test_replica_capacity_by_hand():
     assert cap.rate_rps == pytest.approx(6 / 10.09)
 
 
+
+def test_replica_capacity_per_token_prefill_and_load_factor():
+    # no fixed TTFT: prefill 50 ms + 0.1 ms per prompt token. Blocks: ceil(1100/16) = 69, ceil(700/16) = 44,
+    # mean 56.5; floor(0.8 x 1024 / 56.5) = floor(14.5) = 14 slots. Load factor k = 1 + (3 - 1) x 13 / 255
+    # = 1.10196. Services: (50 + 100 x 0.1 + 999 x 10) x k = 10,050 x k = 11,074.7 ms and
+    # (50 + 600 x 0.1 + 99 x 10) x k = 1,100 x k = 1,212.2 ms; mean 6.1434 s
+    engine = {**ENGINE, "latency": {"kind": "constant", "prefill_overhead_ms": 50, "prefill_time_per_token_ms": 0.1,
+                                    "itl_ms": 10, "time_factor_under_load": 3.0}}
+    cap = replica_capacity(engine, [100, 600], [1000, 100], 0.8, 100, 20)
+    assert (cap.slots, cap.kv_slots) == (14, 14)
+    assert cap.service_s == pytest.approx((10050 + 1100) * (1 + 2 * 13 / 255) / 2 / 1000)
+    assert cap.service_s == pytest.approx(6.1434, abs=1e-4)
+
 def test_constant_rate_gives_littles_law_replicas():
     # 2 req/s x 10.09 s = 20.18 in flight / 6 slots = 3.36 -> 4 replicas
     fc = constant_forecast(0, 600, 2.0)
