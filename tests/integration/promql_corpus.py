@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,9 @@ def _object_queries() -> list[str]:
     env = {"NAMESPACE": NS, "VARIANT": "va-a100", "MODEL": MODEL}
     out = []
     for files in sets:
-        cfg = compile_objects(KubernetesConfig(objects=[str(f) for f in files], env=env), None,
+        text = "".join(f.read_text() for f in files)  # each set gets only the placeholders its files name
+        used = {k: v for k, v in env.items() if re.search(r"\$\{" + k + r"[}:]", text)}
+        cfg = compile_objects(KubernetesConfig(objects=[str(f) for f in files], env=used), None,
                               {"va-a100": MODEL, "va-h100": MODEL})
         for t in cfg.targets:
             for m in getattr(t.autoscaler, "metrics", []):
