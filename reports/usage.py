@@ -131,28 +131,37 @@ def _weighted_mean(values: np.ndarray, w: np.ndarray) -> float:
     return float((values * w).sum() / total)
 
 
+def _rows(ts: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns ``integrate`` reads, as arrays in row order (billed and util derived, as before in pandas:
+    the same elementwise values, so the same sums)."""
+    ready = ts["ready_replicas"].to_numpy()
+    standby = pd.to_numeric(ts["standby_replicas"], errors="coerce").fillna(0).astype(int).to_numpy() \
+        if "standby_replicas" in ts else 0
+    billed = ready + ts["pending_replicas"].to_numpy() + ts["terminating_replicas"].to_numpy() + standby
+    util = pd.to_numeric(ts["gpu_util_mean"], errors="coerce").to_numpy(dtype=float)
+    known = ~np.isnan(util)
+    return {"ready": ready.astype(float), "billed": billed.astype(float), "util_known": known,
+            "util": np.clip(np.where(known, util, 1.0), 0.0, 1.0)}
+
+
 def integrate(ts: pd.DataFrame, meta: dict[str, Any]) -> Usage:
-    """Integrate a run's timeseries into per-variant and total resource use."""
+    """Integrate a run's timeseries into per-variant and total resource use.
+
+    numpy over the columns, not pandas group-bys (4 ms of a 0.12 s paper run went to pandas' per-call
+    overhead on 120 rows): rows of a variant in row order, sample times sorted, the same products and
+    sums as the pandas version computed, so the same floats."""
     usage = Usage()
     vmeta = _variant_meta(meta)
     if ts is None or ts.empty:
         return usage
     interval = float(meta.get("sample_interval_s") or 0.0)
-    times = np.sort(ts["t_s"].astype(float).unique())
+    times, at = np.unique(ts["t_s"].to_numpy(dtype=float), return_inverse=True)  # sorted sample times; each row's
     w = sample_weights(times, interval)
-    weight_of = dict(zip(times.tolist(), w.tolist(), strict=True))
     usage.covered_s = float(w.sum())
-
-    df = ts.copy()
-    df["w"] = df["t_s"].astype(float).map(weight_of)
-    standby = pd.to_numeric(df["standby_replicas"], errors="coerce").fillna(0).astype(int) \
-        if "standby_replicas" in df else 0
-    df["billed"] = df["ready_replicas"] + df["pending_replicas"] + df["terminating_replicas"] + standby
-    util = pd.to_numeric(df["gpu_util_mean"], errors="coerce")
-    df["util_known"] = util.notna()
-    df["util"] = util.fillna(1.0).clip(0.0, 1.0)
-
-    for name, g in df.groupby("variant", sort=True):
+    rows = _rows(ts)
+    row_w = w[at]
+    variant = ts["variant"].to_numpy()
+    for name in sorted({v for v in variant.tolist() if v is not None and v == v}):  # groupby: sorted, nulls dropped
         vm = vmeta.get(str(name), {})
         gpus = int(vm.get("gpus_per_replica") or 1)
         vu = VariantUsage(
@@ -162,24 +171,22 @@ def integrate(ts: pd.DataFrame, meta: dict[str, Any]) -> Usage:
             tdp_w=_opt_float(vm.get("tdp_w")),
             price_per_gpu_hour=_opt_float(vm.get("price_per_hour")),
         )
-        gw = g["w"].to_numpy(dtype=float)
-        ready = g["ready_replicas"].to_numpy(dtype=float)
-        billed = g["billed"].to_numpy(dtype=float)
+        mine = variant == name
+        gw, ready, billed = row_w[mine], rows["ready"][mine], rows["billed"][mine]
         vu.ready_replica_s = float((ready * gw).sum())
         vu.billed_replica_s = float((billed * gw).sum())
-        vu.busy_gpu_s = float((ready * gpus * gw * g["util"].to_numpy()).sum())
-        vu.util_known_gpu_s = float((ready * gpus * gw * g["util_known"].to_numpy()).sum())
+        vu.busy_gpu_s = float((ready * gpus * gw * rows["util"][mine]).sum())
+        vu.util_known_gpu_s = float((ready * gpus * gw * rows["util_known"][mine]).sum())
         vu.ready_mean = _weighted_mean(ready, gw)
         vu.ready_max = int(ready.max())
         vu.billed_mean = _weighted_mean(billed, gw)
         vu.billed_max = int(billed.max())
         usage.variants[vu.name] = vu
 
-    per_t = df.groupby("t_s", sort=True)[["ready_replicas", "billed"]].sum()
-    tw = per_t.index.to_series().astype(float).map(weight_of).to_numpy()
-    usage.ready_mean = _weighted_mean(per_t["ready_replicas"].to_numpy(dtype=float), tw)
-    usage.ready_max = int(per_t["ready_replicas"].max())
-    usage.billed_mean = _weighted_mean(per_t["billed"].to_numpy(dtype=float), tw)
+    per_t = {k: np.bincount(at, weights=np.nan_to_num(rows[k]), minlength=len(times)) for k in ("ready", "billed")}
+    usage.ready_mean = _weighted_mean(per_t["ready"], w)
+    usage.ready_max = int(per_t["ready"].max())
+    usage.billed_mean = _weighted_mean(per_t["billed"], w)
     usage.billed_max = int(per_t["billed"].max())
     return usage
 

@@ -10,7 +10,7 @@ import pytest
 from scalearena.contracts.records import RequestRecord, TimeseriesRecord
 from scalearena.reports.metrics import summarize
 from scalearena.reports.results import requests_frame, timeseries_frame
-from scalearena.reports.usage import sample_weights
+from scalearena.reports.usage import integrate, sample_weights
 
 META = {
     "scenario": "tiny",
@@ -158,3 +158,23 @@ def test_sample_weights():
     assert sample_weights(np.array([0.0, 5.0, 10.0]), 5.0).tolist() == [0.0, 5.0, 5.0]
     # first sample at 7 with a 5 s interval stands for 5 s, not 7
     assert sample_weights(np.array([7.0, 12.0]), 5.0).tolist() == [5.0, 5.0]
+
+
+def test_integrate_groups_variants_and_sample_times():
+    # rows out of variant order; samples at 5 and 10 s with a 5 s interval: each stands for 5 s
+    ts = pd.DataFrame({
+        "t_s": [5.0, 5.0, 10.0, 10.0], "variant": ["b", "a", "a", "b"],
+        "ready_replicas": [1, 2, 3, 1], "pending_replicas": [1, 0, 0, 0], "terminating_replicas": [0, 0, 1, 0],
+        "standby_replicas": [0, 1, 0, 0], "gpu_util_mean": [0.5, None, 2.0, 0.25]})
+    u = integrate(ts, {"sample_interval_s": 5.0, "variants": [{"name": "a", "gpus_per_replica": 2}]})
+    assert list(u.variants) == ["a", "b"] and u.covered_s == 10.0
+    a, b = u.variants["a"], u.variants["b"]
+    # a: ready 2, 3 -> 25 replica-s; billed 2 + 1 standby = 3, 3 + 1 terminating = 4 -> 35 replica-s;
+    # busy: unknown util counts busy, 2.0 clips to 1: 2 x 2 GPUs x 5 s + 3 x 2 x 5 = 50 GPU-s, of which 30 measured
+    assert (a.ready_replica_s, a.billed_replica_s, a.busy_gpu_s, a.util_known_gpu_s) == (25.0, 35.0, 50.0, 30.0)
+    assert (a.ready_mean, a.ready_max, a.billed_mean, a.billed_max) == (2.5, 3, 3.5, 4)
+    # b (1 GPU by default): ready 1, 1; billed 2 (1 pending), 1; busy 5 x 0.5 + 5 x 0.25 = 3.75
+    assert (b.ready_replica_s, b.billed_replica_s, b.busy_gpu_s, b.util_known_gpu_s) == (10.0, 15.0, 3.75, 10.0)
+    assert (b.billed_mean, b.billed_max) == (1.5, 2)
+    # per sample time: ready 3, 4 -> mean 3.5, max 4; billed 5, 5
+    assert (u.ready_mean, u.ready_max, u.billed_mean, u.billed_max) == (3.5, 4, 5.0, 5)
