@@ -150,8 +150,7 @@ def regret(p: Point, frontier: Frontier) -> Regret:
     if bound is None:
         if p.attainment > hull[-1][0]:
             return Regret("beyond", note=f"attainment above the bound's best ({hull[-1][0]:.1%})")
-        return Regret("below", note=f"below the bound's lowest attainment ({hull[0][0]:.1%}; no floor run: "
-                                    "--frontier runs one)")
+        return Regret("below", note=f"below the bound's lowest point ({hull[0][0]:.1%}; run --frontier)")
     r = p.gpu_hours - bound
     if r >= 0:
         return Regret("ok", r, bound)
