@@ -53,6 +53,9 @@ class ParquetStream:
         self._spool: Path | None = None
         self._writer: pq.ParquetWriter | None = None
         self._on_flush: list[Callable[[pa.Table], None]] = []
+        self._groups_published = 0  # row groups in ``path`` as last published
+        self._groups_spooled = 0  # row groups in the spool since
+        self._first: pa.Table | None = None  # the first row group, kept while it is the only one written
 
     def on_flush(self, fn: Callable[[pa.Table], None]) -> None:
         """Call ``fn`` with every row group as it is written (for running tallies of the rows)."""
@@ -78,6 +81,8 @@ class ParquetStream:
             self._spool = Path(tmp)
             self._writer = pq.ParquetWriter(tmp, self.schema)
         self._writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self._groups_spooled += 1
+        self._first = table if self._groups_published + self._groups_spooled == 1 else None
         for fn in self._on_flush:
             fn(table)
 
@@ -95,11 +100,22 @@ class ParquetStream:
         elif self.published_rows <= 0:
             os.chmod(spool, 0o644)  # mkstemp creates 0600; results are meant to be shared
             os.replace(spool, self.path)
+            self._groups_published = self._groups_spooled
         else:
             _atomic(self.path, lambda tmp: _concatenate([self.path, spool], tmp, self.schema))
             spool.unlink()
+            self._groups_published += self._groups_spooled
+        self._groups_spooled = 0
         self.published_rows = self.rows
         return True
+
+    def published_table(self) -> pa.Table | None:
+        """The rows of ``path`` as published, in memory, when the file is the one row group this stream
+        wrote and kept (every run up to ``row_group_rows`` rows): a reader need not read back the file
+        just written. None otherwise (read the file)."""
+        if self.rows > 0 and self.published_rows == self.rows and self._groups_published == 1:
+            return self._first
+        return None
 
     def discard(self) -> None:
         """Drop the spool file (a writer closed without publishing)."""

@@ -231,8 +231,11 @@ class RunWriter:
 
         self._requests.publish()
         self._timeseries.publish()
-        ts = pd.read_parquet(self._timeseries.path)
-        summary = summarize(ParquetRequests(self._requests.path), ts, self.decisions, self.meta)
+        # the tables just written, from memory when each is one row group (no read-back of the files)
+        ts_table = self._timeseries.published_table()
+        ts = ts_table.to_pandas() if ts_table is not None else pd.read_parquet(self._timeseries.path)
+        requests = ParquetRequests(self._requests.path, self._requests.published_table())
+        summary = summarize(requests, ts, self.decisions, self.meta)
         summary["complete"] = complete
         if not complete and "incomplete_reason" in self.meta:
             summary["incomplete_reason"] = self.meta["incomplete_reason"]

@@ -188,3 +188,20 @@ def test_a_one_row_group_file_is_read_once(tmp_path: Path, monkeypatch: Any) -> 
     # the one-group file was read whole when opened; the other is read group by group, each call:
     # status_counts 3 + ok_mask 3 + columns(ok_only) 3 + columns 3 = 12 reads of groups 0, 1, 2
     assert reads == [0, 1, 2] * 4
+
+
+def test_the_published_table_is_kept_only_while_the_file_is_one_row_group(tmp_path: Path) -> None:
+    from scalearena.reports.parquet_stream import ParquetStream
+    from scalearena.reports.results import REQUEST_SCHEMA
+
+    s = ParquetStream(tmp_path / "requests.parquet", REQUEST_SCHEMA, row_group_rows=2)
+    row = tuple(results._REQUEST_ROW(_req(0, "ok", 100.0, 20.0, 1000.0, 5)))
+    assert s.published_table() is None  # nothing published
+    s.add(row)
+    assert s.publish() and s.published_table() is not None
+    assert s.published_table().equals(pq.read_table(s.path))  # 1 row, one group: the file's table in memory
+    s.add(row)
+    assert s.published_table() is None  # a row added since: the kept table is not the file any more
+    s.add(row)  # the second and third rows fill the second row group
+    s.publish()
+    assert pq.ParquetFile(s.path).num_row_groups == 2 and s.published_table() is None
