@@ -138,6 +138,8 @@ class ParquetRequests:
         return self._ok
 
     def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
+        if self._only is not None:  # the columns as ``columns`` gives them (as to_pandas would), without to_pandas
+            return np.asarray(test(self.columns(names)), dtype=bool)
         out = np.empty(self.rows, dtype=bool)
         at = 0
         for group in self._groups(names):  # one row group's columns at a time: memory, 1 B per request
