@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import count
+from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
@@ -44,6 +44,8 @@ class Scenario(Protocol):
     def model_of(self, workload: WorkloadSpec) -> str: ...
 
 
+_new = tuple.__new__  # a named tuple from its values in field order, in C (its __new__ is a Python lambda)
+
 # stream numbers in the seed's spawn key; never renumber (it would change every seeded run)
 ARRIVALS, INPUT_TOKENS, OUTPUT_TOKENS, PREFIX_GROUPS = 0, 1, 2, 3
 
@@ -54,10 +56,11 @@ def stream_rng(seed: int, workload_index: int, stream: int) -> np.random.Generat
 
 
 class Draft(NamedTuple):
-    """A request before it has a run-wide id (what one workload's stream yields)."""
+    """A request before it has a run-wide id (what one workload's stream yields): ``RequestSpec``'s fields
+    after ``request_id``, in its order, so that the spec is ``(request_id, *draft)``."""
 
-    arrival_s: float
     model: str
+    arrival_s: float
     input_tokens: int
     output_tokens: int
     prefix_group: int = -1
@@ -101,11 +104,11 @@ def _synthetic(w: WorkloadSpec, model: str, duration_s: float, seed: int, i: int
     groups = _prefixes(sp, stream_rng(seed, i, PREFIX_GROUPS)) if sp else None
     for t, n_in, n_out in zip(times, ins, outs, strict=False):
         if groups is None:
-            yield Draft(t, model, n_in, n_out)
+            yield _new(Draft, (model, t, n_in, n_out, -1, 0, (), "", 0))  # Draft(model, t, n_in, n_out), in C
             continue
         g = next(groups)
         # the shared prefix is part of the prompt, so it never exceeds the prompt
-        yield Draft(t, model, n_in, n_out, g, min(sp.prefix_tokens, n_in) if g >= 0 else 0)  # type: ignore[union-attr]
+        yield Draft(model, t, n_in, n_out, g, min(sp.prefix_tokens, n_in) if g >= 0 else 0)  # type: ignore[union-attr]
 
 
 def _traced(
@@ -127,7 +130,7 @@ def _traced(
             g = next(groups)
             if not r.hash_ids and g >= 0:  # a prefix the trace names (hash_ids) wins over a synthetic one
                 group, ptoks = g, min(sp.prefix_tokens, n_in)  # type: ignore[union-attr]
-        yield Draft(r.arrival_s, model, n_in, n_out, group, ptoks, r.hash_ids)
+        yield Draft(model, r.arrival_s, n_in, n_out, group, ptoks, r.hash_ids)
 
 
 def _tag(i: int, drafts: Iterator[Draft]) -> Iterator[tuple[float, str, int, Draft]]:
@@ -155,7 +158,7 @@ def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Itera
         if stats is not None:
             stats.requests.append(0)
     if len(streams) == 1:
-        merged: Iterator[tuple[int, Draft]] = ((0, d) for d in streams[0])
+        merged: Iterator[tuple[int, Draft]] = zip(repeat(0), streams[0])
     else:
         tagged = [_tag(i, s) for i, s in enumerate(streams)]
         merged = ((x[2], x[3]) for x in heapq.merge(*tagged, key=lambda x: (x[0], x[1], x[2])))
@@ -174,10 +177,8 @@ def iter_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> Ite
     Pass a ``WorkloadStats`` to learn, once the stream is consumed, how many
     trace rows were thinned, duplicated or clipped to max_model_len.
     """
-    ids = count()
-    for d in iter_drafts(scenario, stats):
-        yield RequestSpec(next(ids), d.model, d.arrival_s, d.input_tokens, d.output_tokens,
-                          d.prefix_group, d.prefix_tokens, d.hash_ids, d.tenant, d.priority)
+    for i, d in enumerate(iter_drafts(scenario, stats)):
+        yield _new(RequestSpec, (i, *d))  # RequestSpec(i, d.model, d.arrival_s, ...) without a Python frame
 
 
 def build_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> list[RequestSpec]:
