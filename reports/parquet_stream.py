@@ -47,7 +47,7 @@ class ParquetStream:
         self.path = Path(path)
         self.schema = schema
         self.row_group_rows = row_group_rows
-        self.rows = 0  # rows added so far
+        self._flushed_rows = 0  # rows written to the spool or published so far
         self.published_rows = -1  # rows in ``path`` as last published (-1: never published)
         self._buf: list[tuple[Any, ...]] = []
         self._spool: Path | None = None
@@ -61,11 +61,16 @@ class ParquetStream:
         """Call ``fn`` with every row group as it is written (for running tallies of the rows)."""
         self._on_flush.append(fn)
 
+    @property
+    def rows(self) -> int:
+        """Rows added so far."""
+        return self._flushed_rows + len(self._buf)
+
     def add(self, row: tuple[Any, ...]) -> None:
-        """One row: its values in the schema's column order."""
+        """One row: its values in the schema's column order (the simulator's call per request: kept to
+        an append and a length test)."""
         buf = self._buf
         buf.append(row)
-        self.rows += 1
         if len(buf) >= self.row_group_rows:
             self.flush()
 
@@ -74,6 +79,7 @@ class ParquetStream:
         if not self._buf:
             return
         table = rows_table(self._buf, self.schema)
+        self._flushed_rows += table.num_rows
         self._buf = []
         if self._writer is None:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.spool-", dir=self.path.parent)

@@ -129,7 +129,7 @@ class RunWriter:
         self.checkpoint_wall_s = checkpoint_wall_s
         self._checkpoint_gap_s = checkpoint_wall_s
         self._last_checkpoint = time.monotonic()
-        self._dirty = False
+        self._rows_at_write = 0  # request + timeseries rows when summary.json was last written
         self._pods_f: Any = None
         for stale in ("summary.json", "requests.parquet", "timeseries.parquet", "pods.jsonl"):
             (self.dir / stale).unlink(missing_ok=True)
@@ -139,26 +139,32 @@ class RunWriter:
         self._requests.on_flush(self._tally.add_requests)
         self._timeseries.on_flush(self._tally.add_timeseries)
         self._decisions_f = open(self.dir / "decisions.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+        # the simulator calls this once per request: straight to the stream, one Python call instead of two
+        # (unless a subclass has its own add_request_row)
+        if type(self).add_request_row is RunWriter.add_request_row:
+            self.add_request_row = self._requests.add  # type: ignore[method-assign]
+
+    @property
+    def _dirty(self) -> bool:
+        """Rows added since summary.json was last written."""
+        return self._requests.rows + self._timeseries.rows != self._rows_at_write
 
     # -- collection -------------------------------------------------------------------------------
     def add_request(self, rec: RequestRecord) -> None:
         self._requests.add(_REQUEST_ROW(rec))
-        self._dirty = True
 
     def add_request_row(self, row: tuple[Any, ...]) -> None:
         """A request record as a tuple of its values in ``REQUEST_COLUMNS`` order (the simulator's
-        hot path: no ``RequestRecord`` object; a row of the wrong length fails when it is written)."""
+        hot path: no ``RequestRecord`` object; a row of the wrong length fails when it is written).
+        Each writer replaces it with its stream's ``add`` (the same call, one Python frame fewer)."""
         self._requests.add(row)
-        self._dirty = True
 
     def add_requests(self, recs: Iterable[RequestRecord]) -> None:
         for rec in recs:
             self._requests.add(_REQUEST_ROW(rec))
-        self._dirty = True
 
     def add_timeseries(self, rec: TimeseriesRecord) -> None:
         self._timeseries.add(_TIMESERIES_ROW(rec))
-        self._dirty = True
 
     def add_decision(self, t_s: float, autoscaler: str, decision: Decision, loop: str = "main") -> None:
         row = {"t_s": round(t_s, 6), "autoscaler": autoscaler, "loop": loop, **decision.to_dict()}
@@ -240,7 +246,7 @@ class RunWriter:
         if not complete and "incomplete_reason" in self.meta:
             summary["incomplete_reason"] = self.meta["incomplete_reason"]
         atomic_write_json(self.dir / "summary.json", summary)
-        self._dirty = False
+        self._rows_at_write = self._requests.rows + self._timeseries.rows
         return summary
 
 
