@@ -157,12 +157,21 @@ def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Itera
             streams.append(_synthetic(w, model, scenario.duration_s, scenario.seed, i))
         if stats is not None:
             stats.requests.append(0)
+    tags = [(w.tenant, w.priority) for w in scenario.workloads]
+    if len(streams) == 1 and tags[0] == ("", 0):  # one untagged workload: its drafts as they are
+        if stats is None:
+            yield from streams[0]
+            return
+        counts = stats.requests
+        for d in streams[0]:
+            counts[0] += 1
+            yield d
+        return
     if len(streams) == 1:
         merged: Iterator[tuple[int, Draft]] = zip(repeat(0), streams[0])
     else:
         tagged = [_tag(i, s) for i, s in enumerate(streams)]
         merged = ((x[2], x[3]) for x in heapq.merge(*tagged, key=lambda x: (x[0], x[1], x[2])))
-    tags = [(w.tenant, w.priority) for w in scenario.workloads]
     for i, d in merged:
         if tags[i] != ("", 0):
             d = d._replace(tenant=tags[i][0], priority=tags[i][1])

@@ -137,9 +137,10 @@ class OraclePlanStream:
             self._by_model.setdefault(v.model, []).append(v)
         self._replicas: dict[str, list[int]] = {v.name: [] for v in views}
         self._floor = {v.name: v.min_replicas for v in views}
-        # model -> its open window: (index, start, end, arrivals, input tokens, output tokens)
-        self._open: dict[str, tuple[int, float, float, list[float], list[int], list[int]]] = {}
-        self._last: float | None = None
+        # model -> its open window: (index, start, end, arrivals, input tokens, output tokens, and the three
+        # lists' appends, bound once: add() runs once per request)
+        self._open: dict[str, tuple[Any, ...]] = {}
+        self._last = -math.inf  # the latest arrival added (-inf: none yet)
 
     def add(self, model: str, arrival_s: float, input_tokens: int, output_tokens: int) -> None:
         cur = self._open.get(model)
@@ -153,11 +154,14 @@ class OraclePlanStream:
             while arrival_s >= (b + 1) * w:
                 b += 1
             self._close(model, b)
-            cur = self._open[model] = (b, b * w, (b + 1) * w, [], [], [])
-        cur[3].append(arrival_s)
-        cur[4].append(input_tokens)
-        cur[5].append(output_tokens)
-        if self._last is None or arrival_s > self._last:
+            arr: list[float] = []
+            ins: list[int] = []
+            outs: list[int] = []
+            cur = self._open[model] = (b, b * w, (b + 1) * w, arr, ins, outs, arr.append, ins.append, outs.append)
+        cur[6](arrival_s)
+        cur[7](input_tokens)
+        cur[8](output_tokens)
+        if arrival_s > self._last:
             self._last = arrival_s
 
     def _close(self, model: str, until: int) -> None:
@@ -175,7 +179,7 @@ class OraclePlanStream:
 
     def plan(self) -> dict[str, Any] | None:
         """The plan up to the last request added (None when none was)."""
-        if self._last is None:
+        if self._last == -math.inf:
             return None
         n = max(1, math.ceil((float(self._last) + 1e-6) / self._w - 1e-9))
         for model in self._by_model:
