@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +23,7 @@ from scalearena.contracts.records import REQUEST_COLUMNS, RequestRecord, Timeser
 from scalearena.controllers.base import Decision, Reason
 from scalearena.reports import results
 from scalearena.reports.metrics import pct_stats, summarize
+from scalearena.reports.parquet_stream import rows_table
 from scalearena.reports.results import RunWriter, requests_frame, timeseries_frame
 
 META = {
@@ -205,3 +208,12 @@ def test_the_published_table_is_kept_only_while_the_file_is_one_row_group(tmp_pa
     s.add(row)  # the second and third rows fill the second row group
     s.publish()
     assert pq.ParquetFile(s.path).num_row_groups == 2 and s.published_table() is None
+
+
+def test_rows_become_columns_by_position_and_a_short_row_is_refused() -> None:
+    schema = pa.schema([("t_s", pa.float64()), ("n", pa.int64()), ("pod", pa.large_string())])
+    t = rows_table([(0.5, 2, "p-0"), (1.0, None, None)], schema)
+    assert t.schema == schema
+    assert t.to_pydict() == {"t_s": [0.5, 1.0], "n": [2, None], "pod": ["p-0", None]}
+    with pytest.raises(ValueError, match="3 values, one per column"):
+        rows_table([(0.5, 2)], schema)
