@@ -75,7 +75,7 @@ def ready_lags(changes: list[dict[str, Any]], ts: pd.DataFrame) -> tuple[list[fl
     ready, is unmatched. Returns (lags, unmatched)."""
     lags: list[float] = []
     unmatched = 0
-    by_variant = {str(v): g.sort_values("t_s") for v, g in ts.groupby("variant")} if len(ts) else {}
+    by_variant = _samples_by_variant(ts) if len(ts) and changes else {}
     for i, d in enumerate(changes):
         if _direction(d) < 0:
             continue
@@ -86,14 +86,28 @@ def ready_lags(changes: list[dict[str, Any]], ts: pd.DataFrame) -> tuple[list[fl
         if g is None:
             unmatched += 1
             continue
-        t = g["t_s"].to_numpy(dtype=float)
-        ready = g["ready_replicas"].to_numpy(dtype=float)
+        t, ready = g
         hit = np.flatnonzero((t >= t0) & (ready >= want))
         if hit.size == 0 or t[hit[0]] > cutoff:
             unmatched += 1
         else:
             lags.append(float(t[hit[0]] - t0))
     return lags, unmatched
+
+
+def _samples_by_variant(ts: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each variant's sample times and ready replicas, in time order (numpy: a pandas group-by and a
+    sort per variant cost ~0.5 ms of a paper run's summary). Rows at one time keep their order; which
+    of them comes first cannot change a lag, all having the same time."""
+    variant = ts["variant"].to_numpy()
+    t_all = ts["t_s"].to_numpy(dtype=float)
+    ready_all = ts["ready_replicas"].to_numpy(dtype=float)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for v in {x for x in variant.tolist() if x is not None and x == x}:  # group-by drops null keys
+        mine = variant == v
+        order = np.argsort(t_all[mine], kind="stable")
+        out[str(v)] = (t_all[mine][order], ready_all[mine][order])
+    return out
 
 
 def scaling_kpis(req: pd.DataFrame | RequestTable, ts: pd.DataFrame, decisions: list[dict[str, Any]]) -> dict[str, Any]:
