@@ -100,6 +100,26 @@ def deferred(notice: str) -> Iterator[list[int]]:
             signal.signal(s, h)
 
 
+@contextmanager
+def held() -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM are only recorded; the first one is delivered again, to the
+    handler that was in place, when the block ends. For steps that must not be cut in two: a child
+    process started but not yet registered for stopping would outlive an interrupt that lands between
+    the two. Main thread only (elsewhere a no-op: signals run there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if got:
+            signal.raise_signal(got[0])
+
+
 def _worker_term(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the partial results be written; the parent SIGKILLs later
     raise Interrupted(signum)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from scalearena.harness import cli
-from scalearena.harness.interrupts import Interrupted, deferred, exit_code, interruptible
+from scalearena.harness.interrupts import Interrupted, deferred, exit_code, held, interruptible
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -27,6 +27,24 @@ def test_deferred_records_the_first_signal_and_raises_on_the_second() -> None:
         assert got == [signal.SIGTERM]
         with pytest.raises(Interrupted):
             os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_held_delivers_the_signal_once_the_block_is_done() -> None:
+    """The supervisor spawns and registers a child inside held(): a SIGTERM in between must not cut the two
+    apart, and must not be lost either."""
+    steps = []
+    with interruptible(), pytest.raises(Interrupted) as caught:
+        with held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            steps.append("spawned")
+            os.kill(os.getpid(), signal.SIGINT)  # a second one while held: only the first is delivered
+            steps.append("registered")
+        steps.append("after the block")  # never reached: the held SIGTERM is raised as the block ends
+    assert steps == ["spawned", "registered"]
+    assert caught.value.signum == signal.SIGTERM and caught.value.exit_code == 143  # 128 + 15
+    with interruptible(), held():  # nothing arrived: nothing raised
+        steps.append("quiet")
+    assert steps[-1] == "quiet"
 
 
 def test_ctrl_c_during_the_report_still_writes_it_and_exits_130(scenario_file, tmp_path, monkeypatch) -> None:

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scalearena.harness.interrupts import held
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -121,7 +123,7 @@ class Supervisor:
         log_path = self.log_dir / f"{name}.log"
         full_env = dict(os.environ)
         full_env.update(env or {})
-        with open(log_path, "ab") as log:
+        with held(), open(log_path, "ab") as log:  # an interrupt lands before the spawn or after the registration
             proc = subprocess.Popen(
                 list(argv),
                 stdin=subprocess.DEVNULL,
@@ -131,9 +133,9 @@ class Supervisor:
                 cwd=str(cwd) if cwd else None,
                 start_new_session=True,
             )
-        child = Child(name=name, argv=list(argv), proc=proc, log_path=log_path)
-        with self._lock:
-            self.children[name] = child
+            child = Child(name=name, argv=list(argv), proc=proc, log_path=log_path)
+            with self._lock:
+                self.children[name] = child
         return child
 
     def get(self, name: str) -> Child | None:
