@@ -35,6 +35,7 @@ from scalearena.harness.objects.recipes import exposed_series
 from scalearena.harness.scenario import load_scenario
 from tests.unit.pinskit import fake_digest, run_pins
 from tests.unit.test_kube_backend import RecordingShell, backend, writer
+from tests.unit.test_kube_honest import Clock
 
 ROOT = Path(__file__).resolve().parents[2]
 EXP2 = ROOT / "workloads/scenarios/exp2-cost-aware.yaml"  # one model, two variants (va-a100, va-h100)
@@ -255,17 +256,6 @@ def test_a_recipe_run_installs_keda_waits_for_kube_state_metrics_and_never_patch
     # readiness: KEDA's ScaledObjects, and kube_deployment_* for both variants before t0
     assert seen["readiness"] == ("keda", "llama3-70b", ["va-a100", "va-h100"])
     assert seen["native"] is True  # KEDA's HPA scales; the harness never patches the scale subresource too
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
 
 
 def test_readiness_waits_until_prometheus_has_every_variant_s_kube_state_series() -> None:
