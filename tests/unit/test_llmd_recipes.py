@@ -280,30 +280,17 @@ def test_a_recipe_whose_series_the_backend_lacks_is_refused_naming_them():
 
 
 def test_every_recipe_query_reads_only_the_series_it_declares():
-    """The declaration check_series relies on: each query's metric names are the recipe's needs, optional
-    series or its own recorded rules."""
-    import promql_parser as pp
-
+    """The declaration check_series relies on: each query's metric names (harness/objects/reads, the AST of
+    every trigger and recording rule, histogram families without _bucket) are the recipe's needs or optional
+    series, once its own recorded rules are taken out."""
     from scalearena.controllers.llmd import RECIPES
-
-    def names(expr: str) -> set[str]:
-        out: set[str] = set()
-
-        def visit(node: Any) -> bool:
-            if isinstance(node, pp.VectorSelector) and node.name:
-                out.add(node.name)
-            return True
-        pp.walk(pp.parse(expr), visit)
-        return {n.removesuffix("_bucket") for n in out}
+    from scalearena.harness.objects.reads import series_read
 
     sc = scenario({"name": "m-prefill", "role": "prefill"}, {"name": "m-decode", "role": "decode"},
                   extra={"kv_transfer": {"kv_bytes_per_token": 131072}})
     for name, r in RECIPES.items():
         cfg = sc.autoscaler(name)
-        recorded = {rule["record"] for g in cfg.rule_groups for rule in g["rules"]}
-        used = set().union(*(names(t.query) for tg in cfg.targets for t in tg.autoscaler.triggers),
-                           *(names(rule["expr"]) for g in cfg.rule_groups for rule in g["rules"]))
-        assert used - recorded == set(r.needs) | set(r.optional), name
+        assert series_read(cfg) == set(r.needs) | set(r.optional), name
         assert set(r.needs) <= exposed_series("sim"), name
 
 
