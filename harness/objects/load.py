@@ -160,10 +160,15 @@ def _resolve(file: str, base_dir: Path | None) -> Path:
     return base_dir / path if not path.is_absolute() and base_dir is not None else path
 
 
+def placeholders(paths: list[str], base_dir: Path | None = None) -> set[str]:
+    """The names of every ``${VAR}`` / ``$VAR`` the files use (what ``substitute`` would fill in)."""
+    return {m.group(1) or m.group(2) for f in paths for m in _VAR.finditer(read_text(_resolve(f, base_dir)))}
+
+
 def check_env_used(keys: set[str], paths: list[str], base_dir: Path | None, where: str) -> None:
     """An ``env:`` entry that no ``${VAR}`` of the files names is refused: envsubst would ignore it, and in a
     scenario it is a typo or a stale key that silently changes nothing (``THETA_UPP`` for ``THETA_UP``)."""
-    used = {m.group(1) or m.group(2) for f in paths for m in _VAR.finditer(read_text(_resolve(f, base_dir)))}
+    used = placeholders(paths, base_dir)
     unused = sorted(keys - used)
     if unused:
         more = f" (and {', '.join(unused[1:])})" if unused[1:] else ""

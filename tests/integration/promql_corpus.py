@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +196,7 @@ def _object_queries() -> list[str]:
     from scalearena.controllers.hpa.engine import TARGET_PODS
     from scalearena.controllers.kubernetes import KubernetesConfig
     from scalearena.harness.objects import compile_objects
+    from scalearena.harness.objects.load import placeholders
 
     root = Path(__file__).resolve().parents[2] / "manifests" / "autoscalers"
     sets = [[root / "hpa" / "hpa.yaml", root / "prometheus-adapter" / "config.yaml"],
@@ -204,8 +204,8 @@ def _object_queries() -> list[str]:
     env = {"NAMESPACE": NS, "VARIANT": "va-a100", "MODEL": MODEL}
     out = []
     for files in sets:
-        text = "".join(f.read_text() for f in files)  # each set gets only the placeholders its files name
-        used = {k: v for k, v in env.items() if re.search(r"\$\{" + k + r"[}:]", text)}
+        names = placeholders([str(f) for f in files])  # each set gets only the placeholders its files name
+        used = {k: v for k, v in env.items() if k in names}
         cfg = compile_objects(KubernetesConfig(objects=[str(f) for f in files], env=used), None,
                               {"va-a100": MODEL, "va-h100": MODEL})
         for t in cfg.targets:
