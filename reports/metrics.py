@@ -47,12 +47,20 @@ def pct_stats(values: pd.Series | np.ndarray) -> dict[str, float | None]:
                                                                            strict=True)}}
 
 
-def meets_slo(ok: pd.DataFrame, slo: dict[str, Any]) -> pd.Series:
-    """Requests meeting both objectives. A request with one output token has no
-    inter-token gap (itl_ms null) and meets the ITL objective by definition."""
-    ttft = pd.to_numeric(ok["ttft_ms"], errors="coerce")
-    itl = pd.to_numeric(ok["itl_ms"], errors="coerce")
-    return ttft.le(float(slo["ttft_ms"])) & (itl.isna() | itl.le(float(slo["itl_ms"])))
+def meets_slo(ttft_ms: np.ndarray, itl_ms: np.ndarray, slo: dict[str, Any]) -> np.ndarray:
+    """Requests meeting both objectives (TTFT and ITL as numbers, null NaN: ``RequestTable.column``).
+    A request with one output token has no inter-token gap (itl_ms null) and meets the ITL
+    objective by definition; a null TTFT meets nothing."""
+    return (ttft_ms <= float(slo["ttft_ms"])) & _itl_ok(itl_ms, slo)
+
+
+def _itl_ok(itl_ms: np.ndarray, slo: dict[str, Any]) -> np.ndarray:
+    return np.isnan(itl_ms) | (itl_ms <= float(slo["itl_ms"]))
+
+
+def _any_value(values: np.ndarray) -> bool:
+    """A number column holds at least one value (not every row null)."""
+    return bool(values.size) and not bool(np.isnan(values).all())
 
 
 def json_clean(obj: Any) -> Any:
@@ -96,22 +104,22 @@ def _decision_counts(decisions: list[dict[str, Any]]) -> dict[str, int]:
 def _workload(req: RequestTable, duration: float) -> dict[str, Any]:
     out: dict[str, Any] = {
         "offered_rps": _per_s(req.rows, duration),
-        "input_tokens": pct_stats(req.columns(["input_tokens"])["input_tokens"]),
-        "output_tokens": pct_stats(req.columns(["output_tokens"])["output_tokens"]),
+        "input_tokens": pct_stats(req.column("input_tokens")),
+        "output_tokens": pct_stats(req.column("output_tokens")),
     }
-    requested = req.columns(["requested_output_tokens"])["requested_output_tokens"]
-    if requested.notna().any():
+    requested = req.column("requested_output_tokens")
+    if _any_value(requested):
         out["requested_output_tokens"] = pct_stats(requested)
     return out
 
 
 def _send_lag(req: RequestTable) -> dict[str, Any] | None:
     """Send lag (local/kube: arrival - open-loop schedule time) when the records carry a schedule."""
-    cols = req.columns(["arrival_s", "scheduled_s"])
-    if not cols["scheduled_s"].notna().any():
+    scheduled = req.column("scheduled_s")
+    if not _any_value(scheduled):
         return None
-    lag_ms = (pd.to_numeric(cols["arrival_s"]) - pd.to_numeric(cols["scheduled_s"])) * 1000.0
-    return {**pct_stats(lag_ms), "max": float(lag_ms.max())}
+    lag_ms = (req.column("arrival_s") - scheduled) * 1000.0
+    return {**pct_stats(lag_ms), "max": float(np.nanmax(lag_ms))}
 
 
 def _generation(meta: dict[str, Any]) -> dict[str, Any]:
@@ -164,8 +172,8 @@ def _queue_per_sample(ts: pd.DataFrame) -> pd.Series | np.ndarray:
 def _recovery(req: RequestTable, slo: dict[str, Any], duration: float, meta: dict[str, Any]) -> dict[str, Any]:
     """``scaling.slo_recovery`` at the scenario's attainment target (reports/recovery.py)."""
     target = meta.get("attainment_target")
-    good = req.ok_mask() & req.mask(["ttft_ms", "itl_ms"], lambda cols: meets_slo(cols, slo))
-    arrival = pd.to_numeric(req.columns(["arrival_s"])["arrival_s"]).to_numpy(dtype=float)
+    good = req.ok_mask() & req.mask(["ttft_ms", "itl_ms"], lambda ttft, itl: meets_slo(ttft, itl, slo))
+    arrival = np.asarray(req.column("arrival_s"), dtype=float)
     return slo_recovery(arrival, good, duration, float(target) if isinstance(target, int | float) else DEFAULT_TARGET)
 
 
@@ -177,7 +185,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
 
     ``req``: the request records as a DataFrame or a ``RequestTable`` (RunWriter passes its
     requests.parquet, read a few columns at a time, so a day-long run is summarized in bounded
-    memory); read it through ``RequestTable.columns`` only."""
+    memory); read it through ``RequestTable.column`` only."""
     requests = as_table(req)
     ts = _frame(ts, TIMESERIES_COLUMNS)
     decisions = list(decisions or [])
@@ -186,15 +194,15 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
 
     total = requests.rows
     statuses = requests.status_counts()
-    ok = requests.columns(["ttft_ms", "itl_ms"], ok_only=True)
-    good = int(meets_slo(ok, slo).sum()) if len(ok) else 0
+    ttft, itl = requests.column("ttft_ms", ok_only=True), requests.column("itl_ms", ok_only=True)
+    n_ok = len(ttft)
+    good = int(meets_slo(ttft, itl, slo).sum())
     failures = {c: statuses.get(c, 0) for c in FAILURE_CAUSES}
     n_failed = sum(failures.values())
-    ttft_ok = int(pd.to_numeric(ok["ttft_ms"], errors="coerce").le(float(slo["ttft_ms"])).sum())
-    itl = pd.to_numeric(ok["itl_ms"], errors="coerce")
-    itl_ok = int((itl.isna() | itl.le(float(slo["itl_ms"]))).sum())
-    n_ok, ttft_stats, itl_stats = len(ok), pct_stats(ok["ttft_ms"]), pct_stats(ok["itl_ms"])
-    del ok, itl  # two columns of every request served: not held while the rest is read
+    ttft_ok = int((ttft <= float(slo["ttft_ms"])).sum())
+    itl_ok = int(_itl_ok(itl, slo).sum())
+    ttft_stats, itl_stats = pct_stats(ttft), pct_stats(itl)
+    del ttft, itl  # two columns of every request served: not held while the rest is read
 
     usage = integrate(ts, meta)
     vus = list(usage.variants.values())
@@ -215,7 +223,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
         "slo": slo,
         "ttft_ms": ttft_stats,
         "itl_ms": itl_stats,
-        "e2e_ms": pct_stats(requests.columns(["e2e_ms"], ok_only=True)["e2e_ms"]),
+        "e2e_ms": pct_stats(requests.column("e2e_ms", ok_only=True)),
         "replicas": {
             "mean": usage.ready_mean,
             "max": usage.ready_max,
@@ -234,7 +242,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
             "itl": _ratio(itl_ok, total),
         },
         "output_tokens_per_s": _per_s(
-            float(requests.columns(["output_tokens"], ok_only=True)["output_tokens"].sum()) if n_ok else 0.0,
+            float(np.nansum(requests.column("output_tokens", ok_only=True))) if n_ok else 0.0,
             duration),
         "billed_replicas": {"mean": usage.billed_mean, "max": usage.billed_max},
         "replica_hours": float(sum(v.replica_hours for v in vus)),

@@ -1,10 +1,11 @@
 """The request records a summary reads: an in-memory frame, or requests.parquet read column by column.
 
-``reports.metrics.summarize`` needs per-status counts and a few columns at a time (TTFT and ITL
-of the requests that finished ok, token counts of all of them, ...). A day-long run has 8.6 M
+``reports.metrics.summarize`` needs per-status counts and a few columns, one at a time (TTFT and
+ITL of the requests that finished ok, token counts of all of them, ...). A day-long run has 8.6 M
 records, far too many to hold as one DataFrame with every column (the old writer held them as
 objects, ~2.8 KB each), but one float column of them is 69 MB. So the summary asks a
-``RequestTable`` for just the columns it is about to use: ``FrameRequests`` answers from a
+``RequestTable`` for just the column it is about to use, as a numpy array (a DataFrame per ask cost
+~0.15 ms, a third of a paper run's summary): ``FrameRequests`` answers from a
 DataFrame (tests, the report), ``ParquetRequests`` reads them from the run's requests.parquet
 (``RunWriter``'s second pass at a checkpoint and at the end). Both return the same values in
 the same (file) order, so the summary's exact percentiles and means are the same numbers as
@@ -37,17 +38,26 @@ class RequestTable(Protocol):
         """Requests per ``status`` value."""
         ...
 
-    def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
-        """These columns, of every request or only of those with status ``ok``, in record order."""
+    def column(self, name: str, ok_only: bool = False) -> np.ndarray:
+        """A number column, of every request or only of those with status ``ok``, in record order: int64
+        while it has no null, else float64 with NaN for null (what ``to_pandas`` gives)."""
         ...
 
     def ok_mask(self) -> np.ndarray:
         """One bool per request, in record order: status ``ok``."""
         ...
 
-    def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
-        """One bool per request, in record order: ``test`` (an elementwise test) of these columns."""
+    def mask(self, names: list[str], test: Callable[..., np.ndarray]) -> np.ndarray:
+        """One bool per request, in record order: ``test`` (elementwise) of these columns, one array each."""
         ...
+
+
+def _numbers(values: pd.Series) -> np.ndarray:
+    """A frame column as ``RequestTable.column`` gives it (non-numbers: NaN, as ``pd.to_numeric`` coerces)."""
+    if not (isinstance(values.dtype, np.dtype) and values.dtype.kind in "iuf"):
+        values = pd.to_numeric(values, errors="coerce")
+    out = values.to_numpy()
+    return out if out.dtype.kind in "iuf" else out.astype(float)  # an empty object column: no numbers
 
 
 class FrameRequests:
@@ -65,8 +75,8 @@ class FrameRequests:
             self._ok = (self.df["status"] == "ok").to_numpy(dtype=bool)
         return self._ok
 
-    def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
-        return np.asarray(test(self.df[names]), dtype=bool)
+    def mask(self, names: list[str], test: Callable[..., np.ndarray]) -> np.ndarray:
+        return np.asarray(test(*(self.column(n) for n in names)), dtype=bool)
 
     @property
     def rows(self) -> int:
@@ -75,30 +85,33 @@ class FrameRequests:
     def status_counts(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self.df["status"].value_counts().items()}
 
-    def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
-        if not ok_only:
-            return self.df[names]
-        return self.df.loc[self.ok_mask(), names]
+    def column(self, name: str, ok_only: bool = False) -> np.ndarray:
+        values = self.df[name]
+        return _numbers(values[self.ok_mask()] if ok_only else values)
 
 
 class ParquetRequests:
     """A ``RequestTable`` reading requests.parquet one row group at a time.
 
-    Memory: the columns asked for (8 B per value, of the selected rows, filled in place) plus one
+    Memory: the column asked for (8 B per value, of the selected rows, filled in place) plus one
     row group, and the ok mask (1 B per request); the status column is never held whole (a
     day-long run's is ~100 MB of strings)."""
 
-    def __init__(self, path: Path, table: pa.Table | None = None) -> None:
-        """``table``: the file's one row group, already in memory (``ParquetStream.published_table``)."""
+    def __init__(self, path: Path, table: pa.Table | None = None, status_counts: dict[str, int] | None = None) -> None:
+        """``table``: the file's one row group, already in memory (``ParquetStream.published_table``);
+        ``status_counts``: the file's requests per status, already counted (``RunTally.status``)."""
         self.path = path
         self._ok: np.ndarray | None = None
+        self._ok_arrow: pa.Array | None = None
         self._file: pq.ParquetFile | None = None
+        self._status_counts = dict(status_counts) if status_counts is not None else None
         # a file of one row group (up to 32,768 requests: every run of the shipped suites) is read once,
         # whole, and answered from memory: the summary asks for columns ~9 times, and each read of the
         # file cost as much as the rest of the summary (paper suite: 46 x 9 reads, ~0.6 s of CPU)
         self._only: pa.Table | None = table
         if table is None and self.file.num_row_groups == 1:
             self._only = self.file.read_row_group(0)
+        self._cache: dict[tuple[str, bool], np.ndarray] = {}  # columns of ``_only`` already converted
 
     @property
     def file(self) -> pq.ParquetFile:
@@ -111,13 +124,14 @@ class ParquetRequests:
         return self._only.num_rows if self._only is not None else int(self.file.metadata.num_rows)
 
     def status_counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for group in self._groups(["status"]):
-            status = group.column(0)
-            for v in pc.value_counts(status).to_pylist():
-                if v["values"] is not None:
-                    out[str(v["values"])] = out.get(str(v["values"]), 0) + int(v["counts"])
-        return out
+        if self._status_counts is None:  # counted once: a summary asks twice
+            out: dict[str, int] = {}
+            for group in self._groups(["status"]):
+                for v in pc.value_counts(group.column(0)).to_pylist():
+                    if v["values"] is not None:
+                        out[str(v["values"])] = out.get(str(v["values"]), 0) + int(v["counts"])
+            self._status_counts = out
+        return dict(self._status_counts)
 
     def _groups(self, names: list[str]):  # type: ignore[no-untyped-def]
         if self._only is not None:
@@ -137,36 +151,47 @@ class ParquetRequests:
             self._ok = out
         return self._ok
 
-    def mask(self, names: list[str], test: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
-        if self._only is not None:  # the columns as ``columns`` gives them (as to_pandas would), without to_pandas
-            return np.asarray(test(self.columns(names)), dtype=bool)
+    def mask(self, names: list[str], test: Callable[..., np.ndarray]) -> np.ndarray:
+        if self._only is not None:
+            return np.asarray(test(*(self.column(n) for n in names)), dtype=bool)
         out = np.empty(self.rows, dtype=bool)
         at = 0
         for group in self._groups(names):  # one row group's columns at a time: memory, 1 B per request
-            out[at:at + group.num_rows] = np.asarray(test(group.to_pandas()), dtype=bool)
+            values = (group.column(i).to_numpy(zero_copy_only=False) for i in range(len(names)))
+            out[at:at + group.num_rows] = np.asarray(test(*values), dtype=bool)
             at += group.num_rows
         return out
 
-    def columns(self, names: list[str], ok_only: bool = False) -> pd.DataFrame:
+    def column(self, name: str, ok_only: bool = False) -> np.ndarray:
+        if self._only is not None:  # converted once per (column, rows) and kept: a summary asks some twice
+            key = (name, ok_only)
+            if key not in self._cache:
+                values = self._only.column(name)
+                array = (values.filter(self._ok_filter()) if ok_only else values).to_numpy(zero_copy_only=False)
+                array.flags.writeable = False  # shared by every caller
+                self._cache[key] = array
+            return self._cache[key]
         mask = self.ok_mask() if ok_only else None
-        out: dict[str, np.ndarray] = {}
+        out: np.ndarray | None = None
         src = dst = 0  # rows read from the file / rows kept
-        for group in self._groups(names):
+        for group in self._groups([name]):
             rows = group.num_rows
             if mask is not None:
                 group = group.filter(mask[src:src + rows])
             src += rows
-            for name in names:
-                values = group.column(name).to_numpy(zero_copy_only=False)  # ints with nulls -> float, NaN
-                col = out.get(name)
-                if col is None:
-                    col = out[name] = np.empty(int(mask.sum()) if mask is not None else self.rows, values.dtype)
-                elif col.dtype != values.dtype:  # an int column meets a group with nulls: float, as to_pandas
-                    col = out[name] = col.astype(np.result_type(col.dtype, values.dtype))
-                col[dst:dst + group.num_rows] = values
+            values = group.column(0).to_numpy(zero_copy_only=False)  # ints with nulls -> float, NaN
+            if out is None:
+                out = np.empty(int(mask.sum()) if mask is not None else self.rows, values.dtype)
+            elif out.dtype != values.dtype:  # an int column meets a group with nulls: float, as to_pandas
+                out = out.astype(np.result_type(out.dtype, values.dtype))
+            out[dst:dst + group.num_rows] = values
             dst += group.num_rows
-        # the dict in ``names`` order: no ``columns=`` (a reindex that cost 150 us of the 170 per call)
-        return pd.DataFrame({m: out.get(m, np.empty(0)) for m in names}, copy=False)
+        return out if out is not None else np.empty(0)
+
+    def _ok_filter(self) -> pa.Array:
+        if self._ok_arrow is None:
+            self._ok_arrow = pa.array(self.ok_mask())
+        return self._ok_arrow
 
 
 def as_table(req: pd.DataFrame | RequestTable | None) -> RequestTable:

@@ -132,9 +132,9 @@ def _per_million(amount: float | None, tokens: float) -> float | None:
 def efficiency_kpis(req: pd.DataFrame | RequestTable, cost: float, cost_usd: float | None,
                     energy_kwh: float | None) -> dict[str, Any]:
     """summary.json ``efficiency``: run cost and energy per million tokens of requests that finished ok."""
-    ok = as_table(req).columns(["input_tokens", "output_tokens"], ok_only=True)
-    out_tok = float(pd.to_numeric(ok["output_tokens"], errors="coerce").fillna(0).sum())
-    all_tok = out_tok + float(pd.to_numeric(ok["input_tokens"], errors="coerce").fillna(0).sum())
+    table = as_table(req)  # null token counts count 0 (nansum)
+    out_tok = float(np.nansum(table.column("output_tokens", ok_only=True)))
+    all_tok = out_tok + float(np.nansum(table.column("input_tokens", ok_only=True)))
     return {
         "cost_per_1m_output_tokens": _per_million(cost, out_tok),
         "cost_per_1m_total_tokens": _per_million(cost, all_tok),

@@ -186,10 +186,10 @@ def test_a_one_row_group_file_is_read_once(tmp_path: Path, monkeypatch: Any) -> 
     for t in (one, three):  # the same answers from memory as from the file: ok rows 0, 2, 4
         assert t.status_counts() == {"ok": 3, "rejected": 1, "timeout": 1}
         assert t.ok_mask().tolist() == [True, False, True, False, True]
-        assert t.columns(["ttft_ms"], ok_only=True)["ttft_ms"].tolist() == [100.0, 102.0, 104.0]
-        assert t.columns(["request_id"])["request_id"].tolist() == [0, 1, 2, 3, 4]
+        assert t.column("ttft_ms", ok_only=True).tolist() == [100.0, 102.0, 104.0]
+        assert t.column("request_id").tolist() == [0, 1, 2, 3, 4]
     # the one-group file was read whole when opened; the other is read group by group, each call:
-    # status_counts 3 + ok_mask 3 + columns(ok_only) 3 + columns 3 = 12 reads of groups 0, 1, 2
+    # status_counts 3 + ok_mask 3 + column(ok_only) 3 + column 3 = 12 reads of groups 0, 1, 2
     assert reads == [0, 1, 2] * 4
 
 
