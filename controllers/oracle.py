@@ -30,6 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from scalearena.contracts.tunable import tune
@@ -80,15 +81,18 @@ class Oracle(AutoscalerBase):
 
     def __init__(self, config: OracleConfig) -> None:
         super().__init__(config)
-        self._sorted: dict[str, tuple[ArrivalForecast, list[float], list[int], list[int]]] = {}
+        self._sorted: dict[str, tuple[ArrivalForecast, list[float], np.ndarray, np.ndarray]] = {}
         self._alloc: dict[tuple[Any, ...], tuple[_Alloc, float]] = {}
 
-    def _schedule(self, fc: ArrivalForecast) -> tuple[list[float], list[int], list[int]]:
+    def _schedule(self, fc: ArrivalForecast) -> tuple[list[float], np.ndarray, np.ndarray]:
+        """The forecast in arrival order (a stable sort: ties keep schedule order): arrival times as
+        floats for ``bisect``, token counts as int64 arrays whose window slices are views."""
         hit = self._sorted.get(fc.model)
         if hit is None or hit[0] is not fc:
-            order = sorted(range(len(fc.arrival_s)), key=lambda k: fc.arrival_s[k])
-            hit = (fc, [float(fc.arrival_s[k]) for k in order], [int(fc.input_tokens[k]) for k in order],
-                   [int(fc.output_tokens[k]) for k in order])
+            arr = np.asarray(fc.arrival_s, dtype=np.float64)
+            order = np.argsort(arr, kind="stable")
+            hit = (fc, arr[order].tolist(), np.asarray(fc.input_tokens, dtype=np.int64)[order],
+                   np.asarray(fc.output_tokens, dtype=np.int64)[order])
             self._sorted[fc.model] = hit
         return hit[1], hit[2], hit[3]
 

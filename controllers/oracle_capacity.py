@@ -33,7 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .base import StepModel
+
+Tokens = Sequence[int] | np.ndarray  # one window's token counts, in schedule order
 
 
 @dataclass(frozen=True)
@@ -45,36 +49,49 @@ class Capacity:
     latency_kind: str
 
 
-def kv_slots(engine: Mapping[str, Any], inputs: Sequence[int], outputs: Sequence[int], kv_target: float) -> int | None:
+def kv_slots(engine: Mapping[str, Any], inputs: Tokens, outputs: Tokens, kv_target: float) -> int | None:
     blocks = engine.get("kv_cache_blocks")
-    if not blocks or not inputs:
+    if not blocks or not len(inputs):
         return None
     bs = int(engine.get("block_size") or 16)
-    per_req = sum(math.ceil((i + o) / bs) for i, o in zip(inputs, outputs, strict=True)) / len(inputs)
-    return max(1, math.floor(kv_target * blocks / per_req + 1e-9))
+    # blocks per request: the integer ceiling -(-(i + o) // bs), which equals math.ceil((i + o) / bs) for
+    # counts below 2**53; their sum is exact in int64, so the mean is the same as summing Python ints
+    total = int((-((-(_ints(inputs) + _ints(outputs))) // bs)).sum())
+    return max(1, math.floor(kv_target * blocks / (total / len(inputs)) + 1e-9))
 
 
-def _constant_total(lat: Mapping[str, Any], slots: int, max_num_seqs: int, inputs: Sequence[int],
-                    outputs: Sequence[int]) -> float:
-    """Summed service seconds of the requests under the constant latency model. The settings are read
-    once per call, not once per request (the paper run's plan read five dicts per request: 5 ms of a
-    0.12 s run); each request's term is the same arithmetic in the same order, so the same sum."""
+def _ints(xs: Tokens) -> np.ndarray:
+    return np.asarray(xs, dtype=np.int64)
+
+
+def _sum_in_order(terms: np.ndarray) -> float:
+    """``sum`` of the terms as Python floats, in order: numpy computes each term with the same IEEE
+    operations in the same order as the per-request expression it replaces, and Python's own
+    ``sum`` adds them, so the total is the one the generator expression gave (np.sum adds pairwise)."""
+    return float(sum(terms.tolist()))
+
+
+def _constant_total(lat: Mapping[str, Any], slots: int, max_num_seqs: int, inputs: Tokens,
+                    outputs: Tokens) -> float:
+    """Summed service seconds of the requests under the constant latency model: each request's term
+    (ttft_ms + max(0, o - 1) x itl_ms) x k / 1000, or with overhead + i x per-token prefill in place of
+    ttft_ms, computed for the whole window at once (the settings are read once, not per request)."""
     f = float(lat.get("time_factor_under_load", 1.0))
     k = 1.0 if max_num_seqs <= 1 else 1.0 + (f - 1.0) * (slots - 1) / (max_num_seqs - 1)
     ttft_ms = float(lat.get("ttft_ms", 0.0))
     itl_ms = float(lat.get("itl_ms", 0.0))
+    decode_ms = np.maximum(_ints(outputs) - 1, 0) * itl_ms
     if ttft_ms > 0:
-        return sum((ttft_ms + max(0, o - 1) * itl_ms) * k / 1000.0 for o in outputs)
+        return _sum_in_order((ttft_ms + decode_ms) * k / 1000.0)
     overhead = float(lat.get("prefill_overhead_ms", 0.0))
     per_token = float(lat.get("prefill_time_per_token_ms", 0.0))
-    return sum((overhead + i * per_token + max(0, o - 1) * itl_ms) * k / 1000.0
-               for i, o in zip(inputs, outputs, strict=True))
+    return _sum_in_order((overhead + _ints(inputs) * per_token + decode_ms) * k / 1000.0)
 
 
 def replica_capacity(
     engine: Mapping[str, Any],
-    inputs: Sequence[int],
-    outputs: Sequence[int],
+    inputs: Tokens,
+    outputs: Tokens,
     kv_target: float,
     default_ttft_ms: float,
     default_itl_ms: float,
@@ -90,12 +107,14 @@ def replica_capacity(
     if kind == "constant":
         total = _constant_total(lat, slots, max_num_seqs, inputs, outputs)
     elif kind == "roofline" and roofline is not None:
-        ctx = sum(i + o / 2 for i, o in zip(inputs, outputs, strict=True)) / n
+        ins, outs = _ints(inputs), _ints(outputs)
+        ctx = _sum_in_order(ins + outs / 2) / n
         decode = roofline.step_s(0, 0.0, slots, slots * ctx)
-        total = sum(roofline.step_s(i, i * i / 2, slots - 1, (slots - 1) * ctx) + max(0, o - 1) * decode
-                    for i, o in zip(inputs, outputs, strict=True))
+        step, n_dec, ctx_dec = roofline.step_s, slots - 1, (slots - 1) * ctx
+        total = sum(step(i, i * i / 2, n_dec, ctx_dec) + m * decode
+                    for i, m in zip(ins.tolist(), np.maximum(outs - 1, 0).tolist(), strict=True))
     else:
         kind = "default"
-        total = sum((default_ttft_ms + max(0, o - 1) * default_itl_ms) / 1000.0 for o in outputs)
+        total = _sum_in_order((default_ttft_ms + np.maximum(_ints(outputs) - 1, 0) * default_itl_ms) / 1000.0)
     service = max(total / n, 1e-6)
     return Capacity(slots, kv, service, slots / service, kind)

@@ -12,9 +12,12 @@ meet once. A test (tests/unit/test_backend_conformance.py) fails if
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
+
+import numpy as np
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.controllers.base import (
@@ -137,14 +140,15 @@ class OraclePlanStream:
             self._by_model.setdefault(v.model, []).append(v)
         self._replicas: dict[str, list[int]] = {v.name: [] for v in views}
         self._floor = {v.name: v.min_replicas for v in views}
-        # model -> its open window: (index, start, end, arrivals, input tokens, output tokens, and the three
-        # lists' appends, bound once: add() runs once per request)
+        # model -> its open window: (start, end, index, its arrivals, input tokens and output tokens as
+        # machine arrays (numpy reads them without a copy), and their appends, bound once: add() runs
+        # once per request)
         self._open: dict[str, tuple[Any, ...]] = {}
-        self._last = -math.inf  # the latest arrival added (-inf: none yet)
+        self._last = -math.inf  # the latest arrival of a closed window (-inf: none yet)
 
     def add(self, model: str, arrival_s: float, input_tokens: int, output_tokens: int) -> None:
         cur = self._open.get(model)
-        if cur is None or not cur[1] <= arrival_s < cur[2]:  # the first of its window (or of an unknown model)
+        if cur is None or not cur[0] <= arrival_s < cur[1]:  # the first of its window (or of an unknown model)
             if model not in self._by_model:
                 return
             w = self._w
@@ -154,24 +158,23 @@ class OraclePlanStream:
             while arrival_s >= (b + 1) * w:
                 b += 1
             self._close(model, b)
-            arr: list[float] = []
-            ins: list[int] = []
-            outs: list[int] = []
-            cur = self._open[model] = (b, b * w, (b + 1) * w, arr, ins, outs, arr.append, ins.append, outs.append)
+            arr, ins, outs = array("d"), array("q"), array("q")
+            cur = self._open[model] = (b * w, (b + 1) * w, b, arr, ins, outs, arr.append, ins.append, outs.append)
         cur[6](arrival_s)
         cur[7](input_tokens)
         cur[8](output_tokens)
-        if arrival_s > self._last:
-            self._last = arrival_s
 
     def _close(self, model: str, until: int) -> None:
         """Plan the model's open window and every empty one before window ``until``."""
         cur = self._open.pop(model, None)
+        if cur is not None:
+            self._last = max(self._last, max(cur[3]))
         vs = self._by_model[model]
         done = len(self._replicas[vs[0].name])
         for b in range(done, until):
-            if cur is not None and b == cur[0]:
-                fc = ArrivalForecast(model, tuple(cur[3]), tuple(cur[4]), tuple(cur[5]))
+            if cur is not None and b == cur[2]:
+                fc = ArrivalForecast(model, np.frombuffer(cur[3]), np.frombuffer(cur[4], dtype=np.int64),
+                                     np.frombuffer(cur[5], dtype=np.int64))
             else:
                 fc = ArrivalForecast(model, (), (), ())
             for name, n in self._oracle.window_replicas(model, fc, vs, b).items():
@@ -179,9 +182,10 @@ class OraclePlanStream:
 
     def plan(self) -> dict[str, Any] | None:
         """The plan up to the last request added (None when none was)."""
-        if self._last == -math.inf:
+        last = max([self._last, *(max(cur[3]) for cur in self._open.values())])
+        if last == -math.inf:
             return None
-        n = max(1, math.ceil((float(self._last) + 1e-6) / self._w - 1e-9))
+        n = max(1, math.ceil((float(last) + 1e-6) / self._w - 1e-9))
         for model in self._by_model:
             self._close(model, n)
         return {"window_s": self._w, "replicas": {k: v[:n] for k, v in self._replicas.items()},

@@ -1,7 +1,11 @@
 """Oracle on a constant-rate forecast: capacity by hand, cold-start lead, cheapest first."""
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from scalearena.controllers.base import ArrivalForecast
@@ -39,6 +43,65 @@ def test_replica_capacity_per_token_prefill_and_load_factor():
     assert (cap.slots, cap.kv_slots) == (14, 14)
     assert cap.service_s == pytest.approx((10050 + 1100) * (1 + 2 * 13 / 255) / 2 / 1000)
     assert cap.service_s == pytest.approx(6.1434, abs=1e-4)
+
+class ToyRoofline:
+    """A step time linear in every argument: enough to check the roofline sum term by term."""
+
+    def step_s(self, prefill_tokens: int, prefill_pairs: float, n_decoding: int, ctx_tokens: float) -> float:
+        return 1e-3 + prefill_tokens * 1e-5 + prefill_pairs * 3e-9 + n_decoding * 1e-4 + ctx_tokens * 7e-8
+
+
+def per_request_service(engine: dict, ins: list[int], outs: list[int], slots: int) -> float:
+    """The summed service seconds as one expression per request, added in order by ``sum`` (the form
+    replica_capacity had before it computed a window's terms with numpy): the fast path must give the
+    very same float, since the oracle plan feeds summary.json byte for byte."""
+    lat, pairs = engine.get("latency") or {}, list(zip(ins, outs, strict=True))
+    if lat.get("kind") == "roofline":
+        rf, ctx = ToyRoofline(), sum(i + o / 2 for i, o in pairs) / len(ins)
+        decode = rf.step_s(0, 0.0, slots, slots * ctx)
+        return sum(rf.step_s(i, i * i / 2, slots - 1, (slots - 1) * ctx) + max(0, o - 1) * decode for i, o in pairs)
+    if lat.get("kind") != "constant":
+        return sum((100 + max(0, o - 1) * 20) / 1000.0 for o in outs)  # default_ttft_ms 100, default_itl_ms 20
+    f = float(lat.get("time_factor_under_load", 1.0))
+    k = 1.0 + (f - 1.0) * (slots - 1) / (engine["max_num_seqs"] - 1)
+    if lat.get("ttft_ms", 0) > 0:
+        return sum((lat["ttft_ms"] + max(0, o - 1) * lat["itl_ms"]) * k / 1000.0 for o in outs)
+    return sum((lat["prefill_overhead_ms"] + i * lat["prefill_time_per_token_ms"] + max(0, o - 1) * lat["itl_ms"])
+               * k / 1000.0 for i, o in pairs)
+
+
+LATENCIES = [{"kind": "constant", "ttft_ms": 100.3, "itl_ms": 10.7, "time_factor_under_load": 2.5},
+             {"kind": "constant", "prefill_overhead_ms": 50.1, "prefill_time_per_token_ms": 0.013, "itl_ms": 9.9,
+              "time_factor_under_load": 3.0},
+             {"kind": "roofline"}, {}]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 9000), st.integers(1, 3000)), min_size=1, max_size=400),
+       st.sampled_from(LATENCIES))
+def test_a_windows_capacity_is_the_per_request_sum_exactly(reqs: list[tuple[int, int]], lat: dict) -> None:
+    ins, outs = [i for i, _ in reqs], [o for _, o in reqs]
+    engine = {**ENGINE, "latency": lat}
+    cap = replica_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline())
+    blocks = sum(math.ceil((i + o) / 16) for i, o in reqs) / len(reqs)
+    assert cap.kv_slots == max(1, math.floor(0.8 * 1024 / blocks + 1e-9))
+    assert cap.service_s == max(per_request_service(engine, ins, outs, cap.slots) / len(reqs), 1e-6)
+
+
+def test_an_unordered_forecast_is_read_in_arrival_order_ties_in_schedule_order():
+    # arrivals 40, 5, 40, 70 s: window [30, 60) holds the first and third (1000 and 3000 prompt tokens);
+    # blocks ceil(1200/16) = 75 and ceil(3200/16) = 200, mean 137.5; floor(0.8 x 1024 / 137.5) = floor(5.96) = 5
+    # slots; S = 100 ms + 199 x 10 ms = 2.09 s for both (200 output tokens); rate 2 / 30 s = 0.0667 req/s
+    # needs ceil(0.0667 / (5 / 2.09)) = ceil(0.0279) = 1 replica; window [0, 30) holds one, [60, 90) one
+    fc = ArrivalForecast("m", (40.0, 5.0, 40.0, 70.0), (1000, 10, 3000, 10), (200, 200, 200, 200))
+    o = Oracle(OracleConfig())
+    arr, ins, outs = o._schedule(fc)
+    assert (arr, ins.tolist(), outs.tolist()) == ([5.0, 40.0, 40.0, 70.0], [10, 1000, 3000, 10], [200] * 4)
+    alloc, rate = o._allocate("m", fc, [variant(engine=ENGINE)], 1)
+    n, cap = alloc["v"]
+    assert (n, cap.slots, rate) == (1, 5, 2 / 30)
+    assert cap.service_s == pytest.approx(2.09)
+
 
 def test_constant_rate_gives_littles_law_replicas():
     # 2 req/s x 10.09 s = 20.18 in flight / 6 slots = 3.36 -> 4 replicas
