@@ -19,13 +19,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalearena.contracts.records import FAILURE_CAUSES, TIMESERIES_COLUMNS
+from scalearena.contracts.records import FAILURE_CAUSES
 
 from .provisioning import vs_oracle
 from .recovery import slo_recovery
 from .request_table import RequestTable, as_table
 from .scaling import efficiency_kpis, scaling_kpis
-from .usage import IDLE_POWER_FRACTION, integrate, sum_or_none
+from .usage import (
+    IDLE_POWER_FRACTION,
+    Timeseries,
+    TimeseriesColumns,
+    as_float,
+    integrate,
+    sum_or_none,
+    timeseries_columns,
+)
 from .verdict import DEFAULT_TARGET
 
 PERCENTILES = (50, 90, 99)
@@ -74,13 +82,6 @@ def json_clean(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
-
-
-def _frame(df: pd.DataFrame | None, columns: tuple[str, ...]) -> pd.DataFrame:
-    if df is None:
-        return pd.DataFrame(columns=list(columns))
-    missing = [c for c in columns if c not in df.columns]
-    return df.assign(**{c: None for c in missing}) if missing else df
 
 
 def _per_s(count: float, duration: float) -> float | None:
@@ -134,33 +135,33 @@ def _generation(meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _timeseries_stats(ts: pd.DataFrame) -> dict[str, Any]:
-    if ts.empty:
+def _timeseries_stats(ts: TimeseriesColumns) -> dict[str, Any]:
+    if not len(ts["t_s"]):
         return {"kv_usage_mean": None, "kv_usage_max": None, "queue_mean": None, "queue_max": None}
-    kv_mean = pd.to_numeric(ts["kv_usage_mean"], errors="coerce")
-    kv_max = pd.to_numeric(ts["kv_usage_max"], errors="coerce")
+    kv_mean, kv_max = as_float(ts["kv_usage_mean"]), as_float(ts["kv_usage_max"])
     queue = _queue_per_sample(ts)
-    return {
-        "kv_usage_mean": float(kv_mean.mean()) if kv_mean.notna().any() else None,
-        "kv_usage_max": float(kv_max.max()) if kv_max.notna().any() else None,
+    return {  # nanmean: pandas' mean of the values that are not null (their sum over their count)
+        "kv_usage_mean": float(np.nanmean(kv_mean)) if _any_value(kv_mean) else None,
+        "kv_usage_max": float(np.nanmax(kv_max)) if _any_value(kv_max) else None,
         "queue_mean": float(queue.mean()),
         "queue_max": int(queue.max()),
     }
 
 
-def _queue_per_sample(ts: pd.DataFrame) -> pd.Series | np.ndarray:
+def _queue_per_sample(ts: TimeseriesColumns) -> pd.Series | np.ndarray:
     """Queue per sample time = waiting in engines (all variants) + held at the gateway (one value per model:
     its first row's). Whole numbers, so any summing order gives the same mean; numpy and one pass over the
     rows when the columns are numbers (pandas' group-bys cost 1 ms of a paper run's summary)."""
     cols = (ts["t_s"], ts["waiting"], ts["router_queue"])
-    if not all(isinstance(c.dtype, np.dtype) and c.dtype.kind in "iuf" for c in cols):
-        waiting = ts.groupby("t_s")["waiting"].sum()
-        gateway = ts.groupby(["t_s", "model"])["router_queue"].first().groupby("t_s").sum()
+    if not all(c.dtype.kind in "iuf" for c in cols):
+        df = pd.DataFrame({c: ts[c] for c in ("t_s", "model", "waiting", "router_queue")})
+        waiting = df.groupby("t_s")["waiting"].sum()
+        gateway = df.groupby(["t_s", "model"])["router_queue"].first().groupby("t_s").sum()
         return waiting.add(gateway, fill_value=0)
-    t = cols[0].to_numpy(dtype=float)
+    t = as_float(cols[0])
     keep = ~np.isnan(t)  # group-bys drop null keys
     times, at = np.unique(t[keep], return_inverse=True)
-    queue = np.bincount(at, weights=np.nan_to_num(cols[1].to_numpy(dtype=float)[keep]), minlength=len(times))
+    queue = np.bincount(at, weights=np.nan_to_num(as_float(cols[1])[keep]), minlength=len(times))
     first: set[tuple[int, Any]] = set()
     for i, model, held in zip(at.tolist(), ts["model"][keep].tolist(), cols[2][keep].tolist(), strict=True):
         if model is not None and model == model and held == held and (i, model) not in first:  # first non-null
@@ -178,16 +179,17 @@ def _recovery(req: RequestTable, slo: dict[str, Any], duration: float, meta: dic
 
 
 def summarize(  # size: the summary.json schema as one literal; its keys read in DESIGN.md's order
-    req: pd.DataFrame | RequestTable | None, ts: pd.DataFrame | None, decisions: list[dict[str, Any]],
+    req: pd.DataFrame | RequestTable | None, ts: Timeseries, decisions: list[dict[str, Any]],
     meta: dict[str, Any],
 ) -> dict[str, Any]:
     """summary.json for one run (keys fixed by DESIGN.md, plus documented extras).
 
     ``req``: the request records as a DataFrame or a ``RequestTable`` (RunWriter passes its
     requests.parquet, read a few columns at a time, so a day-long run is summarized in bounded
-    memory); read it through ``RequestTable.column`` only."""
+    memory); read it through ``RequestTable.column`` only. ``ts``: the timeseries as a DataFrame, an
+    Arrow table or its columns (``usage.timeseries_columns``: converted once, read as numpy)."""
     requests = as_table(req)
-    ts = _frame(ts, TIMESERIES_COLUMNS)
+    ts = timeseries_columns(ts)
     decisions = list(decisions or [])
     duration = float(meta.get("duration_s") or 0.0)
     slo = dict(meta.get("slo") or {"ttft_ms": float("inf"), "itl_ms": float("inf")})

@@ -26,9 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from .usage import sample_weights
+from .usage import Timeseries, as_float, sample_weights, timeseries_columns
 
 
 def _need(plan: dict[str, Any], variant: str, windows: np.ndarray) -> np.ndarray:
@@ -40,24 +39,25 @@ def _need(plan: dict[str, Any], variant: str, windows: np.ndarray) -> np.ndarray
     return np.where(windows < sched.size, sched[np.minimum(windows, sched.size - 1)], fill)
 
 
-def vs_oracle(ts: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
+def vs_oracle(ts: Timeseries, meta: dict[str, Any]) -> dict[str, Any]:
     """summary.json ``scaling.vs_oracle`` (module docstring); nulls without a plan or a timeseries."""
     plan = meta.get("oracle_plan")
     window = float(plan["window_s"]) if isinstance(plan, dict) and plan.get("window_s") else None
     out: dict[str, Any] = {"under_provisioned_gpu_s": None, "over_provisioned_gpu_s": None, "oracle_gpu_s": None,
                            "window_s": window}
-    if not isinstance(plan, dict) or not plan.get("replicas") or window is None or ts is None or ts.empty:
+    ts = timeseries_columns(ts)
+    if not isinstance(plan, dict) or not plan.get("replicas") or window is None or not len(ts["t_s"]):
         return out
     info = {str(v["name"]): v for v in meta.get("variants") or [] if isinstance(v, dict) and "name" in v}
     gpus = {name: int(v.get("gpus_per_replica") or 1) for name, v in info.items()}
-    times, at = np.unique(ts["t_s"].to_numpy(dtype=float), return_inverse=True)
+    times, at = np.unique(as_float(ts["t_s"]), return_inverse=True)
     w = sample_weights(times, float(meta.get("sample_interval_s") or 0.0))
     windows = np.floor(np.maximum(times - 1e-9, 0.0) / window).astype(int)
-    models, variants = ts["model"].to_numpy(dtype=str), ts["variant"].to_numpy(dtype=str)
+    models, variants = np.asarray(ts["model"], dtype=str), np.asarray(ts["variant"], dtype=str)
     k = np.array([gpus.get(v, 1) for v in variants], dtype=float)
-    ready_g = k * ts["ready_replicas"].to_numpy(dtype=float)
-    billed_g = k * (ts["ready_replicas"].to_numpy(dtype=float) + ts["pending_replicas"].to_numpy(dtype=float)
-                    + ts["terminating_replicas"].to_numpy(dtype=float))
+    ready_g = k * as_float(ts["ready_replicas"])
+    billed_g = k * (as_float(ts["ready_replicas"]) + as_float(ts["pending_replicas"])
+                    + as_float(ts["terminating_replicas"]))
     model_of = {**dict(zip(variants, models, strict=True)),
                 **{n: str(v.get("model")) for n, v in info.items() if v.get("model")}}
     under = over = need_all = 0.0

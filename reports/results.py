@@ -238,9 +238,9 @@ class RunWriter:
         self._requests.publish()
         self._timeseries.publish()
         # the tables just written, from memory when each is one row group (no read-back of the files)
-        ts_table = self._timeseries.published_table()
-        # one thread: the pool's hand-offs cost more than 120 rows (0.8 -> 0.1 ms of CPU)
-        ts = ts_table.to_pandas(use_threads=False) if ts_table is not None else pd.read_parquet(self._timeseries.path)
+        ts = self._timeseries.published_table()  # read as numpy columns (usage.timeseries_columns), no pandas
+        if ts is None:
+            ts = pq.read_table(self._timeseries.path)
         statuses = {str(k): n for k, n in self._tally.status.items() if k is not None}  # every row published, counted
         requests = ParquetRequests(self._requests.path, self._requests.published_table(), statuses)
         summary = summarize(requests, ts, self.decisions, self.meta)

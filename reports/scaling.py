@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .request_table import RequestTable, as_table
+from .usage import Timeseries, TimeseriesColumns, as_float, timeseries_columns
 
 # Two applied changes of one variant in opposite directions at most this far apart are one oscillation.
 OSCILLATION_WINDOW_S = 300.0
@@ -68,14 +69,15 @@ def _variant_counts(changes: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def ready_lags(changes: list[dict[str, Any]], ts: pd.DataFrame) -> tuple[list[float], int]:
+def ready_lags(changes: list[dict[str, Any]], ts: Timeseries) -> tuple[list[float], int]:
     """Seconds from each scale-up decision to the first timeseries sample of its variant, at or
     after the decision, with ``ready_replicas >= desired_replicas``. A scale-up that a later
     scale-down of the same variant overtakes before that sample, or that the run never sees
     ready, is unmatched. Returns (lags, unmatched)."""
     lags: list[float] = []
     unmatched = 0
-    by_variant = _samples_by_variant(ts) if len(ts) and changes else {}
+    ts = timeseries_columns(ts)
+    by_variant = _samples_by_variant(ts) if len(ts["t_s"]) and changes else {}
     for i, d in enumerate(changes):
         if _direction(d) < 0:
             continue
@@ -95,13 +97,13 @@ def ready_lags(changes: list[dict[str, Any]], ts: pd.DataFrame) -> tuple[list[fl
     return lags, unmatched
 
 
-def _samples_by_variant(ts: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _samples_by_variant(ts: TimeseriesColumns) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each variant's sample times and ready replicas, in time order (numpy: a pandas group-by and a
     sort per variant cost ~0.5 ms of a paper run's summary). Rows at one time keep their order; which
     of them comes first cannot change a lag, all having the same time."""
-    variant = ts["variant"].to_numpy()
-    t_all = ts["t_s"].to_numpy(dtype=float)
-    ready_all = ts["ready_replicas"].to_numpy(dtype=float)
+    variant = ts["variant"]
+    t_all = as_float(ts["t_s"])
+    ready_all = as_float(ts["ready_replicas"])
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for v in {x for x in variant.tolist() if x is not None and x == x}:  # group-by drops null keys
         mine = variant == v
@@ -110,7 +112,7 @@ def _samples_by_variant(ts: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndar
     return out
 
 
-def scaling_kpis(req: pd.DataFrame | RequestTable, ts: pd.DataFrame, decisions: list[dict[str, Any]]) -> dict[str, Any]:
+def scaling_kpis(req: pd.DataFrame | RequestTable, ts: Timeseries, decisions: list[dict[str, Any]]) -> dict[str, Any]:
     """summary.json ``scaling``: counts, steps, oscillations, decision-to-ready lag, killed requests."""
     changes = applied_changes(decisions)
     lags, unmatched = ready_lags(changes, ts)
