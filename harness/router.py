@@ -63,10 +63,11 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from scalearena.workloads.base import RequestSpec, prefix_units
 
+from .engine.core import Engine
 from .engine.prefix_cache import chain_keys
 
 PREFIX_LRU_BLOCKS = 31250  # llm-d approximate prefix scorer's default lruCapacityPerServer (blocks per server)
@@ -108,14 +109,23 @@ class Booking:
 NO_BOOKING = Booking()
 
 
-class Route(NamedTuple):
-    """The router's answer for one request (a named tuple: one is made per request routed)."""
+class Route:
+    """The router's answer for one request (a slotted class: one is made per request routed, natively in
+    the compiled build, where a named tuple is built by a Python call)."""
 
-    kind: Literal["pod", "reject", "queue", "hold"]
-    pod: RoutedPod | None = None  # the pod that decodes (and streams) the request
-    scores: dict[str, float] | None = None
-    prefill: RoutedPod | None = None  # P/D: the pod that prefills it first (None: served by ``pod`` alone)
-    booked: Booking = NO_BOOKING  # in-flight tokens to release at the first token
+    __slots__ = ("kind", "pod", "scores", "prefill", "booked")
+
+    def __init__(self, kind: Literal["pod", "reject", "queue", "hold"], pod: RoutedPod | None = None,
+                 scores: dict[str, float] | None = None, prefill: RoutedPod | None = None,
+                 booked: Booking = NO_BOOKING) -> None:
+        self.kind = kind
+        self.pod = pod  # the pod that decodes (and streams) the request
+        self.scores = scores
+        self.prefill = prefill  # P/D: the pod that prefills it first (None: served by ``pod`` alone)
+        self.booked = booked  # in-flight tokens to release at the first token
+
+    def __repr__(self) -> str:
+        return f"Route(kind={self.kind!r}, pod={self.pod and self.pod.name!r}, prefill={self.prefill and self.prefill.name!r})"
 
 
 QUEUE, REJECT, HOLD = Route("queue"), Route("reject"), Route("hold")  # immutable: one of each serves every request
@@ -126,6 +136,12 @@ class Router:
         self.spec = spec
         self.w = spec.scorers
         self.adm = spec.admission
+        # what every request reads of the spec, held as plain values (the compiled build reads them unboxed)
+        self._refresh_s = float(spec.refresh_s)
+        self._kv_t, self._q_t = float(self.adm.kv_threshold), float(self.adm.queue_threshold)
+        self._wq, self._wkv, self._wpc = float(self.w.queue), float(self.w.kv_cache), float(self.w.prefix_cache)
+        self._reject = self.adm.kind == "saturation"
+        self._hold = self.adm.kind == "flow_control"
         self.rng = random.Random(seed)
         self._pods: dict[str, list[RoutedPod]] = {}  # model -> ready decode / both pods (insertion order)
         self._prefill: dict[str, list[RoutedPod]] = {}  # model -> ready prefill pods
@@ -172,20 +188,21 @@ class Router:
         refreshed = self._refresh(now, req.model, pods)
         prefill = self._prefill.get(req.model)
         pf = self._refresh(now, f"{req.model}\x00prefill", prefill) if prefill else None
-        if self.adm.kind == "saturation" and refreshed[3] and (pf is None or pf[3]):
+        if self._reject and refreshed[3] and (pf is None or pf[3]):
             return REJECT
-        if self.adm.kind == "flow_control" and self.saturated(req.model):
+        if self._hold and self.saturated(req.model):
             return HOLD
         if units is None:
             units = prefix_units(req)
         keys, sizes = chain_keys(units, 1) if units else ((), ())  # sizes: tokens per unit
-        total = max(1, req.input_tokens, sum(sizes))
+        total = max(1, req.input_tokens, sum(sizes)) if keys else 1  # read by _pick with keys only
         pod = self._pick(pods, refreshed, keys, sizes, total)
         matched = self._matched(pod, keys, sizes) if keys else 0
         p_pod = None
         if pf is not None and prefill and self._disaggregate(req.input_tokens, matched):
             p_pod = self._pick(prefill, pf, keys, sizes, total)
-        booked: list[tuple[RoutedPod, int]] = [(pod, max(0, req.input_tokens - matched))]
+        uncached = req.input_tokens - matched
+        booked: list[tuple[RoutedPod, int]] = [(pod, uncached if uncached > 0 else 0)]
         if p_pod is not None:
             booked.append((p_pod, max(0, req.input_tokens - (self._matched(p_pod, keys, sizes) if keys else 0))))
         for target, n in booked:
@@ -200,7 +217,7 @@ class Router:
         """The highest weighted score of one pool (prefix affinity among the pods believed to hold the
         prompt's first unit), ties broken by the seeded random choice."""
         base, _, ties, _ = refreshed
-        if keys and self.w.prefix_cache > 0.0:
+        if keys and self._wpc > 0.0:
             cand: dict[int, float] = {}
             holders = self._index.get(keys[0])
             if holders:
@@ -208,7 +225,7 @@ class Router:
                 for name, p in holders.items():
                     i = pos.get(name)
                     if i is not None:
-                        cand[i] = base[i] + self.w.prefix_cache * self._matched(p, keys, sizes) / total
+                        cand[i] = base[i] + self._wpc * self._matched(p, keys, sizes) / total
             best = max([base[ties[0]], *cand.values()])
             choice = sorted({i for i in ties if base[i] >= best} | {i for i, s in cand.items() if s >= best})
             return pods[choice[0] if len(choice) == 1 else self.rng.choice(choice)]
@@ -223,7 +240,7 @@ class Router:
         """Flow control's saturation detector: every ready pod at waiting (plus what this slot sent it)
         >= queue_threshold or KV usage >= kv_threshold (on the last refreshed snapshot), decode and
         prefill pods alike."""
-        kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
+        kv_t, q_t = self._kv_t, self._q_t
 
         def full(pods: list[RoutedPod]) -> bool:
             return all(p.snapshot[0] + p.sent >= q_t or p.snapshot[2] >= kv_t for p in pods)
@@ -233,10 +250,10 @@ class Router:
 
     def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[float], float, list[int], bool]:
         """One pool's snapshot scores (``model`` is the pool's key: the model, or its prefill pool's)."""
-        slot = int(now / self.spec.refresh_s)
+        slot = int(now / self._refresh_s)
         if self._slot.get(model) == slot:
             return self._base[model]
-        kv_t, q_t = self.adm.kv_threshold, self.adm.queue_threshold
+        kv_t, q_t = self._kv_t, self._q_t
         # typed as floats: the compiled build (harness/native.py) reads them unboxed; the waiting counts are
         # whole numbers, so their differences and quotient are the same as on ints
         waiting: list[float] = []
@@ -244,10 +261,18 @@ class Router:
         qmin = qmax = 0.0
         all_sat = True
         for i, p in enumerate(pods):  # one pass: snapshot, queue range, saturation
-            raw = p.snapshot = p.engine.load(now)
+            eng = p.engine
+            # the simulator's engines: a direct call, the snapshot unboxed (compiled); any other (serve-router's
+            # endpoints, tests' fakes) through its ``load``
+            raw: tuple[int, int, float]
+            if isinstance(eng, Engine):
+                raw = eng.load(now)
+            else:
+                raw = eng.load(now)
+            p.snapshot = raw
             p.sent = 0
-            q: float = raw[0]
-            kv: float = raw[2]
+            q = float(raw[0])  # a whole number: its differences and quotients are the same as the int's
+            kv = raw[2]
             waiting.append(q)
             kvs.append(kv)
             if i == 0 or q < qmin:
@@ -257,11 +282,16 @@ class Router:
             if all_sat and kv < kv_t and q < q_t:
                 all_sat = False
         span = qmax - qmin
-        wq: float = self.w.queue
-        wkv: float = self.w.kv_cache
-        base = [wq * (1.0 if span == 0.0 else (qmax - q) / span) + wkv * (1.0 - kv) for q, kv in zip(waiting, kvs, strict=True)]
-        top = max(base)
-        ties = [i for i, b in enumerate(base) if b >= top - 1e-12]
+        wq, wkv = self._wq, self._wkv
+        n = len(waiting)
+        base = [0.0] * n
+        top = 0.0
+        for i in range(n):  # indexed loops, not zip / max: the compiled build runs them without Python calls
+            b = wq * (1.0 if span == 0.0 else (qmax - waiting[i]) / span) + wkv * (1.0 - kvs[i])
+            base[i] = b
+            if i == 0 or b > top:
+                top = b
+        ties = [i for i in range(n) if base[i] >= top - 1e-12]
         out = (base, top, ties, all_sat)
         self._slot[model], self._base[model] = slot, out
         return out

@@ -22,13 +22,17 @@ replica that is serving long requests, the paper's "scale-down instability".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..router import RoutedPod
 from .core import Engine
 
-PENDING, STARTING, READY, TERMINATING, GONE = "pending", "starting", "ready", "terminating", "gone"
-ASLEEP = "asleep"  # sleep mode: holds its GPUs, out of the router, wakes on a scale-up
+PENDING: Final = "pending"
+STARTING: Final = "starting"
+READY: Final = "ready"
+TERMINATING: Final = "terminating"
+GONE: Final = "gone"
+ASLEEP: Final = "asleep"  # sleep mode: holds its GPUs, out of the router, wakes on a scale-up
 
 
 @dataclass(eq=False)

@@ -55,20 +55,24 @@ API (used by the simulator's virtual clock and by a wall-clock server alike;
 """
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
+from heapq import heappop, heappush
+from typing import Final
 
 from .histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
 from .kv_transfer import LOADING, NIXL_ABORT_REQUEST_TIMEOUT_S, KVTransferMixin
-from .latency import CHUNK_TOKENS
+from .latency import CHUNK_TOKENS, LatencyModel
 from .prefix_cache import PrefixCache, chain_keys
 
-WAITING, PREFILL, DECODE = 0, 1, 2
-_EPS = 1e-6  # tolerance on token counts (integers) computed from the float token clock
-INF = math.inf
+# Final: the compiled build (harness/native.py) inlines them instead of looking them up per use
+WAITING: Final = 0
+PREFILL: Final = 1
+DECODE: Final = 2
+_EPS: Final = 1e-6  # tolerance on token counts (integers) computed from the float token clock
+INF: Final = math.inf
 
 
 class SubmitResult(Enum):
@@ -154,7 +158,7 @@ class _Seq:
 
 
 class Engine(KVTransferMixin):
-    def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 256,
+    def __init__(self, model: LatencyModel, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 256,
                  max_waiting_queue: int | None = None, max_model_len: int | None = None,
                  max_num_batched_tokens: int = CHUNK_TOKENS, enable_prefix_caching: bool = False,
                  kv_hold_timeout_s: float = NIXL_ABORT_REQUEST_TIMEOUT_S) -> None:
@@ -359,7 +363,7 @@ class Engine(KVTransferMixin):
     def _fire(self, te: float) -> None:
         heap = self._dec_heap
         while heap and heap[0][0] <= self.V + _EPS:
-            _, _, ep, s = heapq.heappop(heap)
+            _, _, ep, s = heappop(heap)
             if s.epoch == ep and s.state == DECODE:
                 self._finish(s, te)
         if self.shared:
@@ -368,7 +372,7 @@ class Engine(KVTransferMixin):
         else:
             pf = self._pf_heap
             while pf and pf[0][0] <= te + _EPS:
-                _, _, ep, s = heapq.heappop(pf)
+                _, _, ep, s = heappop(pf)
                 if s.epoch == ep and s.state == PREFILL:
                     self._prefill_blocks -= s.held
                     self._start_decode(s, te)
@@ -425,7 +429,7 @@ class Engine(KVTransferMixin):
                 self._pf_queue.append(s)
             else:
                 due = now + self.model.ttft_s(tokens - cached, len(self.running))
-                heapq.heappush(self._pf_heap, (due, s.order, s.epoch, s))
+                heappush(self._pf_heap, (due, s.order, s.epoch, s))
         if self.shared and not self._phase and self._pf_queue:
             self._start_phase(now)
 
@@ -524,7 +528,7 @@ class Engine(KVTransferMixin):
         self._dec_shared += s.shared
         self._s_prompt += s.prompt
         self._s_v0 += s.v0
-        heapq.heappush(self._dec_heap, (s.v0 + s.output, s.order, s.epoch, s))
+        heappush(self._dec_heap, (s.v0 + s.output, s.order, s.epoch, s))
 
     def _finish(self, s: _Seq, te: float) -> None:
         self._remove(s)
@@ -585,7 +589,7 @@ class Engine(KVTransferMixin):
         else:
             pf = self._pf_heap
             while pf and (pf[0][3].epoch != pf[0][2] or pf[0][3].state != PREFILL):
-                heapq.heappop(pf)
+                heappop(pf)
             if pf:
                 nxt = pf[0][0]
         self._recalc_at = INF
@@ -603,7 +607,7 @@ class Engine(KVTransferMixin):
                 self.rate = 1.0 / self.model.itl_s(len(self.running), n_dec, 0.0)
             heap = self._dec_heap
             while heap and (heap[0][3].epoch != heap[0][2] or heap[0][3].state != DECODE):
-                heapq.heappop(heap)
+                heappop(heap)
             if heap:
                 nxt = min(nxt, self.t + max(0.0, heap[0][0] - self.V) / self.rate)
             if self._final_sum + self._kept_blocks > self.num_blocks:

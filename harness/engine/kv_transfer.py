@@ -26,11 +26,11 @@ bookkeeping reads on its own. The two sides, as vLLM v1 runs them with ``kv_tran
 """
 from __future__ import annotations
 
-import heapq
-from typing import Any
+from heapq import heappop, heappush
+from typing import Any, Final
 
-LOADING = 3  # engine state of a decode-side request whose prompt KV is being read from a prefill pod
-NIXL_ABORT_REQUEST_TIMEOUT_S = 480.0  # vLLM envs.VLLM_NIXL_ABORT_REQUEST_TIMEOUT default
+LOADING: Final = 3  # engine state of a decode-side request whose prompt KV is being read from a prefill pod
+NIXL_ABORT_REQUEST_TIMEOUT_S: Final = 480.0  # vLLM envs.VLLM_NIXL_ABORT_REQUEST_TIMEOUT default
 
 
 class KVTransferMixin:
@@ -77,7 +77,7 @@ class KVTransferMixin:
             s.todo, s.done = 1, s.prompt - 1
             self._pf_queue.append(s)
         else:
-            heapq.heappush(self._pf_heap, (now, s.order, s.epoch, s))
+            heappush(self._pf_heap, (now, s.order, s.epoch, s))
         self._admit(now)  # type: ignore[attr-defined]
         self._reschedule()  # type: ignore[attr-defined]
         return True
@@ -89,7 +89,7 @@ class KVTransferMixin:
         expiry = te + self.kv_hold_timeout_s
         self._kept[s.rid] = (s, expiry)
         self._kept_blocks += s.held
-        heapq.heappush(self._kept_heap, (expiry, s.rid))
+        heappush(self._kept_heap, (expiry, s.rid))
 
     def _drop_kept(self, rid: int) -> bool:
         entry = self._kept.pop(rid, None)
@@ -103,7 +103,7 @@ class KVTransferMixin:
     def _expire_kept(self, te: float) -> None:
         heap = self._kept_heap
         while heap and heap[0][0] <= te:
-            expiry, rid = heapq.heappop(heap)
+            expiry, rid = heappop(heap)
             entry = self._kept.get(rid)
             if entry is not None and entry[1] == expiry:
                 self._drop_kept(rid)
@@ -111,7 +111,7 @@ class KVTransferMixin:
     def _next_expiry(self) -> float:
         heap, kept = self._kept_heap, self._kept
         while heap and (heap[0][1] not in kept or kept[heap[0][1]][1] != heap[0][0]):
-            heapq.heappop(heap)
+            heappop(heap)
         return heap[0][0] if heap else float("inf")
 
     def _begin_load(self, s: Any, now: float, cached: int) -> None:

@@ -63,14 +63,33 @@ CHUNK_TOKENS = 8192  # vLLM max_num_batched_tokens default (API server, GPUs wit
 ACTIVATION_RESERVE_BYTES = 2 * GIB  # per GPU: activations, CUDA graphs, sampler (vLLM's profile run)
 
 
-class ConstantModel:
+class LatencyModel:
+    """What the engine (core.py) asks of a latency model, in seconds. ``shared_steps`` False: a prompt's
+    prefill and each decode token take their own time (``ttft_s``, ``itl_s``; ``itl`` 0: the whole output
+    at the first token); True: each engine step runs prompt chunks and decodes together (``step_s``).
+    One base, so the compiled engine (harness/native.py) calls the model directly."""
+
+    def __init__(self, shared_steps: bool, itl: float) -> None:
+        self.shared_steps = shared_steps
+        self.itl = itl  # seconds per output token at no load (ConstantModel; 0 otherwise)
+
+    def ttft_s(self, prompt_tokens: int, n_running: int) -> float:
+        raise NotImplementedError
+
+    def itl_s(self, n_running: int, n_decoding: int, ctx_tokens: float) -> float:
+        raise NotImplementedError
+
+    def step_s(self, prefill_tokens: int, prefill_pairs: float, n_decoding: int, ctx_tokens: float,
+               prefill_finishing: int | None = None) -> float:
+        raise NotImplementedError
+
+
+class ConstantModel(LatencyModel):
     """llm-d-inference-sim latencies (seconds)."""
 
-    shared_steps = False
-
     def __init__(self, spec, max_num_seqs: int) -> None:  # spec: harness.scenario.ConstantLatency
+        super().__init__(False, spec.itl_ms / 1000.0)
         self.ttft = spec.ttft_ms / 1000.0
-        self.itl = spec.itl_ms / 1000.0
         self.overhead = spec.prefill_overhead_ms / 1000.0
         self.per_token = spec.prefill_time_per_token_ms / 1000.0
         self.f = spec.time_factor_under_load
@@ -121,12 +140,11 @@ def smooth_max(a: float, b: float, n: float) -> float:
     return hi * (1.0 + r**n) ** (1.0 / n)
 
 
-class RooflineModel:
+class RooflineModel(LatencyModel):
     """Step times from GPU x model shape x tensor parallelism (seconds)."""
 
-    shared_steps = True
-
     def __init__(self, gpu: GPUSpec, shape: ModelShape, tp: int, params: RooflineParams) -> None:
+        super().__init__(True, 0.0)
         self.gpu, self.shape, self.tp, self.p = gpu, shape, tp, params
         peak = tp * gpu.peak_flops(shape.dtype)
         self._flops_s = peak * params.compute_efficiency
@@ -202,7 +220,7 @@ def roofline_defaults(shape: ModelShape) -> RooflineParams:
     )
 
 
-def build_latency(engine_spec, gpu: str | GPUSpec, where: str = "engine") -> tuple[object, int]:
+def build_latency(engine_spec, gpu: str | GPUSpec, where: str = "engine") -> tuple[LatencyModel, int]:
     """The latency model of one variant and its num_gpu_blocks (explicit or derived)."""
     lat = engine_spec.latency
     if lat.kind == "constant":

@@ -57,12 +57,19 @@ from scalearena.contracts.series import (
 )
 from scalearena.controllers.base import PodMetrics
 
-from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram, quantile_from_buckets
+from ..engine.histogram import (
+    E2E_BUCKETS,
+    ITL_BUCKETS,
+    TTFT_BUCKETS,
+    EppLatency,
+    Histogram,
+    quantile_from_buckets,
+)
 from ..promql import TSDB, PromQLEngine
 from ..promql.rules import RuleEvaluator, RuleGroup
 from ..promql.tsdb import to_ms
 from ..promql.values import Labels, make_labels, to_api_result
-from .native_keys import EppLatency, NativeKeys, epp_latency_keys, native_keys
+from .native_keys import NativeKeys, epp_latency_keys, native_keys
 
 
 class Sample(NamedTuple):

@@ -2,8 +2,8 @@
 
 Kept apart from memory.py (which appends the samples and answers the queries): a pod's vLLM and
 EPP series, with vLLM's histogram families, and one model's llm-d EPP request histograms
-(``EppLatency``: TTFT and NTPOT per request answered in full, the llm-d router's buckets), whose
-samples memory.py writes at every scrape as serve-router's /metrics would show them.
+(``engine.histogram.EppLatency``: TTFT and NTPOT per request answered in full, the llm-d router's
+buckets), whose samples memory.py writes at every scrape as serve-router's /metrics would show them.
 """
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from scalearena.contracts.series import (
     CACHE_CONFIG,
     E2E_HIST,
     EPP_INFLIGHT_TOKENS,
-    EPP_NTPOT_BUCKETS,
     EPP_PRODUCER,
     EPP_TPOT_HIST,
-    EPP_TTFT_BUCKETS,
     EPP_TTFT_HIST,
     GENERATION_TOKENS,
     GPU_UTIL,
@@ -32,25 +30,10 @@ from scalearena.contracts.series import (
     epp_labels,
 )
 
-from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
+from ..engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, EppLatency, Histogram
 from ..promql.values import Labels, make_labels
 
 _HIST_BOUNDS = ((TTFT_HIST, TTFT_BUCKETS), (ITL_HIST, ITL_BUCKETS), (E2E_HIST, E2E_BUCKETS))
-
-
-class EppLatency:
-    """The llm-d EPP's per-request histograms of one model (TTFT from arrival, NTPOT = e2e / output tokens),
-    for every request answered in full, with the llm-d router's buckets (contracts/series.py)."""
-
-    __slots__ = ("ttft", "ntpot")
-
-    def __init__(self) -> None:
-        self.ttft, self.ntpot = Histogram(EPP_TTFT_BUCKETS), Histogram(EPP_NTPOT_BUCKETS)
-
-    def observe(self, ttft_s: float | None, e2e_s: float, tokens: int) -> None:
-        self.ttft.observe(e2e_s if ttft_s is None else ttft_s)  # no first token seen: the whole duration
-        if tokens > 0:
-            self.ntpot.observe(e2e_s / tokens)
 
 
 class NativeKeys(NamedTuple):

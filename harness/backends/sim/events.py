@@ -6,8 +6,24 @@ is what makes a scenario and seed give byte-identical results.
 """
 from __future__ import annotations
 
-ENGINE, POD_READY, GRACE_END, ARRIVAL, TIMEOUT, FAULT, SCRAPE, DECIDE, DECIDE_FAST, SAMPLE, END = range(11)
-FLOW = 11  # flow control's look at its queues (after END's number, so runs without it keep their order)
-KV_DONE = 12  # a P/D request's KV has reached its decode pod (handoff.py; after END's number, as FLOW)
+from typing import Final
+
+# Final: the compiled build (harness/native.py) inlines them where they are compared
+ENGINE: Final = 0
+POD_READY: Final = 1
+GRACE_END: Final = 2
+ARRIVAL: Final = 3
+TIMEOUT: Final = 4
+FAULT: Final = 5
+SCRAPE: Final = 6
+DECIDE: Final = 7
+DECIDE_FAST: Final = 8
+SAMPLE: Final = 9
+END: Final = 10
+FLOW: Final = 11  # flow control's look at its queues (after END's number, so runs without it keep their order)
+KV_DONE: Final = 12  # a P/D request's KV has reached its decode pod (handoff.py; after END's number, as FLOW)
 # start-ups (backends/sim/startup.py): only scenarios with cold_start phases or node pools book them
-NODE_READY, CA_SCAN, POD_SCHEDULABLE, STANDBY_EXPIRE = 13, 14, 15, 16
+NODE_READY: Final = 13
+CA_SCAN: Final = 14
+POD_SCHEDULABLE: Final = 15
+STANDBY_EXPIRE: Final = 16

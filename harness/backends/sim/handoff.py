@@ -32,8 +32,6 @@ from typing import Any
 
 from mypy_extensions import trait
 
-from scalearena.workloads.base import prefix_units
-
 from ...disagg_spec import kv_bytes_per_token
 from ...engine.cluster import GONE, Pod
 from ...engine.core import SubmitResult
@@ -57,7 +55,7 @@ class Handoff(SimState):
         """Step 2: the sidecar's prefill request (max_tokens 1, do_remote_decode) to P."""
         spec = req.spec
         req.pod, req.prefill_pod = decode, prefill
-        res = prefill.engine.submit(t, spec.request_id, spec.input_tokens, 1, t, prefix_units(spec),
+        res = prefill.engine.submit(t, spec.request_id, spec.input_tokens, 1, t, req.units,
                                     do_remote_decode=True)
         if res is SubmitResult.ACCEPTED:
             decode.inflight[spec.request_id] = req
@@ -72,7 +70,7 @@ class Handoff(SimState):
         spec, decode = req.spec, req.pod
         if req.done or decode.state == GONE:
             return
-        res = decode.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec),
+        res = decode.engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, req.units,
                                    do_remote_prefill=True)
         if res is not SubmitResult.ACCEPTED:  # D's API turned it away: it never tells P, whose KV stays kept
             full = res is SubmitResult.REJECTED_FULL

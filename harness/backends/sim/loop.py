@@ -11,11 +11,11 @@ and kube backends run.
 from __future__ import annotations
 
 import gc
-import heapq
 import itertools
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from heapq import heappop, heappush
 from typing import Any
 
 from scalearena.contracts.records import RequestRecord
@@ -118,10 +118,12 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         self.clock = VirtualClock()
         self.end_s = sc.duration_s + sc.drain_s
         self._heap: list[tuple[float, int, int, int, Any]] = []
-        self._seq = itertools.count()
+        self._seq = 0  # events pushed so far: the same-time, same-kind order
         self._pod_seq = itertools.count()
         self.inflight = 0
         self._deadlines: deque[tuple[float, _Req]] = deque()
+        self._timeout_s, self._duration_s = float(sc.client.timeout_s), float(sc.duration_s)
+        self._epp = {}
         self._fast_next: float | None = None  # next time of the fast loop's chain; None: no fast loop
         self._fast_armed = False
         self._ok_total = {d.name: 0 for d in self.deps}
@@ -153,7 +155,8 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
 
     # ---- the loop -----------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any = None) -> None:
-        heapq.heappush(self._heap, (t, kind, next(self._seq), kind, payload))
+        self._seq = seq = self._seq + 1
+        heappush(self._heap, (t, kind, seq, kind, payload))
 
     def run(self) -> None:
         sc = self.sc
@@ -202,8 +205,9 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         gc.set_threshold(100_000, *threshold[1:])
         try:
             self.events()
-        finally:
-            gc.set_threshold(*threshold)
+        finally:  # what the run made and still holds goes to the oldest generation untraversed (freeze,
+            gc.freeze()  # then unfreeze): the restored young threshold would else walk it at once (~10 ms
+            gc.set_threshold(*threshold)  # in a paper run)
             gc.unfreeze()
         self.finish_run()
 
@@ -218,7 +222,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         }
         heap, clock, duration = self._heap, self.clock, self.sc.duration_s
         while heap:
-            t, _, _, kind, payload = heapq.heappop(heap)
+            t, _, _, kind, payload = heappop(heap)
             clock.t = t
             if kind == ENGINE:  # the three kinds of nearly every event, called directly
                 self.on_engine(t, payload)

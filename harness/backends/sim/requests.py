@@ -18,16 +18,18 @@ from scalearena.workloads.base import RequestSpec, prefix_units
 
 from ...engine.cluster import GONE, TERMINATING, Pod
 from ...engine.core import Engine, SubmitResult
-from ...router import NO_BOOKING
+from ...engine.histogram import EppLatency
+from ...router import NO_BOOKING, Route, Router
 from .events import ARRIVAL, ENGINE, FLOW, TIMEOUT
 from .state import SimState
 
 
 class _Req:
-    __slots__ = ("spec", "pod", "first_token_s", "done", "prefill_pod", "booked")
+    __slots__ = ("spec", "units", "pod", "first_token_s", "done", "prefill_pod", "booked")
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: RequestSpec) -> None:
         self.spec = spec
+        self.units = prefix_units(spec)  # its prompt's (hash, tokens) units, for the router and the engine
         self.pod: Pod | None = None  # the pod that decodes and streams it
         self.first_token_s: float | None = None
         self.done = False
@@ -45,8 +47,11 @@ class RequestFlow(SimState):
     _arrived: dict[str, int]  # requests sent so far per model
     _plan: Any  # harness.control.view.OraclePlanStream of a streamed run (None: from the list's forecast)
     emit_request: Any  # the writer's add_request_row (a RequestRecord's values as a tuple)
-    router: Any
+    router: Router
     metrics: Any  # harness.metrics.memory.MemoryMetrics (the EPP's request histograms live there)
+    _epp: dict[str, EppLatency]  # model -> its EPP request histograms (metrics.epp_latency), held once
+    _timeout_s: float  # sc.client.timeout_s, and below sc.duration_s: read per request, held as floats
+    _duration_s: float
     writer: Any
     gateway: dict[str, list[_Req]]
     flows: dict[str, Any]  # model -> harness.flow_control.FlowQueues (admission flow_control only)
@@ -71,7 +76,7 @@ class RequestFlow(SimState):
         obj[1] += spec.input_tokens
         self.inflight += 1
         deadlines = self._deadlines
-        deadlines.append((t + self.sc.client.timeout_s, req))
+        deadlines.append((t + self._timeout_s, req))
         if len(deadlines) == 1:
             self.push(deadlines[0][0], TIMEOUT)
         self.dispatch(t, req)
@@ -83,7 +88,7 @@ class RequestFlow(SimState):
         time is enough; a request already done whose deadline falls before the end of the
         arrivals (``duration_s``) is dropped without an event, since its timeout would do nothing
         (after ``duration_s`` an event still ends the run when nothing is left in flight)."""
-        deadlines, end = self._deadlines, self.sc.duration_s
+        deadlines, end = self._deadlines, self._duration_s
         while deadlines and deadlines[0][1].done and deadlines[0][0] < end:
             deadlines.popleft()
         if deadlines:
@@ -96,7 +101,7 @@ class RequestFlow(SimState):
             self.hold(t, req)
             self.pump(t, spec.model)
             return
-        route = self.router.route(t, spec)
+        route = self.router.route(t, spec, req.units)
         if route.kind == "hold":
             self.hold(t, req)
             return
@@ -113,9 +118,10 @@ class RequestFlow(SimState):
             return
         self.send(t, req, route)
 
-    def send(self, t: float, req: _Req, route: Any) -> None:
+    def send(self, t: float, req: _Req, route: Route) -> None:
         """A routed request to its pod, or to its prefill pod first (P/D, handoff.py)."""
         req.booked = route.booked
+        assert route.pod is not None  # a "pod" route names its pod
         if route.prefill is not None:
             self.start_pd(t, req, route.pod.owner, route.prefill.owner)
         else:
@@ -124,7 +130,7 @@ class RequestFlow(SimState):
     def submit(self, t: float, req: _Req, pod: Pod) -> None:
         spec = req.spec
         engine: Engine = pod.engine
-        res = engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, prefix_units(spec))
+        res = engine.submit(t, spec.request_id, spec.input_tokens, spec.output_tokens, t, req.units)
         if res is SubmitResult.ACCEPTED:
             req.pod = pod
             pod.inflight[spec.request_id] = req
@@ -150,7 +156,8 @@ class RequestFlow(SimState):
         for req in fq.expired(t):
             self.record(req, t, "rejected", 503, 0)  # QueueOutcomeEvictedTTL
         while len(fq):
-            route = self.router.route(t, fq.peek().spec)
+            held: _Req = fq.peek()
+            route = self.router.route(t, held.spec, held.units)
             if route.kind != "pod":
                 break
             self.send(t, fq.pop(), route)
@@ -210,8 +217,10 @@ class RequestFlow(SimState):
             obj = self._objective.setdefault(s.model, [0.0, 0.0, 0.0, 0.0])
             obj[2] += tokens
             obj[3] += 1
-            self.metrics.epp_latency(s.model).observe(None if ft is None else ft - s.arrival_s, t - s.arrival_s,
-                                                      tokens)
+            epp = self._epp.get(s.model)
+            if epp is None:
+                epp = self._epp[s.model] = self.metrics.epp_latency(s.model)
+            epp.observe(None if ft is None else ft - s.arrival_s, t - s.arrival_s, tokens)
         # a RequestRecord's fields in order (contracts/records.py), as one tuple: no object per request
         self.emit_request((
             s.request_id, s.model, s.arrival_s, ft, t, s.input_tokens, tokens, status, http,
