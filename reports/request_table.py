@@ -5,7 +5,7 @@ ITL of the requests that finished ok, token counts of all of them, ...). A day-l
 records, far too many to hold as one DataFrame with every column (the old writer held them as
 objects, ~2.8 KB each), but one float column of them is 69 MB. So the summary asks a
 ``RequestTable`` for just the column it is about to use, as a numpy array (a DataFrame per ask cost
-~0.15 ms, a third of a paper run's summary): ``FrameRequests`` answers from a
+~0.15 ms, a fifth of a paper run's summary): ``FrameRequests`` answers from a
 DataFrame (tests, the report), ``ParquetRequests`` reads them from the run's requests.parquet
 (``RunWriter``'s second pass at a checkpoint and at the end). Both return the same values in
 the same (file) order, so the summary's exact percentiles and means are the same numbers as
