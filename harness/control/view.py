@@ -12,7 +12,6 @@ meet once. A test (tests/unit/test_backend_conformance.py) fails if
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -140,9 +139,8 @@ class OraclePlanStream:
             self._by_model.setdefault(v.model, []).append(v)
         self._replicas: dict[str, list[int]] = {v.name: [] for v in views}
         self._floor = {v.name: v.min_replicas for v in views}
-        # model -> its open window: (start, end, index, its arrivals, input tokens and output tokens as
-        # machine arrays (numpy reads them without a copy), and their appends, bound once: add() runs
-        # once per request)
+        # model -> its open window: (start, end, index, its arrivals, input tokens and output tokens, and
+        # the three lists' appends, bound once: add() runs once per request)
         self._open: dict[str, tuple[Any, ...]] = {}
         self._last = -math.inf  # the latest arrival of a closed window (-inf: none yet)
 
@@ -158,7 +156,9 @@ class OraclePlanStream:
             while arrival_s >= (b + 1) * w:
                 b += 1
             self._close(model, b)
-            arr, ins, outs = array("d"), array("q"), array("q")
+            arr: list[float] = []
+            ins: list[int] = []
+            outs: list[int] = []
             cur = self._open[model] = (b * w, (b + 1) * w, b, arr, ins, outs, arr.append, ins.append, outs.append)
         cur[6](arrival_s)
         cur[7](input_tokens)
@@ -173,8 +173,9 @@ class OraclePlanStream:
         done = len(self._replicas[vs[0].name])
         for b in range(done, until):
             if cur is not None and b == cur[2]:
-                fc = ArrivalForecast(model, np.frombuffer(cur[3]), np.frombuffer(cur[4], dtype=np.int64),
-                                     np.frombuffer(cur[5], dtype=np.int64))
+                # as arrays: the oracle reads them with numpy (one conversion here, none per variant)
+                fc = ArrivalForecast(model, np.asarray(cur[3], dtype=np.float64), np.asarray(cur[4], dtype=np.int64),
+                                     np.asarray(cur[5], dtype=np.int64))
             else:
                 fc = ArrivalForecast(model, (), (), ())
             for name, n in self._oracle.window_replicas(model, fc, vs, b).items():
