@@ -18,14 +18,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from itertools import chain, repeat
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
-from .arrivals import CHUNK, arrival_times
+from .arrivals import CHUNK, arrival_chunks
 from .base import RequestSpec
-from .lengths import token_lengths
+from .lengths import token_length_chunks, token_lengths
 from .spec import SharedPrefix, TraceArrivals, WorkloadSpec
 
 if TYPE_CHECKING:
@@ -87,28 +87,86 @@ class WorkloadStats:
         return sum(t.clipped for t in self.traces if t is not None)
 
 
-def _prefixes(sp: SharedPrefix, rng: np.random.Generator) -> Iterator[int]:
-    """Prefix group per request (-1: none); one uniform and one group draw per request."""
+def _prefix_chunks(sp: SharedPrefix, rng: np.random.Generator) -> Iterator[list[int]]:
+    """Prefix group per request (-1: none), ``CHUNK`` at a time; one uniform and one group draw per request."""
     while True:
         carry = rng.random(CHUNK) < sp.fraction
         group = rng.integers(0, sp.groups, size=CHUNK)
-        yield from np.where(carry, group, -1).tolist()
+        yield np.where(carry, group, -1).tolist()
+
+
+def _prefixes(sp: SharedPrefix, rng: np.random.Generator) -> Iterator[int]:
+    return chain.from_iterable(_prefix_chunks(sp, rng))
+
+
+_T = TypeVar("_T")
+
+
+class _Taker(Generic[_T]):
+    """An endless stream of values that comes in chunks, read ``n`` values at a time. Each stream has
+    its own generator and draws fixed chunks of ``CHUNK``, so how it is read never changes a value."""
+
+    def __init__(self, chunks: Iterator[list[_T]]) -> None:
+        self._chunks = chunks
+        self._buf: list[_T] = []
+        self._pos = 0
+
+    def take(self, n: int) -> list[_T]:
+        pos, buf = self._pos, self._buf
+        if pos + n <= len(buf):
+            self._pos = pos + n
+            return buf[pos:pos + n]
+        out = buf[pos:]
+        while True:
+            buf = next(self._chunks)
+            need = n - len(out)
+            if need <= len(buf):
+                out += buf[:need]
+                self._buf, self._pos = buf, need
+                return out
+            out += buf
+
+
+class _Columns(NamedTuple):
+    """A run of one workload's requests, column by column (a chunk of its arrivals)."""
+
+    arrival_s: list[float]
+    input_tokens: list[int]
+    output_tokens: list[int]
+    prefix_group: list[int] | None  # None: no shared prefix (-1 each)
+    prefix_tokens: list[int] | None  # None: 0 each
+
+
+def _synthetic_columns(w: WorkloadSpec, duration_s: float, seed: int, i: int) -> Iterator[_Columns]:
+    """One synthetic workload's requests a chunk of arrivals at a time: each arrival takes the next
+    input length, output length and prefix group of their streams, as a request at a time would."""
+    assert w.input_tokens is not None and w.output_tokens is not None  # enforced by WorkloadSpec
+    chunks = arrival_chunks(w.arrivals, duration_s, stream_rng(seed, i, ARRIVALS))
+    ins = _Taker(token_length_chunks(w.input_tokens, stream_rng(seed, i, INPUT_TOKENS)))
+    outs = _Taker(token_length_chunks(w.output_tokens, stream_rng(seed, i, OUTPUT_TOKENS)))
+    sp = w.shared_prefix
+    groups = _Taker(_prefix_chunks(sp, stream_rng(seed, i, PREFIX_GROUPS))) if sp else None
+    for times in chunks:
+        n_in, n_out = ins.take(len(times)), outs.take(len(times))
+        if groups is None or sp is None:
+            yield _Columns(times, n_in, n_out, None, None)
+            continue
+        g = groups.take(len(times))
+        # the shared prefix is part of the prompt, so it never exceeds the prompt
+        ptoks = [min(sp.prefix_tokens, k) if j >= 0 else 0 for j, k in zip(g, n_in, strict=True)]
+        yield _Columns(times, n_in, n_out, g, ptoks)
+
+
+def _tail(c: _Columns) -> tuple[Iterator[int], Iterator[int], Iterator[tuple[int, ...]], Iterator[str], Iterator[int]]:
+    """The columns after the output tokens (prefix group, prefix tokens, hash ids, tenant, priority)."""
+    return (repeat(-1) if c.prefix_group is None else iter(c.prefix_group),
+            repeat(0) if c.prefix_tokens is None else iter(c.prefix_tokens), repeat(()), repeat(""), repeat(0))
 
 
 def _synthetic(w: WorkloadSpec, model: str, duration_s: float, seed: int, i: int) -> Iterator[Draft]:
-    assert w.input_tokens is not None and w.output_tokens is not None  # enforced by WorkloadSpec
-    times = arrival_times(w.arrivals, duration_s, stream_rng(seed, i, ARRIVALS))
-    ins = token_lengths(w.input_tokens, stream_rng(seed, i, INPUT_TOKENS))
-    outs = token_lengths(w.output_tokens, stream_rng(seed, i, OUTPUT_TOKENS))
-    sp = w.shared_prefix
-    groups = _prefixes(sp, stream_rng(seed, i, PREFIX_GROUPS)) if sp else None
-    for t, n_in, n_out in zip(times, ins, outs, strict=False):
-        if groups is None:
-            yield _new(Draft, (model, t, n_in, n_out, -1, 0, (), "", 0))  # Draft(model, t, n_in, n_out), in C
-            continue
-        g = next(groups)
-        # the shared prefix is part of the prompt, so it never exceeds the prompt
-        yield Draft(model, t, n_in, n_out, g, min(sp.prefix_tokens, n_in) if g >= 0 else 0)  # type: ignore[union-attr]
+    return chain.from_iterable(  # Draft(model, t, n_in, n_out, ...) per request, built in C
+        map(_new, repeat(Draft), zip(repeat(model), c.arrival_s, c.input_tokens, c.output_tokens, *_tail(c)))
+        for c in _synthetic_columns(w, duration_s, seed, i))
 
 
 def _traced(
@@ -185,8 +243,37 @@ def iter_requests(scenario: Scenario, stats: WorkloadStats | None = None) -> Ite
 
     Pass a ``WorkloadStats`` to learn, once the stream is consumed, how many
     trace rows were thinned, duplicated or clipped to max_model_len.
+
+    One untagged synthetic workload (the common case) is built a chunk of
+    arrivals at a time (``_one_synthetic``); every other scenario goes through
+    the merge of ``iter_drafts``. Both give the same requests.
     """
-    for i, d in enumerate(iter_drafts(scenario, stats)):
+    ws = scenario.workloads
+    if len(ws) == 1 and not isinstance(ws[0].arrivals, TraceArrivals) and (ws[0].tenant, ws[0].priority) == ("", 0):
+        return chain.from_iterable(_one_synthetic(scenario, stats))
+    return _numbered(iter_drafts(scenario, stats))
+
+
+def _one_synthetic(scenario: Scenario, stats: WorkloadStats | None) -> Iterator[Iterator[RequestSpec]]:
+    """The requests of a scenario of one untagged synthetic workload, a chunk of arrivals at a time, each
+    ``RequestSpec`` built in C from its columns (no generator frame per request)."""
+    w = scenario.workloads[0]
+    model = scenario.model_of(w)
+    if stats is not None:
+        stats.traces.append(None)
+        stats.requests.append(0)
+    first = 0
+    for c in _synthetic_columns(w, scenario.duration_s, scenario.seed, 0):
+        n = len(c.arrival_s)
+        if stats is not None:
+            stats.requests[0] += n
+        yield map(_new, repeat(RequestSpec), zip(range(first, first + n), repeat(model), c.arrival_s,
+                                                 c.input_tokens, c.output_tokens, *_tail(c)))
+        first += n
+
+
+def _numbered(drafts: Iterator[Draft]) -> Iterator[RequestSpec]:
+    for i, d in enumerate(drafts):
         yield _new(RequestSpec, (i, *d))  # RequestSpec(i, d.model, d.arrival_s, ...) without a Python frame
 
 

@@ -16,6 +16,7 @@ import csv
 import math
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +52,17 @@ def _draw(spec: TokenLengths, rng: np.random.Generator, n: int) -> np.ndarray:
     raise ValueError(f"unknown token-length kind {getattr(spec, 'kind', spec)!r}")
 
 
-def token_lengths(spec: TokenLengths, rng: np.random.Generator) -> Iterator[int]:
-    """Endless stream of lengths for ``spec`` drawn from ``rng``."""
+def token_length_chunks(spec: TokenLengths, rng: np.random.Generator) -> Iterator[list[int]]:
+    """Endless stream of lengths for ``spec`` drawn from ``rng``, ``CHUNK`` at a time."""
     if isinstance(spec, EmpiricalTokens):
         empirical_column(spec.path, spec.column)  # fail early, before the first request
     while True:
-        yield from _draw(spec, rng, CHUNK).tolist()
+        yield _draw(spec, rng, CHUNK).tolist()
+
+
+def token_lengths(spec: TokenLengths, rng: np.random.Generator) -> Iterator[int]:
+    """``token_length_chunks`` one length at a time."""
+    return chain.from_iterable(token_length_chunks(spec, rng))
 
 
 @lru_cache(maxsize=8)

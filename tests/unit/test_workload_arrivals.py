@@ -130,3 +130,38 @@ def test_same_seed_same_times_different_seed_differs() -> None:
     spec = PoissonArrivals(kind="poisson", rate_rps=3)
     assert np.array_equal(times(spec, 100, seed=5), times(spec, 100, seed=5))
     assert not np.array_equal(times(spec, 100, seed=5), times(spec, 100, seed=6))
+
+
+def gap_by_gap(rng: np.random.Generator, draw, t0: float, t1: float) -> list[float]:
+    """The renewal process the straightforward way: one Python float addition per gap, the gaps drawn
+    4,096 at a time, stopping at the first time at or after ``t1`` (the rest of that chunk unused)."""
+    out, t = [], t0
+    while True:
+        for gap in draw(rng, 4096).tolist():
+            t += gap
+            if t >= t1:
+                return out
+            out.append(t)
+
+
+def test_vectorised_renewals_are_the_gap_by_gap_floats() -> None:
+    # 100 req/s for 90 s: about 9,000 arrivals, so the running sum crosses two chunk boundaries
+    got = list(arrival_times(PoissonArrivals(kind="poisson", rate_rps=100), 90, np.random.default_rng(4)))
+    assert got == gap_by_gap(np.random.default_rng(4), lambda r, n: r.exponential(1 / 100, n), 0.0, 90)
+    assert len(got) > 2 * 4096
+    # gamma: shape 1/cv^2 = 0.25, scale 1/(rate x shape) = 1/(50 x 0.25) = 0.08
+    got = list(arrival_times(GammaArrivals(kind="gamma", rate_rps=50, cv=2), 200, np.random.default_rng(5)))
+    assert got == gap_by_gap(np.random.default_rng(5), lambda r, n: r.gamma(0.25, 0.08, n), 0.0, 200)
+    # stepped: each step restarts from its start with a fresh chunk, so the second step's draws begin after
+    # the first step's whole chunk (its unused tail included)
+    spec = SteppedArrivals(kind="stepped", steps=[RateStep(duration_s=10, rate_rps=3), RateStep(duration_s=10, rate_rps=7)])
+    rng = np.random.default_rng(6)
+    first = gap_by_gap(rng, lambda r, n: r.exponential(1 / 3, n), 0.0, 10.0)
+    second = gap_by_gap(rng, lambda r, n: r.exponential(1 / 7, n), 10.0, 20.0)
+    assert list(arrival_times(spec, 20, np.random.default_rng(6))) == first + second
+
+
+def test_vectorised_even_spacing_is_t0_plus_k_over_rate() -> None:
+    # 7.3 req/s for 1,000 s: k / 7.3 for k = 0 .. 7,299 (7,299 / 7.3 = 999.86 < 1000 <= 7,300 / 7.3), in two chunks
+    got = list(arrival_times(ConstantArrivals(kind="constant", rate_rps=7.3), 1000, np.random.default_rng(0)))
+    assert got == [0.0 + k / 7.3 for k in range(7300)]

@@ -7,7 +7,20 @@ from typing import Any
 import pytest
 
 from scalearena.harness.scenario import Scenario, scenario_from_data
-from scalearena.workloads.generate import WorkloadStats, build_requests, iter_requests
+from scalearena.workloads.arrivals import arrival_times
+from scalearena.workloads.base import RequestSpec
+from scalearena.workloads.generate import (
+    ARRIVALS,
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    PREFIX_GROUPS,
+    WorkloadStats,
+    build_requests,
+    iter_drafts,
+    iter_requests,
+    stream_rng,
+)
+from scalearena.workloads.lengths import token_lengths
 
 POISSON = {"kind": "poisson", "rate_rps": 5}
 BN_IN = {"kind": "bounded_normal", "min": 10, "max": 8192, "mean": 4096, "sd": 2048}
@@ -70,6 +83,37 @@ def test_shared_prefix_moves_nothing_else(scenario_dict: dict[str, Any]) -> None
     assert abs(sum(g >= 0 for g in groups) / len(groups) - 0.5) < 0.05
     for r in pref:
         assert r.prefix_tokens == (min(512, r.input_tokens) if r.prefix_group >= 0 else 0)
+
+
+@pytest.mark.parametrize("arrivals", [
+    {"kind": "poisson", "rate_rps": 40},  # chunks of 4,096 arrivals, as the lengths'
+    {"kind": "stepped", "steps": [{"duration_s": 70, "rate_rps": 30}, {"duration_s": 100, "rate_rps": 50}]},
+    {"kind": "onoff", "on_rate_rps": 80, "off_rate_rps": 5, "mean_on_s": 20, "mean_off_s": 20},  # a chunk per burst
+])
+def test_a_chunk_of_arrivals_takes_the_next_lengths_as_one_request_at_a_time(
+        scenario_dict: dict[str, Any], arrivals: dict[str, Any]) -> None:
+    # 8,000 to 14,000 requests in 300 s: the arrival chunks (a step's or a burst's, up to 4,096) and the
+    # length and prefix chunks (4,096 each) end at different requests; a request still takes the i-th
+    # draw of every stream
+    sp = {"groups": 3, "prefix_tokens": 2000, "fraction": 0.7}
+    w = wl(arrivals, out={"kind": "uniform", "min": 1, "max": 50}, shared_prefix=sp)
+    sc = make(scenario_dict, w, duration_s=300, seed=11)
+    times = arrival_times(sc.workloads[0].arrivals, 300, stream_rng(11, 0, ARRIVALS))
+    ins = token_lengths(sc.workloads[0].input_tokens, stream_rng(11, 0, INPUT_TOKENS))
+    outs = token_lengths(sc.workloads[0].output_tokens, stream_rng(11, 0, OUTPUT_TOKENS))
+    rng = stream_rng(11, 0, PREFIX_GROUPS)
+    groups: list[int] = []
+    expected = []
+    for i, (t, n_in, n_out) in enumerate(zip(times, ins, outs, strict=False)):
+        if not groups:  # a uniform and a group draw per request, 4,096 at a time
+            carry, group = rng.random(4096) < 0.7, rng.integers(0, 3, size=4096)
+            groups = [int(g) if c else -1 for c, g in zip(carry, group, strict=True)][::-1]
+        g = groups.pop()
+        expected.append(RequestSpec(i, "m", t, n_in, n_out, g, min(2000, n_in) if g >= 0 else 0))
+    stats = WorkloadStats()
+    assert list(iter_requests(sc, stats)) == expected
+    assert stats.requests == [len(expected)] and len(expected) > 2 * 4096
+    assert [RequestSpec(i, *d) for i, d in enumerate(iter_drafts(sc))] == expected  # the merge path's drafts
 
 
 def test_several_models_merge_in_arrival_then_model_order(scenario_dict: dict[str, Any]) -> None:
