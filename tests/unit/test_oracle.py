@@ -96,7 +96,7 @@ def test_an_unordered_forecast_is_read_in_arrival_order_ties_in_schedule_order()
     fc = ArrivalForecast("m", (40.0, 5.0, 40.0, 70.0), (1000, 10, 3000, 10), (200, 200, 200, 200))
     o = Oracle(OracleConfig())
     arr, ins, outs = o._schedule(fc)
-    assert (arr, ins.tolist(), outs.tolist()) == ([5.0, 40.0, 40.0, 70.0], [10, 1000, 3000, 10], [200] * 4)
+    assert (arr.tolist(), ins.tolist(), outs.tolist()) == ([5.0, 40.0, 40.0, 70.0], [10, 1000, 3000, 10], [200] * 4)
     alloc, rate = o._allocate("m", fc, [variant(engine=ENGINE)], 1)
     n, cap = alloc["v"]
     assert (n, cap.slots, rate) == (1, 5, 2 / 30)
