@@ -23,7 +23,7 @@ NATIVE_SRC := harness/engine/core.py harness/engine/histogram.py harness/engine/
   harness/engine/prefix_cache.py harness/engine/latency.py harness/engine/cluster.py harness/router.py \
   harness/backends/sim/events.py harness/backends/sim/state.py harness/backends/sim/requests.py \
   harness/backends/sim/handoff.py harness/backends/sim/pods.py harness/backends/sim/startup.py \
-  harness/backends/sim/loop.py harness/native.py harness/native_build.py
+  harness/backends/sim/loop.py harness/native.py harness/native_build.py workloads/base.py
 NATIVE_STAMP := build/native/manifest.json
 BUILT := $(STAMP) $(if $(filter 0,$(NATIVE)),,$(NATIVE_STAMP))
 

@@ -49,6 +49,9 @@ MODULES = (  # compiled together (one mypyc group), relative to the package ``sc
     "harness.backends.sim.startup",
     "harness.backends.sim.loop",
 )
+# read by the build for their types only, not compiled (as stubs: imports beyond MODULES are otherwise typed
+# ``Any``): the compiled code reads RequestSpec's fields by position, so a build is stale when one changes too
+TYPED = ("workloads.base",)
 GROUP = "scalearena_native"  # the group's shared library is the top-level module f"{GROUP}__mypyc"
 ROOT = Path(__file__).resolve().parents[1]  # the repository root (an editable install)
 OUT = ROOT / "build" / "native"
@@ -81,10 +84,10 @@ def check(out: Path = OUT) -> tuple[bool, str]:
         return False, "not built (make venv builds it)"
     if manifest.get("ext_suffix") != _SUFFIX or manifest.get("python") != sys.version:
         return False, f"built for another Python ({manifest.get('python')!r}; make venv rebuilds it)"
-    built = manifest.get("modules", {})
-    if sorted(built) != sorted(MODULES):
+    built = {**manifest.get("modules", {}), **manifest.get("typed", {})}
+    if sorted(manifest.get("modules", {})) != sorted(MODULES) or sorted(manifest.get("typed", {})) != sorted(TYPED):
         return False, "built for another module list (make venv rebuilds it)"
-    for module in MODULES:
+    for module in (*MODULES, *TYPED):
         try:
             now = digest(source(module).read_bytes())
         except OSError:

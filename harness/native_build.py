@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .native import _SUFFIX, GROUP, MODULES, OUT, ROOT, check, digest, source
+from .native import _SUFFIX, GROUP, MODULES, OUT, ROOT, TYPED, check, digest, source
 
 _SETUP = """
 import sys
@@ -30,7 +30,8 @@ def build(out: Path = OUT, quiet: bool = True) -> None:
     The sources are copied first and the copies compiled, so the manifest's digests are exactly
     the bytes that were compiled (an edit during the build makes the build stale, not wrong).
     Imports of modules outside ``MODULES`` are not followed (they are typed ``Any`` in the
-    compiled code and called as Python), so the build reads only these files."""
+    compiled code and called as Python), so the build reads only these files, and ``TYPED``'s as
+    stubs: their types without their code (RequestSpec's fields read by position)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".native-build-", dir=out.parent))
     try:
@@ -44,7 +45,15 @@ def build(out: Path = OUT, quiet: bool = True) -> None:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
             files.append(str(dest.relative_to(src)))
-        for pkg in {p for f in files for p in Path(f).parents if p != Path(".")}:
+        typed = {}
+        for module in TYPED:  # as stubs: their types for the compiler, their code not compiled
+            data = source(module).read_bytes()
+            typed[module] = digest(data)
+            dest = src.joinpath("scalearena", *module.split(".")).with_suffix(".pyi")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        stubs = [str(src.joinpath("scalearena", *m.split(".")).relative_to(src)) for m in TYPED]
+        for pkg in {p for f in (*files, *stubs) for p in Path(f).parents if p != Path(".")}:
             (src / pkg / "__init__.py").touch()  # package markers only: mypy names the modules scalearena.*
         cmd = [sys.executable, "-c", _SETUP, str(work / "new" / "lib"), str(work / "tmp"), str(work / "c"), GROUP,
                str(ROOT / "pyproject.toml"), *files]
@@ -56,7 +65,7 @@ def build(out: Path = OUT, quiet: bool = True) -> None:
         import mypy.version
 
         manifest = {"group": GROUP, "python": sys.version, "ext_suffix": _SUFFIX, "mypy": mypy.version.__version__,
-                    "modules": digests}
+                    "modules": digests, "typed": typed}
         (work / "new" / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         ok, why = check(work / "new")
         if not ok:

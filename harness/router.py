@@ -82,7 +82,9 @@ class RoutedPod:
     engine: Any
     block_size: int = 16
     capacity_blocks: int = PREFIX_LRU_BLOCKS  # the prefix index's LRU capacity for this pod, KV blocks
-    snapshot: tuple[int, int, float] = (0, 0, 0.0)  # waiting, running, kv_usage
+    waiting: float = 0.0  # the last refreshed snapshot: waiting requests (a whole number) and KV usage,
+    kv_usage: float = 0.0  # and the queue and KV scorers' weighted sum on it
+    score: float = 0.0
     prefixes: OrderedDict = field(default_factory=OrderedDict)  # chained key -> blocks, least recent first
     indexed_blocks: int = 0
     sent: int = 0  # requests routed here in the current refresh slot (flow control's saturation test)
@@ -146,7 +148,7 @@ class Router:
         self._pods: dict[str, list[RoutedPod]] = {}  # model -> ready decode / both pods (insertion order)
         self._prefill: dict[str, list[RoutedPod]] = {}  # model -> ready prefill pods
         self._slot: dict[str, int] = {}
-        self._base: dict[str, tuple[list[float], float, list[int], bool]] = {}
+        self._base: dict[str, tuple[float, list[int], bool]] = {}
         self._index: dict[Any, dict[str, RoutedPod]] = {}  # prefix key -> pods believed to hold it
 
     # ---- membership -------------------------------------------------------------------------------
@@ -188,7 +190,7 @@ class Router:
         refreshed = self._refresh(now, req.model, pods)
         prefill = self._prefill.get(req.model)
         pf = self._refresh(now, f"{req.model}\x00prefill", prefill) if prefill else None
-        if self._reject and refreshed[3] and (pf is None or pf[3]):
+        if self._reject and refreshed[2] and (pf is None or pf[2]):
             return REJECT
         if self._hold and self.saturated(req.model):
             return HOLD
@@ -212,11 +214,11 @@ class Router:
             target.inflight_tokens += n
         return Route("pod", pod, prefill=p_pod, booked=Booking(tuple(booked)))
 
-    def _pick(self, pods: list[RoutedPod], refreshed: tuple[list[float], float, list[int], bool],
+    def _pick(self, pods: list[RoutedPod], refreshed: tuple[float, list[int], bool],
               keys: tuple[int, ...], sizes: tuple[int, ...], total: int) -> RoutedPod:
         """The highest weighted score of one pool (prefix affinity among the pods believed to hold the
         prompt's first unit), ties broken by the seeded random choice."""
-        base, _, ties, _ = refreshed
+        _, ties, _ = refreshed
         if keys and self._wpc > 0.0:
             cand: dict[int, float] = {}
             holders = self._index.get(keys[0])
@@ -225,9 +227,9 @@ class Router:
                 for name, p in holders.items():
                     i = pos.get(name)
                     if i is not None:
-                        cand[i] = base[i] + self._wpc * self._matched(p, keys, sizes) / total
-            best = max([base[ties[0]], *cand.values()])
-            choice = sorted({i for i in ties if base[i] >= best} | {i for i, s in cand.items() if s >= best})
+                        cand[i] = pods[i].score + self._wpc * self._matched(p, keys, sizes) / total
+            best = max([pods[ties[0]].score, *cand.values()])
+            choice = sorted({i for i in ties if pods[i].score >= best} | {i for i, s in cand.items() if s >= best})
             return pods[choice[0] if len(choice) == 1 else self.rng.choice(choice)]
         return pods[ties[0] if len(ties) == 1 else self.rng.choice(ties)]
 
@@ -243,38 +245,35 @@ class Router:
         kv_t, q_t = self._kv_t, self._q_t
 
         def full(pods: list[RoutedPod]) -> bool:
-            return all(p.snapshot[0] + p.sent >= q_t or p.snapshot[2] >= kv_t for p in pods)
+            return all(p.waiting + p.sent >= q_t or p.kv_usage >= kv_t for p in pods)
 
         prefill = self._prefill.get(model)
         return full(self._pods.get(model, [])) and (not prefill or full(prefill))
 
-    def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[float], float, list[int], bool]:
-        """One pool's snapshot scores (``model`` is the pool's key: the model, or its prefill pool's)."""
+    def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[float, list[int], bool]:
+        """One pool's snapshot, scored: (top score, the pods' indexes at it, all saturated); each pod keeps its
+        own snapshot and score (``model`` is the pool's key: the model, or its prefill pool's)."""
         slot = int(now / self._refresh_s)
         if self._slot.get(model) == slot:
             return self._base[model]
         kv_t, q_t = self._kv_t, self._q_t
-        # typed as floats: the compiled build (harness/native.py) reads them unboxed; the waiting counts are
-        # whole numbers, so their differences and quotient are the same as on ints
-        waiting: list[float] = []
-        kvs: list[float] = []
         qmin = qmax = 0.0
         all_sat = True
-        for i, p in enumerate(pods):  # one pass: snapshot, queue range, saturation
+        n = len(pods)
+        for i in range(n):  # one pass: snapshot, queue range, saturation (indexed loops, not zip / max /
+            p = pods[i]  # enumerate: the compiled build runs them without Python calls or boxed floats)
             eng = p.engine
-            # the simulator's engines: a direct call, the snapshot unboxed (compiled); any other (serve-router's
-            # endpoints, tests' fakes) through its ``load``
+            # the simulator's engines: a direct call (compiled); any other (serve-router's endpoints, tests'
+            # fakes) through its ``load``
             raw: tuple[int, int, float]
             if isinstance(eng, Engine):
                 raw = eng.load(now)
             else:
                 raw = eng.load(now)
-            p.snapshot = raw
             p.sent = 0
-            q = float(raw[0])  # a whole number: its differences and quotients are the same as the int's
-            kv = raw[2]
-            waiting.append(q)
-            kvs.append(kv)
+            # the waiting count is a whole number: as a float its differences and quotients are the int's
+            q = p.waiting = float(raw[0])
+            kv = p.kv_usage = float(raw[2])
             if i == 0 or q < qmin:
                 qmin = q
             if i == 0 or q > qmax:
@@ -283,16 +282,14 @@ class Router:
                 all_sat = False
         span = qmax - qmin
         wq, wkv = self._wq, self._wkv
-        n = len(waiting)
-        base = [0.0] * n
         top = 0.0
-        for i in range(n):  # indexed loops, not zip / max: the compiled build runs them without Python calls
-            b = wq * (1.0 if span == 0.0 else (qmax - waiting[i]) / span) + wkv * (1.0 - kvs[i])
-            base[i] = b
+        for i in range(n):
+            p = pods[i]
+            b = p.score = wq * (1.0 if span == 0.0 else (qmax - p.waiting) / span) + wkv * (1.0 - p.kv_usage)
             if i == 0 or b > top:
                 top = b
-        ties = [i for i in range(n) if base[i] >= top - 1e-12]
-        out = (base, top, ties, all_sat)
+        ties = [i for i in range(n) if pods[i].score >= top - 1e-12]
+        out = (top, ties, all_sat)
         self._slot[model], self._base[model] = slot, out
         return out
 

@@ -82,7 +82,8 @@ def test_compiled_core_gives_the_pure_python_results_byte_for_byte(tmp_path: Pat
 def fake_build(out: Path) -> None:
     """A build directory whose manifest matches the sources there now, with empty extension files."""
     manifest = {"python": sys.version, "ext_suffix": native._SUFFIX, "mypy": "test",
-                "modules": {m: native.digest(native.source(m).read_bytes()) for m in native.MODULES}}
+                "modules": {m: native.digest(native.source(m).read_bytes()) for m in native.MODULES},
+                "typed": {m: native.digest(native.source(m).read_bytes()) for m in native.TYPED}}
     (out / "lib").mkdir(parents=True)
     (out / "manifest.json").write_text(json.dumps(manifest))
     for name in (native._SHARED, *native._FULL):
@@ -100,6 +101,13 @@ def test_a_build_runs_only_when_it_matches_the_sources(tmp_path: Path) -> None:
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(stale))
     assert native.check(tmp_path / "b") == (
         False, "stale: harness/engine/core.py changed since the build (make venv rebuilds it)")
+    # a module read for its types only (RequestSpec, whose fields the compiled code reads by position)
+    stale = {**manifest, "typed": {**manifest["typed"], "workloads.base": native.digest(b"old")}}
+    (tmp_path / "b" / "manifest.json").write_text(json.dumps(stale))
+    assert native.check(tmp_path / "b") == (
+        False, "stale: workloads/base.py changed since the build (make venv rebuilds it)")
+    (tmp_path / "b" / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "typed"}))
+    assert native.check(tmp_path / "b")[1] == "built for another module list (make venv rebuilds it)"
     (tmp_path / "b" / "manifest.json").write_text(json.dumps({**manifest, "python": "2.7"}))
     assert not native.check(tmp_path / "b")[0]
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(manifest))
@@ -122,4 +130,4 @@ def test_the_makefile_rebuilds_when_a_compiled_module_changes() -> None:
     listed = re.search(r"^NATIVE_SRC := (.*)$", make, re.M)
     assert listed is not None
     files = set(listed.group(1).split())
-    assert {str(native.source(m).relative_to(ROOT)) for m in native.MODULES} <= files
+    assert {str(native.source(m).relative_to(ROOT)) for m in (*native.MODULES, *native.TYPED)} <= files
