@@ -10,7 +10,7 @@ passed in), never the wall clock.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 TARGET_RESOLVED = "TargetResolved"
@@ -29,7 +29,10 @@ class Condition:
     last_transition_time: float
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict``'s dict, built directly (asdict deep-copies each value: a third of a
+        decision's audit cost, and these are all strings and a float)."""
+        return {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message,
+                "last_transition_time": self.last_transition_time}
 
 
 class ConditionBook:

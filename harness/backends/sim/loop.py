@@ -178,8 +178,6 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         for d in self.deps:
             self.reconcile(d)
         self._warm = False
-        if self._next_spec is not None:
-            self.push(self._next_spec.arrival_s, ARRIVAL)
         # Prometheus scrapes on its own phase, not in step with the controllers' loops (which all start
         # at t=0): the first scrape at 0 fills the view, the next at a seeded offset in (0, interval].
         # Aligned loops would hide the scrape interval entirely (every decision would see a fresh scrape).
@@ -221,8 +219,21 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             STANDBY_EXPIRE: self.on_standby_expire,
         }
         heap, clock, duration = self._heap, self.clock, self.sc.duration_s
-        while heap:
-            t, _, _, kind, payload = heappop(heap)
+        t: float
+        kind: int
+        payload: Any
+        while True:
+            # The next request is not on the heap: it is due first when its (time, ARRIVAL) comes before the
+            # heap's first (time, kind), as its event would have been popped (one ARRIVAL is ever due at a
+            # time, so no sequence number is needed between them).
+            spec = self._next_spec
+            if spec is not None and (not heap or spec.arrival_s < heap[0][0] or
+                                     (spec.arrival_s == heap[0][0] and ARRIVAL < heap[0][1])):
+                t, kind, payload = spec.arrival_s, ARRIVAL, None
+            elif heap:
+                t, _, _, kind, payload = heappop(heap)
+            else:
+                break
             clock.t = t
             if kind == ENGINE:  # the three kinds of nearly every event, called directly
                 self.on_engine(t, payload)

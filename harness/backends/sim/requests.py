@@ -20,7 +20,7 @@ from ...engine.cluster import GONE, TERMINATING, Pod
 from ...engine.core import Engine, SubmitResult
 from ...engine.histogram import EppLatency
 from ...router import NO_BOOKING, Route, Router
-from .events import ARRIVAL, ENGINE, FLOW, TIMEOUT
+from .events import ENGINE, FLOW, TIMEOUT
 from .state import SimState
 
 
@@ -63,23 +63,30 @@ class RequestFlow(SimState):
 
     def on_arrival(self, t: float, _: Any) -> None:
         spec = self._next_spec
-        assert spec is not None  # an ARRIVAL event is booked only for a request still to come
-        nxt = self._next_spec = next(self._arrivals, None)
-        if nxt is not None:
-            self.push(nxt.arrival_s, ARRIVAL)
-        self._arrived[spec.model] += 1
+        assert spec is not None  # the loop calls it only for a request still to come
+        self._next_spec = next(self._arrivals, None)  # due when the loop finds it first (loop.events)
+        arrived = self._arrived
+        arrived[spec.model] = arrived[spec.model] + 1
         if self._plan is not None:
             self._plan.add(spec.model, spec.arrival_s, spec.input_tokens, spec.output_tokens)
         req = _Req(spec)
-        obj = self._objective.setdefault(spec.model, [0.0, 0.0, 0.0, 0.0])
-        obj[0] += 1
-        obj[1] += spec.input_tokens
+        obj = self._counters(spec.model)
+        obj[0] = obj[0] + 1.0
+        obj[1] = obj[1] + spec.input_tokens
         self.inflight += 1
         deadlines = self._deadlines
         deadlines.append((t + self._timeout_s, req))
         if len(deadlines) == 1:
             self.push(deadlines[0][0], TIMEOUT)
         self.dispatch(t, req)
+
+    def _counters(self, model: str) -> list[float]:
+        """The EPP's request counters of a model: received, their prompt tokens, output tokens of the ok
+        ones, ok count (floats: the series' values)."""
+        obj = self._objective.get(model)
+        if obj is None:
+            obj = self._objective[model] = [0.0, 0.0, 0.0, 0.0]
+        return obj
 
     def arm_timeout(self) -> None:
         """Book the TIMEOUT event of the earliest client deadline still to look at.
@@ -214,9 +221,9 @@ class RequestFlow(SimState):
             itl = (t - ft) / (tokens - 1) * 1000.0
         pod = req.pod
         if status == "ok":
-            obj = self._objective.setdefault(s.model, [0.0, 0.0, 0.0, 0.0])
-            obj[2] += tokens
-            obj[3] += 1
+            obj = self._counters(s.model)
+            obj[2] = obj[2] + tokens
+            obj[3] = obj[3] + 1.0
             epp = self._epp.get(s.model)
             if epp is None:
                 epp = self._epp[s.model] = self.metrics.epp_latency(s.model)
