@@ -12,6 +12,7 @@ are stopped, and rows of suite.json that never finished say ``interrupted``
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -27,6 +28,7 @@ from scalearena.reports.results import RunWriter, atomic_write_json
 
 from .backends.registry import build_backend
 from .frontier_spec import FRONTIER_FILE
+from .interrupts import held
 from .scenario import Scenario
 from .suite import RunPlan
 
@@ -88,15 +90,18 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
             backend_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one plan; returns its summary. Partial results are kept on any failure."""
     run_dir = Path(out) / plan.rel_dir
-    writer = RunWriter(run_dir, run_meta(plan, cluster))
-    for setting, how in (getattr(plan.autoscaler, "derived", None) or {}).items():  # an llm-d recipe's computed values
-        writer.add_event(0.0, "derived_setting", setting=setting, value=how)
-    atomic_write_json(run_dir / "scenario.json", plan.scenario.model_dump(mode="json"))
+    with held():  # the run's folder and its writer come together: a folder without one would have no summary
+        writer = RunWriter(run_dir, run_meta(plan, cluster))
     try:
-        # inside the try: importing a backend takes ~0.5 s (local), and a Ctrl-C or a bad option
-        # then must still leave a summary.json marked incomplete
+        # everything after the writer inside the try: importing a backend takes ~0.5 s (local), a simulated
+        # run can be over in 0.1 s, and a Ctrl-C or a bad option at any point (the finish included) must
+        # still leave a summary.json marked incomplete
+        for setting, how in (getattr(plan.autoscaler, "derived", None) or {}).items():  # a recipe's computed values
+            writer.add_event(0.0, "derived_setting", setting=setting, value=how)
+        atomic_write_json(run_dir / "scenario.json", plan.scenario.model_dump(mode="json"))
         backend = build_backend(cluster, backend_options)
         backend.run(plan.scenario, plan.autoscaler, writer, progress)
+        return writer.finish()
     except KeyboardInterrupt:
         writer.abort("interrupted")
         raise
@@ -105,7 +110,6 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
         if not isinstance(e, UserError):
             (run_dir / "error.log").write_text(traceback.format_exc())
         raise
-    return writer.finish()
 
 
 def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | None = None,
@@ -208,14 +212,23 @@ class SuiteRecorder:
     def close(self, complete: bool) -> None:
         for row in self.doc["runs"]:
             if row["status"] == "pending":  # never recorded: the suite was interrupted
-                started = (self.path.parent / row["dir"]).is_dir()  # its RunWriter made the folder
-                row["status"] = "interrupted" if started else "cancelled"
+                folder = self.path.parent / row["dir"]  # its RunWriter made the folder
+                # a run can be complete and still unrecorded: its worker was stopped while writing its page
+                row["status"] = "cancelled" if not folder.is_dir() else "ok" if _complete(folder) else "interrupted"
         self.doc["complete"] = complete and all(r["status"] == "ok" for r in self.doc["runs"])
         self.doc["finished_unix"] = time.time()
         self.write()
 
     def write(self) -> None:
         atomic_write_json(self.path, self.doc)
+
+
+def _complete(run_dir: Path) -> bool:
+    """The run's summary.json says it finished (complete: true)."""
+    try:
+        return json.loads((run_dir / "summary.json").read_text()).get("complete") is True
+    except (OSError, ValueError):
+        return False
 
 
 def default_jobs(cluster: str) -> int:

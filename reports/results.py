@@ -105,6 +105,7 @@ _REQUEST_ROW = attrgetter(*REQUEST_COLUMNS)  # a record's values in column order
 _TIMESERIES_ROW = attrgetter(*TIMESERIES_COLUMNS)
 # A checkpoint re-reads the run's files; the next one waits at least this many times as long as it took.
 CHECKPOINT_COST_FACTOR = 20.0
+DECISIONS_FLUSH_S = 1.0  # decisions.jsonl is at most this far behind the run, in wall seconds
 
 
 class RunWriter:
@@ -139,6 +140,8 @@ class RunWriter:
         self._requests.on_flush(self._tally.add_requests)
         self._timeseries.on_flush(self._tally.add_timeseries)
         self._decisions_f = open(self.dir / "decisions.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+        self._decisions_flushed = time.monotonic()
+        self._decisions_pending = False
         # the simulator calls this once per request: straight to the stream, one Python call instead of two
         # (unless a subclass has its own add_request_row)
         if type(self).add_request_row is RunWriter.add_request_row:
@@ -170,7 +173,18 @@ class RunWriter:
         row = {"t_s": round(t_s, 6), "autoscaler": autoscaler, "loop": loop, **decision.to_dict()}
         self.decisions.append(row)
         self._decisions_f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")
-        self._decisions_f.flush()
+        self._decisions_pending = True
+        if time.monotonic() - self._decisions_flushed >= DECISIONS_FLUSH_S:
+            self._flush_decisions()
+
+    def _flush_decisions(self) -> None:
+        """decisions.jsonl on disk as the run goes: flushed at a decision or sample a second or more after
+        the last flush, and with every checkpoint's files (each flush is a system call; a simulated run
+        decides dozens of times in 0.1 s of wall time)."""
+        if self._decisions_pending:
+            self._decisions_f.flush()
+            self._decisions_pending = False
+        self._decisions_flushed = time.monotonic()
 
     def add_pod(self, row: dict[str, Any]) -> None:
         """One pod's start-up phases and end (pods.jsonl, harness/startup.py), appended as it ends."""
@@ -203,8 +217,11 @@ class RunWriter:
     # -- persistence ------------------------------------------------------------------------------
     def checkpoint(self, force: bool = False) -> None:
         now = time.monotonic()
+        if self._decisions_pending and now - self._decisions_flushed >= DECISIONS_FLUSH_S:
+            self._flush_decisions()
         if not self._dirty or (not force and now - self._last_checkpoint < self._checkpoint_gap_s):
             return
+        self._flush_decisions()
         self._write(complete=False)
         done = time.monotonic()
         self._checkpoint_gap_s = max(self.checkpoint_wall_s, CHECKPOINT_COST_FACTOR * (done - now))

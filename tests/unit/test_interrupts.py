@@ -77,3 +77,20 @@ def test_unfinished_rows_say_interrupted_or_cancelled(scenario_file, tmp_path, m
     doc = json.loads((tmp_path / "suite.json").read_text())
     assert [row["status"] for row in doc["runs"]] == ["ok", "interrupted", "cancelled"]
     assert doc["complete"] is False
+
+
+def test_an_unrecorded_run_whose_summary_is_complete_says_ok(scenario_file, tmp_path) -> None:
+    """A worker stopped while writing a finished run's page never returns its result; the run is still done."""
+    from scalearena.harness.runner import SuiteRecorder
+    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.suite import plans_for_scenario
+
+    plans = plans_for_scenario(load_scenario(scenario_file), ["static", "hpa", "keda"])
+    rec = SuiteRecorder(tmp_path, "t", "sim", plans, None)
+    for plan, complete in ((plans[0], True), (plans[1], False)):
+        (tmp_path / plan.rel_dir).mkdir(parents=True)
+        (tmp_path / plan.rel_dir / "summary.json").write_text(json.dumps({"complete": complete}))
+    rec.close(complete=False)
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert [row["status"] for row in doc["runs"]] == ["ok", "interrupted", "cancelled"]
+    assert doc["complete"] is False  # one run cancelled, one interrupted

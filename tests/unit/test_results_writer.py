@@ -59,3 +59,34 @@ def test_summary_reports_clipped_trace_requests(tmp_path):
     s = w.finish()
     assert s["workload"]["clipped_requests"] == 3
     assert s["workload"]["traces"] == [{"path": "t.csv", "clipped": 3}]
+
+
+def test_decisions_reach_the_disk_within_a_second_and_at_the_end(tmp_path, monkeypatch):
+    """decisions.jsonl is flushed at a decision or sample a second (DECISIONS_FLUSH_S) or more after the last
+    flush, not at every decision (a system call each: a simulated run decides dozens of times in 0.1 s)."""
+    from scalearena.reports import results
+
+    clock = [1000.0]
+    monkeypatch.setattr(results.time, "monotonic", lambda: clock[0])
+    w = RunWriter(tmp_path / "run", META, checkpoint_wall_s=3600)
+    path = tmp_path / "run" / "decisions.jsonl"
+
+    def decide(t: float) -> None:
+        w.add_decision(t, "static", Decision("v", 1, 1, (Reason("static", "fixed at 1"),)))
+
+    decide(0.0)  # 0 s after the writer opened the file: held
+    assert path.read_text() == ""
+    clock[0] += 1.0
+    decide(30.0)  # 1 s after: both written
+    assert len(path.read_text().splitlines()) == 2
+    decide(60.0)  # 0 s after that flush: held, and so after a sample 0.5 s later
+    w.checkpoint()
+    clock[0] += 0.5
+    w.checkpoint()
+    assert len(path.read_text().splitlines()) == 2
+    clock[0] += 0.5  # a sample 1 s after the last flush writes it
+    w.checkpoint()
+    assert [json.loads(line)["t_s"] for line in path.read_text().splitlines()] == [0.0, 30.0, 60.0]
+    decide(90.0)
+    w.finish()  # and the end writes what is held
+    assert len(path.read_text().splitlines()) == 4
