@@ -163,9 +163,11 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
                 click.echo(f"  {a.label}: {obj} -> variant {t.variant} ({t.autoscaler.kind})")
         from .disagg_spec import role_blind
         from .fit import oversized
+        from .objects import bound_warnings
         from .objects.recipes import queue_warnings
 
-        for msg in [*role_blind(sc), *queue_warnings(sc)]:
+        bounds = [m for a in sc.autoscaler_configs() for m in bound_warnings(a, sc.cluster.variants)]
+        for msg in [*role_blind(sc), *queue_warnings(sc), *bounds]:
             err_console.print(Text.assemble(("warning:", "yellow"), f" {file}: {msg}"), highlight=False, soft_wrap=True)
         for o in oversized(sc):
             err_console.print(Text.assemble(
@@ -224,6 +226,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     with one more signal deferred while it is.
     """
     from .frontier import for_suite
+    from .objects import bound_warnings
     from .objects.recipes import check_series
     from .runner import SuiteRecorder, check_prerequisites, prepare_out, with_pages
 
@@ -232,6 +235,8 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
         check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
+    for msg in dict.fromkeys(m for p in plans for m in bound_warnings(p.autoscaler, p.scenario.cluster.variants)):
+        err_console.print(Text.assemble(("warning:", "yellow"), f" {msg}"), highlight=False, soft_wrap=True)
     prepare_out(out)
     plans = with_pages(plans) if report else plans  # each worker writes its run's page as the run ends
     rec = SuiteRecorder(out, name, cluster, plans, source)

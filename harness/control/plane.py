@@ -3,9 +3,10 @@
 A backend owns *when* (the simulator's event heap, the wall-clock loop of
 local/kube) and the adapters (``harness.control.ports``); this class owns
 *what happens*: it builds the view (``harness.control.view.build_view``),
-asks the policy, writes every decision (the fast loop's only when it acts,
-as upstream WVA logs only its wake-ups), clamps the desired replicas to the
-variant's bounds and hands changes to the ``Actuator``, and samples one
+asks the policy, clamps the desired replicas to the variant's bounds
+(``bounded``: the one place that does, so a decision records what was
+applied), writes every decision (the fast loop's only when it acts, as
+upstream WVA logs only its wake-ups), hands changes to the ``Actuator``, and samples one
 ``TimeseriesRecord`` per variant. So a decision sequence or a time series
 can only differ between backends through what the adapters report, which
 tests/unit/test_backend_conformance.py drives with the same script for
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from scalearena.contracts.records import TimeseriesRecord
-from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, clamp
+from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, Reason, clamp
 
 from .ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
 from .view import VariantInfo, build_view, oracle_plan
@@ -80,7 +82,8 @@ class ControlPlane:
         if fast and not self._wake_candidates():
             return []
         view = self.view(now, with_pods=not fast)
-        decisions = self.policy.decide_fast(now, view) if fast else self.policy.decide(now, view)
+        asked = self.policy.decide_fast(now, view) if fast else self.policy.decide(now, view)
+        decisions = [bounded(d, self._by_name[d.variant]) for d in asked]
         spec = {v.name: v.spec_replicas for v in view.variants} if decisions else {}
         for dec in decisions:
             if not fast:
@@ -88,7 +91,7 @@ class ControlPlane:
             elif dec.action != "hold":
                 self.writer.add_decision(now, self.label, dec, loop="fast")
             self._apply(dec, spec)
-        return list(decisions)
+        return decisions
 
     def _wake_candidates(self) -> bool:
         """A variant at 0 spec replicas whose model has requests held at the gateway."""
@@ -99,8 +102,7 @@ class ControlPlane:
         return any(status[v.name].spec == 0 and queue.get(v.model, 0) > 0 for v in self.variants)
 
     def _apply(self, dec: Decision, spec: dict[str, int]) -> None:
-        info = self._by_name[dec.variant]
-        want = clamp(dec.desired_replicas, info.min_replicas, info.max_replicas)
+        want = dec.desired_replicas  # already within the variant's bounds (``bounded``)
         if want != spec.get(dec.variant):
             spec[dec.variant] = want
             self.actuator.scale(dec.variant, want)
@@ -152,3 +154,23 @@ class ControlPlane:
             out[m] = upto - self._arrived[m]
             self._arrived[m] = upto
         return out
+
+
+def bounded(dec: Decision, info: VariantInfo) -> Decision:
+    """``dec`` with its desired replicas clamped to the variant's ``[min_replicas, max_replicas]``, what the
+    actuator gets; unchanged when within them. Where the clamp binds (a user object's ``maxReplicas`` above
+    the variant's ``max_replicas``, which models the cluster's room for it) the policy's own count stays in
+    ``audit["requested_replicas"]`` and a last ``variant_bounds`` reason says which bound held it, so
+    decisions.jsonl, the report and the replicas that ran agree."""
+    want = clamp(dec.desired_replicas, info.min_replicas, info.max_replicas)
+    if want == dec.desired_replicas:
+        return dec
+    asked = dec.desired_replicas
+    if want < asked:
+        why = Reason("variant_bounds", f"{asked} requested; the variant's max_replicas {want} caps it: the cluster "
+                     f"has room for {want}", {"requested": asked, "max_replicas": want})
+    else:
+        why = Reason("variant_bounds", f"{asked} requested; the variant's min_replicas {want} holds it at {want}",
+                     {"requested": asked, "min_replicas": want})
+    return replace(dec, desired_replicas=want, reasons=(*dec.reasons, why),
+                   audit={**dec.audit, "requested_replicas": asked})

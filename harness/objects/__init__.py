@@ -12,6 +12,7 @@ so the reference must be a variant's name; anything else is an error.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from .hpa import translate_hpa
 from .keda import translate_scaled_object
 from .load import Doc, check_env_used, load_documents
 
-__all__ = ["compile_documents", "compile_objects", "rule_groups"]
+__all__ = ["bound_warnings", "compile_documents", "compile_objects", "rule_groups"]
 
 
 def compile_objects(cfg: KubernetesConfig, base_dir: Path | None, variants: dict[str, str]) -> KubernetesConfig:
@@ -78,6 +79,30 @@ def rule_groups(cfg: Any) -> list[RuleGroup]:
     """The rule groups a ``kubernetes`` autoscaler's objects bring (none for any other autoscaler)."""
     raw = getattr(cfg, "rule_groups", None) or []
     return [RuleGroup.model_validate(g) for g in raw]
+
+
+def bound_warnings(cfg: Any, variants: Iterable[Any]) -> list[str]:
+    """A warning per object of a ``kubernetes`` autoscaler whose replica bounds reach past its variant's: the
+    variant's ``min_replicas``/``max_replicas`` (the cluster's room for it) clamp what is applied
+    (harness/control/plane.py ``bounded``), so the object's ``maxReplicas`` above it is never reached and its
+    ``minReplicas`` below it is never held."""
+    by_name = {v.name: v for v in variants}
+    out = []
+    for t in getattr(cfg, "targets", []):
+        v = by_name[t.variant]
+        where = f"autoscaler {cfg.label!r}: {t.source}"
+        field = "maxReplicaCount" if t.autoscaler.kind == "keda" else "maxReplicas"
+        if t.max_replicas is not None and t.max_replicas > v.max_replicas:
+            out.append(f"{where}: {field} {t.max_replicas} is above the max_replicas {v.max_replicas} of variant "
+                       f"{v.name!r}; the variant's max_replicas {v.max_replicas} caps it: the cluster has "
+                       f"room for {v.max_replicas} (a decision records the replicas applied, the object's own count "
+                       "in audit.requested_replicas)")
+        field = field.replace("max", "min")
+        if t.min_replicas is not None and t.min_replicas < v.min_replicas:
+            out.append(f"{where}: {field} {t.min_replicas} is below the min_replicas {v.min_replicas} of variant "
+                       f"{v.name!r}, which holds it at {v.min_replicas} (set the variant's min_replicas "
+                       f"to {t.min_replicas} to let the object go lower)")
+    return out
 
 
 def _adapter(d: Doc) -> AdapterConfig:

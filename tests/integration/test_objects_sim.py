@@ -138,3 +138,43 @@ spec:
     assert downs and (downs[0]["t_s"], downs[0]["desired_replicas"]) == (160.0, 0)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["requests_ok"] == summary["requests_total"] > 0
+
+
+def test_an_hpa_above_the_variants_max_replicas_is_recorded_at_the_cap(tmp_path: Path) -> None:
+    """An HPA object with maxReplicas 7 on a variant with max_replicas 4 (the cluster's room for it): the run
+    warns once at its start, and every decision records the replicas applied (at most 4, as the time series
+    holds) with the HPA's own count, up to its 7, in audit.requested_replicas; before, decisions.jsonl said
+    "4 -> 7" while the simulator held 4."""
+    from tests.unit.test_cli import scalearena
+
+    variant = {**SCENARIO["cluster"]["variants"][0], "max_replicas": 4}
+    data = {**SCENARIO, "cluster": {"variants": [variant]}}
+    sc = scenario_from_data({**data, "autoscalers": [{"kind": "hpa"}]}, "<test>")
+    objects = hpa_objects(sc, sc.autoscalers[0])  # the preset's HPA (maxReplicas 4) and adapter rules ...
+    (hpa,) = [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    hpa["spec"]["maxReplicas"] = 7  # ... with the object's cap above the variant's
+    (tmp_path / "hpa.yaml").write_text(yaml.safe_dump_all(objects))
+    adapter = Path(__file__).resolve().parents[2] / "manifests/autoscalers/prometheus-adapter/config.yaml"
+    data["autoscalers"] = [{"kind": "kubernetes", "name": "mine", "objects": ["hpa.yaml", str(adapter)]}]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    r = scalearena("run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    warning = (f"warning: autoscaler 'mine': {tmp_path / 'hpa.yaml'}: HorizontalPodAutoscaler/va: maxReplicas 7 "
+               "is above the max_replicas 4 of variant 'va'; the variant's max_replicas 4 caps it: the cluster has "
+               "room for 4")
+    assert r.stderr.count(warning) == 1, r.stderr
+    run = tmp_path / "out" / "objects" / "mine"
+    ds = [json.loads(line) for line in (run / "decisions.jsonl").read_text().splitlines()]
+    assert max(d["desired_replicas"] for d in ds) == 4
+    capped = [d for d in ds if "requested_replicas" in d["audit"]]
+    # the HPA asked past 4 (up to its own maxReplicas 7) while the step to 5 RPS lasted; each such decision
+    # records 4 and ends with the reason that capped it
+    assert capped and max(d["audit"]["requested_replicas"] for d in capped) == 7
+    for d in capped:
+        assert d["desired_replicas"] == 4 < d["audit"]["requested_replicas"] <= 7
+        assert d["reasons"][-1]["values"] == {"requested": d["audit"]["requested_replicas"], "max_replicas": 4}
+    assert not [d for d in ds if d["action"] == "scale_up" and d["current_replicas"] == 4]  # no "4 -> 7"
+    import pyarrow.parquet as pq
+
+    spec = pq.read_table(run / "timeseries.parquet", columns=["spec_replicas"]).column(0).to_pylist()
+    assert max(spec) == 4
