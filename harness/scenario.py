@@ -50,8 +50,7 @@ from .hardware import GPUTypeSpec
 from .overrides import apply_overrides as apply_overrides  # re-exported: suite.py, paper/plans.py
 from .overrides import parse_override as parse_override
 from .safe_yaml import read_yaml
-from .schema_help import format_validation_error as format_validation_error
-from .schema_help import raise_at
+from .schema_help import raise_at, validated
 from .startup_spec import (
     ColdStartSpec,
     NodePoolSpec,
@@ -335,10 +334,7 @@ class Scenario(_Spec):
 def scenario_from_data(data: Any, where: str, base_dir: Path | None = None) -> Scenario:
     if not isinstance(data, dict):
         raise UserError("a scenario must be a YAML mapping", where=where)
-    try:
-        sc = Scenario.model_validate(data, context={"base_dir": base_dir})
-    except ValidationError as e:
-        raise format_validation_error(e, where, data, Scenario) from None
+    sc = validated(Scenario, data, where, context={"base_dir": base_dir})
     return compile_warmup(compile_objects(_resolve_paths(sc, base_dir), base_dir), base_dir)
 
 

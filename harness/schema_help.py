@@ -13,14 +13,17 @@ import re
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticUndefined
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
+
+M = TypeVar("M", bound=BaseModel)
 
 UNIT_SUFFIXES = (("_seconds", "s"), ("_s", "s"), ("_ms", "ms"), ("_rps", "req/s"), ("_percentage", "%"),
                  ("_pct", "%"), ("_tokens", "tokens"), ("_kwh", "kWh"), ("_w", "W"))
@@ -110,36 +113,111 @@ def source_line(cls: type) -> str:
     return re.sub(r"^``[^`]+``:\s*", "", first)  # "``kpa``: the Knative ..." -> "the Knative ..."
 
 
-def fields_at(model: type[BaseModel], loc: list[str]) -> set[str]:
-    """Field names valid at the place ``loc`` points into (the last element is the unknown key).
-
-    Follows the path through nested models, lists and unions; a part that is not a field name (a list
-    index, a union tag) keeps the candidates. Empty when the path cannot be followed."""
-    current: list[type[BaseModel]] = [model]
-    for part in loc[:-1]:
-        nxt = [m for c in current if part in c.model_fields for m in _models_in(c.model_fields[part].annotation)]
-        if nxt:
-            current = nxt
-        elif not any(part in c.model_fields for c in current):
-            # a list index or a union tag (e.g. 'wva'): narrow to the tagged model when one matches
-            tagged = [c for c in current if _tag(c) == part]
-            current = tagged or current
-    return {f for c in current for f in c.model_fields}
+def validated(model: type[M], data: Any, where: str, *, context: dict[str, Any] | None = None) -> M:
+    """``model`` from ``data``; a schema failure is the one UserError (``error: ...``, exit 2) that names
+    ``where`` and the first wrong field as the user wrote it (see format_validation_error)."""
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as e:
+        raise format_validation_error(e, where, data, model) from None
 
 
-def _tag(model: type[BaseModel]) -> str | None:
-    kind = model.model_fields.get("kind")
-    args = typing.get_args(kind.annotation) if kind is not None else ()
-    return str(args[0]) if len(args) == 1 else None
+Member = tuple[Any, "str | None"]  # a type a path can reach, with the Tag its union gives it (if any)
+
+
+def _members(annotation: Any, tag: str | None = None) -> list[Member]:
+    """The types an annotation admits, each with its union Tag: Annotated unwrapped, unions flattened,
+    None dropped."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        inner, *meta = typing.get_args(annotation)
+        return _members(inner, next((m.tag for m in meta if isinstance(m, Tag)), tag))
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return [m for a in typing.get_args(annotation) for m in _members(a)]
+    return [] if annotation is type(None) else [(annotation, tag)]
+
+
+def _is_model(t: Any) -> bool:
+    return inspect.isclass(t) and issubclass(t, BaseModel)
+
+
+def _labels(member: Member) -> set[str]:
+    """The names pydantic may give a union member in an error path: its Tag, its discriminator's value
+    (a one-value Literal field such as ``kind: Literal["roofline"]``), its type's name (``str``)."""
+    t, tag = member
+    out = {tag} if tag else set()
+    out |= {getattr(t, "__name__", "")}
+    if _is_model(t):
+        for f in t.model_fields.values():
+            args = typing.get_args(f.annotation)
+            if typing.get_origin(f.annotation) is typing.Literal and len(args) == 1:
+                out.add(str(args[0]))
+    return out - {""}
+
+
+def _step(members: list[Member], part: Any) -> list[Member] | None:
+    """The types below ``part`` (a field name or alias, a list index, a mapping key) of ``members``;
+    None when ``part`` is none of these there."""
+    fields = [f for m, _ in members if _is_model(m) for name, f in m.model_fields.items()
+              if part in (name, f.alias, f.validation_alias)]
+    if fields:
+        return [t for f in fields for t in _members(f.annotation)]
+    below: list[Member] = []
+    for m, _ in members:
+        origin, args = typing.get_origin(m), typing.get_args(m)
+        if str(part).isdigit() and origin in (list, tuple, set, frozenset):
+            below += _members(args[int(part)] if origin is tuple and args[-1] is not Ellipsis and int(part) < len(args)
+                              else args[0] if args else Any)
+        elif isinstance(part, str) and inspect.isclass(origin) and issubclass(origin, Mapping):
+            below += _members(args[1] if len(args) == 2 else Any)
+    return below or None
+
+
+def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[str], list[Member]]:
+    """``loc`` as the user's file spells it, and the types it reaches. pydantic's union tags are left
+    out: the ``kind`` of a tagged union member such as ``roofline``, a Tag such as ``inline``, a member
+    type name such as ``str`` or ``function-after[...]``. Right below a union a part that names one of
+    its members is that tag; elsewhere a part is a tag when it is no field, alias, index or key of the
+    types the path has reached. Past a type that cannot be looked into (Any) every part is kept."""
+    members: list[Member] = [(model, None)]
+    at_union = False
+    out: list[str] = []
+    for part in loc:
+        if "[" in str(part):  # function-after[...], list[int], ...: never a name in a file
+            continue
+        if not members or any(m is Any for m, _ in members):
+            out.append(str(part))
+            continue
+        named = [m for m in members if str(part) in _labels(m)] if at_union else []
+        below = None if named else _step(members, part)
+        at_union = False
+        if below is None:  # a tag: go on in the member it names, when one does
+            members = named or [m for m in members if str(part) in _labels(m)] or members
+            continue
+        out.append(str(part))
+        members, at_union = below, len(below) > 1
+    return out, members
+
+
+def fields_at(model: type[BaseModel], loc: list[Any]) -> set[str]:
+    """Field names valid at the place ``loc`` points into (the last element is the unknown key): the
+    fields of the models the path reaches through nested models, lists, mappings and union tags. Empty
+    when the path cannot be followed."""
+    return {f for m, _ in _walk(model, tuple(loc[:-1]))[1] if _is_model(m) for f in m.model_fields}
 
 
 def format_validation_error(err: ValidationError, where: str, data: Any = None,
                             model: type[BaseModel] | None = None) -> UserError:
     """One message: file, field path, what was expected (first error, count of the rest); for an
-    unknown field of ``model``, the closest valid name ("did you mean")."""
+    unknown field of ``model``, the closest valid name ("did you mean"). With ``model`` the path
+    leaves out pydantic's union tags (``latency.model_shape``, not ``latency.roofline.model_shape.inline``)."""
     errors = err.errors(include_url=False)
     first = errors[0]
-    loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
+    if model is None:
+        loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
+    else:
+        unknown = first["type"] == "extra_forbidden" and bool(first["loc"])  # the last part: the user's own key
+        loc = _walk(model, tuple(first["loc"][:-1] if unknown else first["loc"]))[0]
+        loc += [str(first["loc"][-1])] if unknown else []
     if len(loc) >= 2 and loc[0] == "workload" and loc[1] == "0" and isinstance(data, dict) \
             and isinstance(data.get("workload"), dict):
         del loc[1]  # the file holds one workload mapping, not a list
@@ -154,7 +232,7 @@ def format_validation_error(err: ValidationError, where: str, data: Any = None,
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
         if model is not None and first["loc"]:
-            msg += did_you_mean(str(first["loc"][-1]), fields_at(model, [str(p) for p in first["loc"]]))
+            msg += did_you_mean(str(first["loc"][-1]), fields_at(model, list(first["loc"])))
     elif first["type"] == "missing":
         msg = "required field is missing"
     more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""

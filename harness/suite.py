@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import StrictSpec
 
 from .frontier_spec import FrontierSpec
-from .scenario import Scenario, apply_overrides, format_validation_error, read_yaml, scenario_from_data
+from .scenario import Scenario, apply_overrides, read_yaml, scenario_from_data
+from .schema_help import validated
 
 
 class SweepSpec(StrictSpec):
@@ -119,10 +120,7 @@ def load_suite(
     data = read_yaml(p)
     if not isinstance(data, dict):
         raise UserError("a suite must be a YAML mapping", where=str(p))
-    try:
-        spec = SuiteSpec.model_validate(data)
-    except ValidationError as e:
-        raise format_validation_error(e, str(p), model=SuiteSpec) from None
+    spec = validated(SuiteSpec, data, str(p))
     plans: list[RunPlan] = []
     for i, run in enumerate(spec.runs):
         sc_path = (p.parent / run.scenario).resolve()

@@ -106,14 +106,9 @@ def bound_warnings(cfg: Any, variants: Iterable[Any]) -> list[str]:
 
 
 def _adapter(d: Doc) -> AdapterConfig:
-    from pydantic import ValidationError
+    from ..schema_help import validated
 
-    from ..schema_help import format_validation_error
-
-    try:
-        return AdapterConfig.model_validate({k: v for k, v in d.data.items() if k not in ("metadata", "kind")})
-    except ValidationError as e:
-        raise format_validation_error(e, d.where) from None
+    return validated(AdapterConfig, {k: v for k, v in d.data.items() if k not in ("metadata", "kind")}, d.where)
 
 
 def _merge(a: AdapterConfig, b: AdapterConfig) -> AdapterConfig:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.hpa import HPAConfig
@@ -27,7 +27,7 @@ from scalearena.controllers.hpa.behavior import Behavior, ScalingPolicy, Scaling
 from scalearena.controllers.hpa.engine import TARGET_PODS, ExternalMetric, PodsMetric
 
 from ..promql import PromQLEngine, PromQLError
-from ..schema_help import format_validation_error
+from ..schema_help import validated
 from . import adapter as ad
 from .load import Doc
 
@@ -219,10 +219,7 @@ def translate_metric(m: MetricSource, cfg: ad.AdapterConfig, ns: str, doc: Doc, 
 
 def translate_hpa(doc: Doc, cfg: ad.AdapterConfig, recorded: list[str]) -> tuple[HPAObject, HPAConfig]:
     """The object, validated, and the HPAConfig it runs as."""
-    try:
-        obj = HPAObject.model_validate(doc.data)
-    except ValidationError as e:
-        raise format_validation_error(e, doc.where) from None
+    obj = validated(HPAObject, doc.data, doc.where)
     spec = obj.spec
     if not spec.metrics:
         raise UserError("spec.metrics: empty (the API server would default to CPU utilisation 80 %, which needs "

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.keda import KEDAConfig
 
-from ..schema_help import format_validation_error
+from ..schema_help import validated
 from .hpa import HPABehavior, check_query, rules_of
 from .load import Doc
 
@@ -137,10 +137,7 @@ def _trigger(t: TriggerSpec, doc: Doc, path: str) -> dict[str, Any]:
 
 def translate_scaled_object(doc: Doc) -> tuple[KEDAConfig, int, int]:
     """The KEDAConfig a ScaledObject runs as, with its minReplicaCount and maxReplicaCount."""
-    try:
-        spec = ScaledObject.model_validate(doc.data).spec
-    except ValidationError as e:
-        raise format_validation_error(e, doc.where) from None
+    spec = validated(ScaledObject, doc.data, doc.where).spec
     # KEDA's admission webhook (apis/keda/v1alpha1 CheckReplicaCountBoundsAreValid)
     if spec.minReplicaCount > spec.maxReplicaCount:
         raise UserError(f"spec.minReplicaCount: {spec.minReplicaCount} must be at most maxReplicaCount "

@@ -27,7 +27,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 import promql_parser as pp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scalearena.contracts.errors import UserError
 
@@ -105,15 +105,12 @@ class PrometheusRule(BaseModel):
 
 def load_rule_groups(data: Any, where: str) -> list[RuleGroup]:
     """Rule groups from a parsed YAML document; any problem is one UserError with the field path."""
-    try:
-        if isinstance(data, dict) and "kind" in data:
-            groups, prefix = PrometheusRule.model_validate(data).spec.groups, "spec.groups"
-        else:
-            groups, prefix = RuleFile.model_validate(data).groups, "groups"
-    except ValidationError as e:
-        from scalearena.harness.scenario import format_validation_error
+    from scalearena.harness.schema_help import validated
 
-        raise format_validation_error(e, where) from None
+    if isinstance(data, dict) and "kind" in data:
+        groups, prefix = validated(PrometheusRule, data, where).spec.groups, "spec.groups"
+    else:
+        groups, prefix = validated(RuleFile, data, where).groups, "groups"
     names = [g.name for g in groups]
     for i, g in enumerate(groups):
         if names.index(g.name) != i:

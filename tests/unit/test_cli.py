@@ -39,10 +39,10 @@ def scalearena(*args: str, cwd: Path | None = None, env: dict[str, str] | None =
         (lambda d: d.update(extra_key=True), "extra_key: unknown field"),
         (lambda d: d["cluster"]["variants"][0].update(cost="cheap"), "cluster.variants.0.cost"),
         (lambda d: d["autoscalers"].__setitem__(0, {"kind": "magic"}), "autoscalers.0"),
-        (lambda d: d["workload"]["arrivals"].update(rate_rps=-2), "workload.arrivals.constant.rate_rps"),
+        (lambda d: d["workload"]["arrivals"].update(rate_rps=-2), "workload.arrivals.rate_rps: Input should be greater than 0; got -2"),
         (lambda d: d["cluster"]["variants"][0]["engine"].update(latency={"kind": "roofline", "model_shape": {
             "hidden_size": 4096, "num_layers": 32, "num_heads": 32, "num_kv_heads": 5, "intermediate_size": 14336,
-            "vocab_size": 128256}}), "cluster.variants.0.engine.latency.roofline.model_shape.inline"),
+            "vocab_size": 128256}}), "cluster.variants.0.engine.latency.model_shape.num_kv_heads: 5 must divide num_heads 32"),
     ],
 )
 def test_validate_bad_scenario_exits_2_with_field_path(tmp_path, scenario_dict, mutate, fragment):

@@ -26,7 +26,7 @@ def test_valid_scenario_loads_with_defaults(scenario_dict):
     [
         (lambda d: d.update(bogus=1), "bogus", "unknown field"),
         (lambda d: d["cluster"]["variants"][0].update(max_replicas="many"), "cluster.variants.0.max_replicas", "integer"),
-        (lambda d: d["workload"]["arrivals"].update(rate_rps=-1), "workload.arrivals.constant.rate_rps", "greater than 0"),
+        (lambda d: d["workload"]["arrivals"].update(rate_rps=-1), "workload.arrivals.rate_rps: ", "greater than 0"),
         (lambda d: d["autoscalers"].append({"kind": "nope"}), "autoscalers.1", "'wva'"),
         (lambda d: d.pop("duration_s"), "duration_s", "required field is missing"),
         (lambda d: d["cluster"]["variants"][0].update(min_replicas=5), "cluster.variants.0", "exceeds max_replicas"),

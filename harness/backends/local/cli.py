@@ -118,18 +118,6 @@ def _json_object(text: str | None, flag: str, expected: str) -> dict[str, Any] |
     return data
 
 
-def _validated(model: Any, data: dict[str, Any], where: str) -> Any:
-    """``model`` from ``data``; a schema failure is one UserError naming the field (as a scenario's would)."""
-    from pydantic import ValidationError
-
-    from scalearena.harness.schema_help import format_validation_error
-
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        raise format_validation_error(e, where, data, model) from None
-
-
 def _time_scale(value: float) -> float:
     """--time-scale: finite, > 0 and at most 1000, as the local backend's option (an infinite scale made
     every wait zero: the server spun and never finished a SIGTERM)."""
@@ -161,9 +149,10 @@ def _gpu(name: str, spec_json: str | None, latency_kind: str) -> Any:
     own GPU names without a datasheet)."""
     if spec_json:
         from scalearena.harness.hardware import GPUTypeSpec
+        from scalearena.harness.schema_help import validated
 
         data = _json_object(spec_json, "--gpu-spec", "a scenario's cluster.gpu_types entry as a JSON object")
-        return _validated(GPUTypeSpec, data or {}, "--gpu-spec").to_gpu(name)
+        return validated(GPUTypeSpec, data or {}, "--gpu-spec").to_gpu(name)
     if latency_kind != "constant":
         from scalearena.harness.engine import gpu_spec
 
@@ -226,6 +215,7 @@ def _gpu(name: str, spec_json: str | None, latency_kind: str) -> Any:
 def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
     """OpenAI-compatible server around the scalearena serving model (one pod)."""
     from scalearena.harness.scenario import EngineSpec
+    from scalearena.harness.schema_help import validated
 
     from .engine_server import FAILURES, EngineServerConfig, serve
 
@@ -247,12 +237,12 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
                 raise click.UsageError(f"--{flag.replace('_', '-')} needs the constant latency model")
             lat[key] = o[flag] * scale
     base["latency"] = lat
-    spec = _validated(EngineSpec, base, "--engine-spec" if o["engine_spec"] else "serve-engine flags")
+    spec = validated(EngineSpec, base, "--engine-spec" if o["engine_spec"] else "serve-engine flags")
     gpu = _gpu(o["gpu"], o["gpu_spec"], spec.latency.kind)
     from scalearena.harness.disagg_spec import KVTransferSpec
 
     kv_json = _json_object(o["kv_transfer"], "--kv-transfer", "a scenario's cluster.kv_transfer as a JSON object")
-    kv = _validated(KVTransferSpec, kv_json or {}, "--kv-transfer")
+    kv = validated(KVTransferSpec, kv_json or {}, "--kv-transfer")
     bad = set(o["failure_types"]) - set(FAILURES)
     if bad:
         raise click.UsageError(f"--failure-types: unknown {sorted(bad)}; expected {sorted(FAILURES)}")
@@ -293,10 +283,11 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
 def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     """The gateway: EPP-like endpoint picking, admission control, scale-from-zero queue."""
     from scalearena.harness.scenario import RouterSpec
+    from scalearena.harness.schema_help import validated
 
     from .router_server import RouterServerConfig, serve
 
-    spec = _validated(RouterSpec, _json_object(o["router_spec"], "--router-spec", "a scenario's router section "
+    spec = validated(RouterSpec, _json_object(o["router_spec"], "--router-spec", "a scenario's router section "
                                                "as a JSON object") or {}, "--router-spec")
     token = None
     if o["admin_port"] is not None and not o["admin_token_file"]:
