@@ -17,6 +17,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.safe_yaml import parse_yaml
+from scalearena.harness.schema_help import validated
 
 SATURATION_KEYS = {  # upstream key -> WVAConfig / ModelOverride field
     "kvCacheThreshold": "tau_kv",
@@ -87,9 +88,5 @@ def wva_config_from_configmaps(saturation: Mapping[str, str] | None, scale_to_ze
                 o["retention_s"] = fields["retention_s"]
     if overrides:
         cfg["model_overrides"] = overrides
-    model = REGISTRY.get("wva").config
-    try:
-        return model.model_validate(cfg)
-    except Exception as e:  # pydantic ValidationError: one line, which ConfigMap to fix
-        raise UserError(f"invalid WVA configuration: {e}".splitlines()[0],
-                        where=f"{SATURATION_CONFIGMAP} / {SCALE_TO_ZERO_CONFIGMAP}") from None
+    # one line naming the WVAConfig field (tau_kv is kvCacheThreshold, ... as SATURATION_KEYS) and the value
+    return validated(REGISTRY.get("wva").config, cfg, f"{SATURATION_CONFIGMAP} / {SCALE_TO_ZERO_CONFIGMAP}")

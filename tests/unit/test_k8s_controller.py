@@ -239,6 +239,10 @@ def test_configmaps_translate_to_the_policy_config() -> None:
     assert cfg.scale_to_zero_for("other") == (False, 600.0)  # default 10m
     with pytest.raises(UserError, match="unknown keys"):
         wva_config_from_configmaps({"default": "kvCacheTreshold: 0.8\n"}, None)
+    with pytest.raises(UserError) as e:  # the field and the value, not "1 validation error for WVAConfig"
+        wva_config_from_configmaps({"m": "model_id: x\nqueueLengthThreshold: -3\n"}, None)
+    assert e.value.render() == ("wva-saturation-scaling-config / wva-scale-to-zero-config: model_overrides.x.tau_q: "
+                                "Input should be greater than 0; got -3")
 
 
 def test_helpers_on_recorded_objects() -> None:
