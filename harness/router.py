@@ -136,19 +136,18 @@ QUEUE, REJECT, HOLD = Route("queue"), Route("reject"), Route("hold")  # immutabl
 class Router:
     def __init__(self, spec, seed: int = 0) -> None:  # spec: harness.scenario.RouterSpec
         self.spec = spec
-        self.w = spec.scorers
-        self.adm = spec.admission
+        w, adm = spec.scorers, spec.admission
         # what every request reads of the spec, held as plain values (the compiled build reads them unboxed)
         self._refresh_s = float(spec.refresh_s)
-        self._kv_t, self._q_t = float(self.adm.kv_threshold), float(self.adm.queue_threshold)
-        self._wq, self._wkv, self._wpc = float(self.w.queue), float(self.w.kv_cache), float(self.w.prefix_cache)
-        self._reject = self.adm.kind == "saturation"
-        self._hold = self.adm.kind == "flow_control"
+        self._kv_t, self._q_t = float(adm.kv_threshold), float(adm.queue_threshold)
+        self._wq, self._wkv, self._wpc = float(w.queue), float(w.kv_cache), float(w.prefix_cache)
+        self._reject = adm.kind == "saturation"
+        self._hold = adm.kind == "flow_control"
         self.rng = random.Random(seed)
         self._pods: dict[str, list[RoutedPod]] = {}  # model -> ready decode / both pods (insertion order)
         self._prefill: dict[str, list[RoutedPod]] = {}  # model -> ready prefill pods
         self._slot: dict[str, int] = {}
-        self._base: dict[str, tuple[float, list[int], bool]] = {}
+        self._scored: dict[str, tuple[list[int], bool]] = {}  # pool key -> its slot's _refresh
         self._index: dict[Any, dict[str, RoutedPod]] = {}  # prefix key -> pods believed to hold it
 
     # ---- membership -------------------------------------------------------------------------------
@@ -190,7 +189,7 @@ class Router:
         refreshed = self._refresh(now, req.model, pods)
         prefill = self._prefill.get(req.model)
         pf = self._refresh(now, f"{req.model}\x00prefill", prefill) if prefill else None
-        if self._reject and refreshed[2] and (pf is None or pf[2]):
+        if self._reject and refreshed[1] and (pf is None or pf[1]):
             return REJECT
         if self._hold and self.saturated(req.model):
             return HOLD
@@ -214,11 +213,11 @@ class Router:
             target.inflight_tokens += n
         return Route("pod", pod, prefill=p_pod, booked=Booking(tuple(booked)))
 
-    def _pick(self, pods: list[RoutedPod], refreshed: tuple[float, list[int], bool],
+    def _pick(self, pods: list[RoutedPod], refreshed: tuple[list[int], bool],
               keys: tuple[int, ...], sizes: tuple[int, ...], total: int) -> RoutedPod:
         """The highest weighted score of one pool (prefix affinity among the pods believed to hold the
         prompt's first unit), ties broken by the seeded random choice."""
-        _, ties, _ = refreshed
+        ties = refreshed[0]
         if keys and self._wpc > 0.0:
             cand: dict[int, float] = {}
             holders = self._index.get(keys[0])
@@ -250,12 +249,12 @@ class Router:
         prefill = self._prefill.get(model)
         return full(self._pods.get(model, [])) and (not prefill or full(prefill))
 
-    def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[float, list[int], bool]:
-        """One pool's snapshot, scored: (top score, the pods' indexes at it, all saturated); each pod keeps its
-        own snapshot and score (``model`` is the pool's key: the model, or its prefill pool's)."""
+    def _refresh(self, now: float, model: str, pods: list[RoutedPod]) -> tuple[list[int], bool]:
+        """One pool's snapshot, scored: (the indexes of the pods at the top score, all saturated); each pod
+        keeps its own snapshot and score (``model`` is the pool's key: the model, or its prefill pool's)."""
         slot = int(now / self._refresh_s)
         if self._slot.get(model) == slot:
-            return self._base[model]
+            return self._scored[model]
         kv_t, q_t = self._kv_t, self._q_t
         qmin = qmax = 0.0
         all_sat = True
@@ -289,8 +288,8 @@ class Router:
             if i == 0 or b > top:
                 top = b
         ties = [i for i in range(n) if pods[i].score >= top - 1e-12]
-        out = (top, ties, all_sat)
-        self._slot[model], self._base[model] = slot, out
+        out = (ties, all_sat)
+        self._slot[model], self._scored[model] = slot, out
         return out
 
     # ---- prefix affinity --------------------------------------------------------------------------

@@ -218,7 +218,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             NODE_READY: self.on_node_ready, CA_SCAN: self.on_ca_scan, POD_SCHEDULABLE: self.on_schedulable,
             STANDBY_EXPIRE: self.on_standby_expire,
         }
-        heap, clock, duration = self._heap, self.clock, self.sc.duration_s
+        heap, clock, duration = self._heap, self.clock, self._duration_s
         t: float
         kind: int
         payload: Any
