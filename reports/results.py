@@ -174,7 +174,10 @@ class RunWriter:
         self.decisions.append(row)
         self._decisions_f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")
         self._decisions_pending = True
-        if time.monotonic() - self._decisions_flushed >= DECISIONS_FLUSH_S:
+        self._flush_decisions_if_due()
+
+    def _flush_decisions_if_due(self) -> None:
+        if self._decisions_pending and time.monotonic() - self._decisions_flushed >= DECISIONS_FLUSH_S:
             self._flush_decisions()
 
     def _flush_decisions(self) -> None:
@@ -216,9 +219,8 @@ class RunWriter:
 
     # -- persistence ------------------------------------------------------------------------------
     def checkpoint(self, force: bool = False) -> None:
+        self._flush_decisions_if_due()
         now = time.monotonic()
-        if self._decisions_pending and now - self._decisions_flushed >= DECISIONS_FLUSH_S:
-            self._flush_decisions()
         if not self._dirty or (not force and now - self._last_checkpoint < self._checkpoint_gap_s):
             return
         self._flush_decisions()
