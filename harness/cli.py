@@ -168,13 +168,16 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
 
         bounds = [m for a in sc.autoscaler_configs() for m in bound_warnings(a, sc.cluster.variants)]
         for msg in [*role_blind(sc), *queue_warnings(sc), *bounds]:
-            err_console.print(Text.assemble(("warning:", "yellow"), f" {file}: {msg}"), highlight=False, soft_wrap=True)
+            _warn(f"{file}: {msg}")
         for o in oversized(sc):
-            err_console.print(Text.assemble(
-                ("warning:", "yellow"),
-                f" {file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for more than "
-                f"{o.limit_tokens} tokens (prompt + max_tokens), the most variant {o.variant!r} accepts; "
-                "they will fail as too_long (HTTP 400)"), highlight=False, soft_wrap=True)
+            _warn(f"{file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for more than "
+                  f"{o.limit_tokens} tokens (prompt + max_tokens), the most variant {o.variant!r} accepts; "
+                  "they will fail as too_long (HTTP 400)")
+
+
+def _warn(msg: str) -> None:
+    """One yellow ``warning:`` line on stderr, unwrapped."""
+    err_console.print(Text.assemble(("warning:", "yellow"), f" {msg}"), highlight=False, soft_wrap=True)
 
 
 def _check_traces(scenarios: list[Any]) -> str:
@@ -236,7 +239,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
         check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
     for msg in dict.fromkeys(m for p in plans for m in bound_warnings(p.autoscaler, p.scenario.cluster.variants)):
-        err_console.print(Text.assemble(("warning:", "yellow"), f" {msg}"), highlight=False, soft_wrap=True)
+        _warn(msg)
     prepare_out(out)
     plans = with_pages(plans) if report else plans  # each worker writes its run's page as the run ends
     rec = SuiteRecorder(out, name, cluster, plans, source)
