@@ -31,7 +31,7 @@ from rich.text import Text
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
 
-from .backends.registry import CLUSTERS, parse_option_flags, resolve_options
+from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
 from .executor import EXECUTORS, Executor, make_executor
 from .frontier_spec import FrontierSpec, frontier_option
 from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
@@ -50,6 +50,7 @@ LAZY_COMMANDS = {
     "render": "scalearena.harness.backends.kube.cli:render",
     "doctor": "scalearena.harness.backends.kube.cli:doctor",
     "kind": "scalearena.harness.backends.kube.cli:kind",
+    "kwok": "scalearena.harness.backends.kube.cli:kwok",
     "autoscalers": "scalearena.harness.cli_autoscalers:autoscalers",
 }  # commands of packages above the harness (paper/) are added by scalearena/cli.py
 
@@ -139,7 +140,7 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
     from .scenario import load_scenario, read_yaml
     from .suite import load_suite
 
-    if cluster in ("kind", "cluster"):  # the flag, else $SCALEARENA_GATEWAY, as a run resolves it
+    if cluster in KUBE_CLUSTERS:  # the flag, else $SCALEARENA_GATEWAY, as a run resolves it
         gateway = getattr(resolve_options(cluster, {"gateway": gateway} if gateway else {}), "gateway", None)
     data = read_yaml(file)
     if isinstance(data, dict) and "runs" in data:

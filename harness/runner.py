@@ -42,7 +42,7 @@ def check_prerequisites(cluster: str) -> None:
         from .backends.local.prometheus import find_prometheus
 
         find_prometheus()
-    elif cluster in ("kind", "cluster"):
+    elif cluster in ("kind", "kwok", "cluster"):
         from .backends.kube.cluster import preflight
 
         preflight(cluster)

@@ -39,6 +39,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--interval", type=float, default=float(env("WVA_INTERVAL_S", "30")))
     p.add_argument("--fast-interval", type=float, default=float(env("WVA_FAST_INTERVAL_S", "0.1")))
     p.add_argument("--metrics-port", type=int, default=8080)
+    p.add_argument("--metrics-host", default="0.0.0.0",  # noqa: S104 - every interface of the pod, as in a cluster
+                   help="address of the /metrics and /healthz listener (CLUSTER=kwok: the Service's loopback address)")
     p.add_argument("--once", action="store_true", help="run one cycle and exit (smoke test)")
     return p.parse_args(argv)
 
@@ -82,7 +84,7 @@ def serve(args: argparse.Namespace) -> None:
     if args.once:
         controller.reconcile()
         return
-    start_http_server(args.metrics_port, registry=controller.publisher.registry)
+    start_http_server(args.metrics_port, addr=args.metrics_host, registry=controller.publisher.registry)
     stop = threading.Event()
     run_cycles(controller, args.interval, args.fast_interval, time.monotonic, stop.wait, stop.is_set)
 

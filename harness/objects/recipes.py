@@ -45,7 +45,7 @@ NO_GATEWAY_QUEUE = "scalearena's gateway queue; the llm-d EPP has none"
 def absent_series(cluster: str, gateway: str | None = None) -> dict[str, str]:
     """The catalogue's series a backend does not expose, each with the reason (what ``check_series`` says)."""
     out = {s.name: f"emitted only when {s.condition}" for s in CATALOGUE if s.condition}
-    if cluster in ("kind", "cluster") and gateway == "epp":
+    if cluster in ("kind", "kwok", "cluster") and gateway == "epp":
         for s in CATALOGUE:
             if s.exporter == "gateway":
                 out[s.name] = NO_GATEWAY_QUEUE

@@ -36,7 +36,7 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
@@ -63,6 +63,7 @@ from .cluster import (
 from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
 from .honesty import Readiness, check_run
 from .keda import keda_objects
+from .kwok_stack import LocalStack
 from .knobs import refuse_unrendered
 from .load import InClusterLoad, choose_load, locust_objects
 from .render import Obj, render
@@ -77,7 +78,11 @@ from .scenario import (
 from .security import admin_token, harden
 from .validate import check_objects
 
+if TYPE_CHECKING:
+    from .kwok import KwokCluster
+
 ROOT = Path(__file__).resolve().parents[3]
+KUBE_MODES = ("kind", "kwok", "cluster")
 NATIVE = ("wva", "hpa", "keda", "kubernetes")  # autoscalers that run as Kubernetes objects in kind/cluster (and
 # every KubernetesConfig: the llm-d recipes)
 STATIC_WVA_KINDS = ("VariantAutoscaling", "HorizontalPodAutoscaler", "ScaledObject")
@@ -103,10 +108,11 @@ class KubeBackend:
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
                  load: str | None = None, load_workers: int | None = None, readiness: Callable[..., None] | None = None,
-                 local_port: Callable[[], int] = free_port) -> None:
-        if mode not in ("kind", "cluster"):
-            raise UserError(f"unknown kube mode {mode!r}", expected="kind or cluster")
+                 local_port: Callable[[], int] = free_port, time_scale: float = 1.0) -> None:
+        if mode not in KUBE_MODES:
+            raise UserError(f"unknown kube mode {mode!r}", expected=" or ".join(KUBE_MODES))
         self.mode, self.keep = mode, keep
+        self.time_scale = time_scale
         self.root = root or ROOT
         self.manifests = self.root / "manifests"
         self.shell = shell or Shell()
@@ -122,7 +128,7 @@ class KubeBackend:
 
     # ---- what gets applied -----------------------------------------------------------------------
     def image(self, name: str) -> str:
-        if self.mode == "kind" or name not in IMAGES:
+        if self.mode in ("kind", "kwok") or name not in IMAGES:
             return name
         if not self.image_prefix:
             raise UserError("CLUSTER=cluster needs the scalearena images in a registry the cluster can pull",
@@ -138,7 +144,7 @@ class KubeBackend:
                                 "(no llm-d routing sidecar, NIXL KV transfer or P/D EPP profiles in manifests/)",
                                 where=f"cluster.variants[{i}].role", expected="role: both on CLUSTER=kind/cluster, "
                                 "or run P/D on sim/local")
-        overlay = "kind" if self.mode == "kind" else "gpu-pool"
+        overlay = "gpu-pool" if self.mode == "cluster" else "kind"  # kwok runs kind's objects
         objs = with_gateway(self.gateway, sc, variant_objects(sc, render(self.manifests / "overlays" / overlay)),
                             self.manifests)
         kind = autoscaler.kind
@@ -182,16 +188,26 @@ class KubeBackend:
         logs = writer.dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         kind_cluster = KindCluster(self.shell, self.manifests / "kind" / "cluster.yaml") if self.mode == "kind" else None
-        kubectl = kind_cluster.kubectl if kind_cluster else Kubectl(self.shell)
+        kwok = self._kwok_cluster() if self.mode == "kwok" else None
+        kubectl = kind_cluster.kubectl if kind_cluster else kwok.kubectl if kwok else Kubectl(self.shell)
         forwards: list[Any] = []
         named: list[tuple[str, Any, Path]] = []  # (target, process, log) of each port-forward
         applied: list[Obj] = []
+        local: LocalStack | None = None  # kwok: the processes that play the kubelet's part
         old_term = self._trap_sigterm()
         try:
-            self._cluster(kind_cluster, kubectl, writer, scenario, objs)
+            if kwok:
+                kwok.up(fake_gpu_demand([scenario]))
+                writer.meta["kube_context"], writer.meta["kube_cluster_reused"] = f"kwok:{kwok.folder}", kwok.reused
+                local = LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s, time_scale=self.time_scale)
+            else:
+                self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             if uses_keda(autoscaler):
-                kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
-                kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
+                if local:
+                    local.start_keda()
+                else:
+                    kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
+                    kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
             if self.gateway == "epp":  # the InferencePool CRD (and the GIE CRDs the EPP watches)
                 kubectl.run("apply", "--server-side", "-f", GIE_CRDS, timeout=300)
                 kubectl.wait_established(INFERENCEPOOL_CRD)
@@ -199,8 +215,13 @@ class KubeBackend:
             kubectl.apply(crds)
             for crd in crds:
                 kubectl.wait_established(crd["metadata"]["name"])
+            rest = [o for o in objs if o["kind"] != "CustomResourceDefinition"]
             applied = objs
-            kubectl.apply([o for o in objs if o["kind"] != "CustomResourceDefinition"])
+            if local:
+                rest = local.objects(rest)
+                local.start_pods()  # the launcher watches before the pods exist
+            kubectl.apply(rest)
+            urls = local.start_services(objs) if local else {}
             for o in objs:
                 if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:
                     kubectl.rollout(o["metadata"].get("namespace", NAMESPACE), o["metadata"]["name"],
@@ -210,22 +231,37 @@ class KubeBackend:
                 applied = objs + load_objs
                 kubectl.apply(load_objs)
                 runner = InClusterLoad(kubectl, workers, writer.dir, ready_timeout_s=self.ready_timeout_s)
-            gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
-            forwards += [proc for _, proc, _ in named]
-            self._ready(kubectl, f"http://127.0.0.1:{prom_port}", None if runner else f"http://127.0.0.1:{gw_port}",
-                        scenario, autoscaler)
-            api = self.api_factory(kubectl.context) if self.api_factory else self._api(kubectl.context)
-            metrics = self._metrics(f"http://127.0.0.1:{prom_port}", {v.name: v.model for v in scenario.cluster.variants})
+            if local:
+                gw_url, prom_url = urls["gateway"], urls["prometheus"]
+            else:
+                gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
+                forwards += [proc for _, proc, _ in named]
+                gw_url, prom_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{prom_port}"
+            self._ready(kubectl, prom_url, None if runner else gw_url, scenario, autoscaler)
+            api = (self.api_factory(kubectl.context) if self.api_factory else
+                   self._api(kubectl.context, kubectl.kubeconfig))
+            metrics = self._metrics(prom_url, {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=runs_in_cluster(autoscaler))
-            sampler.drive(f"http://127.0.0.1:{gw_port}", logs, progress, requests=requests, load_runner=runner)
+            sampler.drive(gw_url, logs, progress, requests=requests, load_runner=runner)
+            if local:
+                local.check()  # a container that exited during the run fails it, with its log tail
             check_run(writer.tally(), named)  # measured nothing -> exit 1, with why
         finally:
             for f in forwards:
                 f.terminate()
             if not self.keep:
-                self._teardown(kind_cluster, kubectl, applied)
+                self._teardown(kind_cluster, kubectl, applied, kwok)
+            if local:
+                local.stop()
+            if kwok and not self.keep and not kwok.reused:
+                kwok.down()
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
+
+    def _kwok_cluster(self) -> KwokCluster:
+        from .kwok import KwokCluster
+
+        return KwokCluster(shell=self.shell, time_scale=self.time_scale)
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _forward(self, kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]],
@@ -266,10 +302,10 @@ class KubeBackend:
             return
         Readiness(kubectl, timeout_s=self.ready_timeout_s).wait(prom_url, gateway_url, kind, model, kube_state)
 
-    def _api(self, context: str | None) -> Any:
+    def _api(self, context: str | None, kubeconfig: str | None = None) -> Any:
         from scalearena.harness.k8s.kubeapi import ClientKubeAPI, load_api_client
 
-        return ClientKubeAPI(load_api_client(context=context))
+        return ClientKubeAPI(load_api_client(kubeconfig, context=context))
 
     def _metrics(self, url: str, variants: dict[str, str]) -> Any:
         if self.metrics_factory:
@@ -290,18 +326,24 @@ class KubeBackend:
                                 expected="a cluster without another metrics adapter, or add scalearena's rules "
                                          "(manifests/autoscalers/prometheus-adapter/config.yaml) to yours")
 
-    def _teardown(self, kind_cluster: KindCluster | None, kubectl: Kubectl, applied: list[Obj]) -> None:
+    def _teardown(self, kind_cluster: KindCluster | None, kubectl: Kubectl, applied: list[Obj],
+                  kwok: KwokCluster | None = None) -> None:
         if kind_cluster and not kind_cluster.reused:
             kind_cluster.delete()
             return
+        if kwok and not kwok.reused:
+            return  # the run's own control plane: stopped whole (KwokCluster.down)
         namespaced, cluster_scoped = split_scope(applied)
-        if kind_cluster:  # a suite's cluster: the next run starts from an empty namespace
+        # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster. The APIServices go first:
+        # once the adapter's pod is gone, a namespace deletion that still has to discover their API groups stays
+        # Terminating (kubernetes#75788)
+        kubectl.delete([o for o in cluster_scoped if o["kind"] == "APIService"])
+        if kind_cluster or kwok:  # a suite's cluster: the next run starts from an empty namespace
             kubectl.run("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true", "--timeout=300s",
                         check=False, timeout=330)
         else:
             kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
-        # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster
-        kubectl.delete([o for o in cluster_scoped if o["kind"] != "CustomResourceDefinition"])
+        kubectl.delete([o for o in cluster_scoped if o["kind"] not in ("CustomResourceDefinition", "APIService")])
 
     @staticmethod
     def _trap_sigterm() -> Any:

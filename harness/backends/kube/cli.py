@@ -123,3 +123,52 @@ def kind_down() -> None:
     from .cluster import KindCluster, Shell
 
     KindCluster(Shell(), ROOT / "manifests" / "kind" / "cluster.yaml").delete()
+
+
+@click.group("kwok")
+def kwok() -> None:
+    """The real Kubernetes control plane as local processes: `kwok tools`, `kwok up` before a suite, `kwok down`."""
+
+
+@kwok.command("up")
+@click.option("--suite", "suite_file", type=click.Path(dir_okay=False), default="workloads/suites/kind.yaml",
+              show_default=True, help="Suite whose largest scenario sizes the fake GPUs.")
+@click.option("--time-scale", type=click.FloatRange(min=0.01, max=1000, min_open=False), default=1.0,
+              show_default=True, help="Scenario seconds per wall second; the HPA controller's sync period is "
+              "divided by it (run the suite with the same --backend-option time_scale).")
+def kwok_up(suite_file: str, time_scale: float) -> None:
+    """Build what is missing, start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with the
+    suite's fake GPU nodes on loopback; it keeps running until `scalearena kwok down`."""
+    from scalearena.harness.suite import load_suite
+
+    from .cluster import fake_gpu_demand
+    from .kwok import KwokCluster
+    from .tools import ensure
+
+    _, plans = load_suite(suite_file)
+    ensure(progress=click.echo)
+    cluster = KwokCluster(time_scale=time_scale, log=click.echo)
+    cluster.up(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
+    click.echo(f"kwok cluster ready for {len(plans)} runs: KUBECONFIG={cluster.kubeconfig}; "
+               "`scalearena kwok down` stops it")
+
+
+@kwok.command("down")
+def kwok_down() -> None:
+    """Stop every process of the kwok control plane and remove its folder; exit 1 if one would not stop."""
+    from .kwok import KwokCluster
+
+    left = KwokCluster().down()
+    if left:
+        click.echo(f"error: still running after SIGKILL: {', '.join(left)}", err=True)
+        sys.exit(1)
+    click.echo("kwok cluster stopped")
+
+
+def _attach_tools() -> None:
+    from .tools import tools_command
+
+    kwok.add_command(tools_command, "tools")
+
+
+_attach_tools()

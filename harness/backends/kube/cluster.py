@@ -35,6 +35,11 @@ IMAGES = {"scalearena/serve-router:dev": "Dockerfile.router", "scalearena/wva-co
 
 
 def preflight(mode: str, which: Callable[[str], str | None] = shutil.which) -> None:
+    if mode == "kwok":  # everything is built from source: the Go toolchain, unless every tool is built already
+        from .tools import preflight as tools_preflight
+
+        tools_preflight()
+        return
     need = ["docker", "kind", "kubectl"] if mode == "kind" else ["kubectl"]
     missing = [t for t in need if which(t) is None]
     if missing:
@@ -73,19 +78,25 @@ class Shell:
 
 
 class Kubectl:
-    def __init__(self, shell: Shell, context: str | None = None) -> None:
+    """kubectl on a context of the user's kubeconfig, or (CLUSTER=kwok) on a kubeconfig of our own with the kubectl
+    built for it."""
+
+    def __init__(self, shell: Shell, context: str | None = None, *, kubeconfig: str | None = None,
+                 binary: str = "kubectl") -> None:
         self.shell = shell
         self.context = context
+        self.kubeconfig, self.binary = kubeconfig, binary
 
     def argv(self, *args: str) -> list[str]:
-        return ["kubectl", *(["--context", self.context] if self.context else []), *args]
+        return [self.binary, *(["--kubeconfig", self.kubeconfig] if self.kubeconfig else []),
+                *(["--context", self.context] if self.context else []), *args]
 
     def run(self, *args: str, input: str | None = None, timeout: float | None = 600,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.shell.run(self.argv(*args), input=input, timeout=timeout, check=check)
 
     def current_context(self) -> str:
-        r = self.shell.run(["kubectl", "config", "current-context"], check=False, timeout=30)
+        r = self.shell.run(self.argv("config", "current-context"), check=False, timeout=30)
         if r.returncode != 0 or not r.stdout.strip():
             raise UserError("no current kubeconfig context", where="kubeconfig ($KUBECONFIG or ~/.kube/config)",
                             expected="a context selected with `kubectl config use-context NAME`")

@@ -43,14 +43,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:
-    """True once something accepts TCP connections on 127.0.0.1:port."""
+def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen | None = None, host: str = LOOPBACK) -> bool:
+    """True once something accepts TCP connections on host:port (a loopback address)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             return False
         try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return True
         except OSError:
             time.sleep(0.02)
