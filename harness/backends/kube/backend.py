@@ -63,8 +63,8 @@ from .cluster import (
 from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
 from .honesty import Readiness, check_run
 from .keda import keda_objects
-from .kwok_stack import LocalStack
 from .knobs import refuse_unrendered
+from .kwok_stack import LocalStack
 from .load import InClusterLoad, choose_load, locust_objects
 from .render import Obj, render
 from .sampling import Sampler
