@@ -159,8 +159,10 @@ class KwokCluster:
 
     def __init__(self, folder: Path | None = None, *, binary: Callable[[str], Path] | None = None,
                  shell: Shell | None = None, time_scale: float = 1.0, hpa_sync_s: float = 15.0,
-                 log: Callable[[str], None] = lambda s: None) -> None:
+                 log: Callable[[str], None] = lambda s: None,
+                 on_start: Callable[[str], None] | None = None) -> None:
         self.folder = folder or state_root() / NAME
+        self.on_start = on_start  # tests: called as each component's process starts (to interrupt the start there)
         self._binary = binary
         self.shell = shell or Shell()
         self.time_scale, self.hpa_sync_s = time_scale, hpa_sync_s
@@ -270,7 +272,7 @@ class KwokCluster:
             f"--root-ca-file={certs.ca.cert}", f"--service-account-private-key-file={certs.sa.key}",
             f"--cluster-signing-cert-file={certs.ca.cert}", f"--cluster-signing-key-file={certs.ca.key}",
             "--use-service-account-credentials=true", f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service,-route,-persistentvolume-binder,"
+            "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service,-route,-persistentvolume-binder,"
             "-attachdetach,-persistentvolume-expander,-ephemeral-volume,-pvc-protection,-pv-protection",
             f"--horizontal-pod-autoscaler-sync-period={self._seconds(self.hpa_sync_s)}",
             "--kube-api-qps=200", "--kube-api-burst=400", *gates])
@@ -313,6 +315,8 @@ class KwokCluster:
             self.state.save(self.state_path)
         self._popen = getattr(self, "_popen", {})
         self._popen[proc.pid] = proc  # reaped by down(); keeps a zombie from looking alive
+        if self.on_start is not None:
+            self.on_start(name)
         return rec
 
     def _wait(self, name: str, p: Proc, ready: Callable[[], bool], timeout_s: float) -> None:
