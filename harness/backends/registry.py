@@ -66,14 +66,6 @@ class KubeOptions(_Options):
     keep: bool = Field(default=False, description="Leave the cluster objects in place after the run.")
 
 
-class KwokOptions(KubeOptions):
-    time_scale: float = Field(
-        default=1.0, gt=0, le=100,
-        description="Scenario seconds per wall second on the real control plane (docs/kubernetes.md, CLUSTER=kwok): "
-                    "scenario durations, cold starts, scrape and polling intervals, the HPA controller's sync period, "
-                    "stabilisation windows and cooldowns are all divided by it.")
-
-
 @dataclass(frozen=True)
 class BackendEntry:
     """One cluster name: its options, their environment overrides and how to build the backend."""
@@ -101,8 +93,7 @@ def _kube(mode: str) -> Callable[[KubeOptions], Any]:
         from .kube.backend import KubeBackend
 
         return KubeBackend(mode=mode, keep=o.keep, image_prefix=o.image_prefix, ready_timeout_s=o.ready_timeout_s,
-                           gateway=o.gateway, load=o.load, load_workers=o.load_workers,
-                           time_scale=getattr(o, "time_scale", 1.0))
+                           gateway=o.gateway, load=o.load, load_workers=o.load_workers)
     return build
 
 
@@ -113,7 +104,7 @@ BACKENDS: dict[str, BackendEntry] = {
     "local": BackendEntry("local", LocalOptions, {"time_scale": "SCALEARENA_TIME_SCALE",
                                                   "locust_workers": "SCALEARENA_LOCUST_WORKERS"}, _local),
     "kind": BackendEntry("kind", KubeOptions, KUBE_ENV, _kube("kind")),
-    "kwok": BackendEntry("kwok", KwokOptions, {**KUBE_ENV, "time_scale": "SCALEARENA_TIME_SCALE"}, _kube("kwok")),
+    "kwok": BackendEntry("kwok", KubeOptions, KUBE_ENV, _kube("kwok")),
     "cluster": BackendEntry("cluster", KubeOptions, KUBE_ENV, _kube("cluster")),
 }
 CLUSTERS = tuple(BACKENDS)

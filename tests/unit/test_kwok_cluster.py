@@ -168,6 +168,7 @@ def test_images_map_to_programs(tmp_path: Path) -> None:
     services = kwok_infra.LocalServices([], tmp_path, kubectl=None, server="", ca=tmp_path,  # type: ignore[arg-type]
                                         binary=lambda n: Path("/bin") / n)
     assert services.program("scalearena/wva-controller:dev", []) == [sys.executable, "-m", "scalearena.harness.k8s"]
+    assert services.program("quay.io/prometheus/prometheus:v2.53.4", []) == ["/bin/prometheus"]  # built: Debian's has no k8s SD
     assert services.program("registry.k8s.io/prometheus-adapter/prometheus-adapter:v0.12.0", []) == [
         "/bin/prometheus-adapter"]
     with pytest.raises(RunFailed, match="no local program for image docker.io/envoyproxy/envoy"):

@@ -108,11 +108,10 @@ class KubeBackend:
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
                  load: str | None = None, load_workers: int | None = None, readiness: Callable[..., None] | None = None,
-                 local_port: Callable[[], int] = free_port, time_scale: float = 1.0) -> None:
+                 local_port: Callable[[], int] = free_port) -> None:
         if mode not in KUBE_MODES:
             raise UserError(f"unknown kube mode {mode!r}", expected=" or ".join(KUBE_MODES))
         self.mode, self.keep = mode, keep
-        self.time_scale = time_scale
         self.root = root or ROOT
         self.manifests = self.root / "manifests"
         self.shell = shell or Shell()
@@ -199,7 +198,7 @@ class KubeBackend:
             if kwok:
                 kwok.up(fake_gpu_demand([scenario]))
                 writer.meta["kube_context"], writer.meta["kube_cluster_reused"] = f"kwok:{kwok.folder}", kwok.reused
-                local = LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s, time_scale=self.time_scale)
+                local = LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s)
             else:
                 self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             if uses_keda(autoscaler):
@@ -261,7 +260,7 @@ class KubeBackend:
     def _kwok_cluster(self) -> KwokCluster:
         from .kwok import KwokCluster
 
-        return KwokCluster(shell=self.shell, time_scale=self.time_scale)
+        return KwokCluster(shell=self.shell)
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _forward(self, kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]],

@@ -70,9 +70,10 @@ def render(scenario: str, cluster: str, names: tuple[str, ...], overrides: tuple
 
 
 @click.command("doctor")
-@click.option("--cluster", type=CLUSTER_CHOICE, default="kind", show_default=True, help="What to check for.")
+@click.option("--cluster", type=click.Choice(["kind", "kwok", "cluster"]), default="kind", show_default=True,
+              help="What to check for.")
 def doctor(cluster: str) -> None:
-    """Check tools, limits and cluster access for CLUSTER=kind|cluster; exit 0 ready, 1 something to fix."""
+    """Check tools, limits and cluster access for CLUSTER=kind|kwok|cluster; exit 0 ready, 1 something to fix."""
     from .doctor import run_doctor
 
     lines, code = run_doctor(cluster)
@@ -133,10 +134,7 @@ def kwok() -> None:
 @kwok.command("up")
 @click.option("--suite", "suite_file", type=click.Path(dir_okay=False), default="workloads/suites/kind.yaml",
               show_default=True, help="Suite whose largest scenario sizes the fake GPUs.")
-@click.option("--time-scale", type=click.FloatRange(min=0.01, max=1000, min_open=False), default=1.0,
-              show_default=True, help="Scenario seconds per wall second; the HPA controller's sync period is "
-              "divided by it (run the suite with the same --backend-option time_scale).")
-def kwok_up(suite_file: str, time_scale: float) -> None:
+def kwok_up(suite_file: str) -> None:
     """Build what is missing, start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with the
     suite's fake GPU nodes on loopback; it keeps running until `scalearena kwok down`."""
     from scalearena.harness.suite import load_suite
@@ -147,7 +145,7 @@ def kwok_up(suite_file: str, time_scale: float) -> None:
 
     _, plans = load_suite(suite_file)
     ensure(progress=click.echo)
-    cluster = KwokCluster(time_scale=time_scale, log=click.echo)
+    cluster = KwokCluster(log=click.echo)
     cluster.up(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
     click.echo(f"kwok cluster ready for {len(plans)} runs: KUBECONFIG={cluster.kubeconfig}; "
                "`scalearena kwok down` stops it")

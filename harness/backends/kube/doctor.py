@@ -25,6 +25,7 @@ allowed), 1 at least one FAIL.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -163,7 +164,49 @@ class Doctor:
         return Check(f"RBAC {verb} {resource}", "OK" if ok else "FAIL", out.strip() or "no answer",
                      "" if ok else f"ask a cluster admin to grant `{verb}` on {resource}{where}")
 
+    def kwok(self) -> list[Check]:
+        """CLUSTER=kwok: the Go toolchain and the module proxy (to build), the built tools, /etc/hosts (the cluster
+        DNS names of the stack's services), prometheus (Debian's), and a control plane left running."""
+        from . import tools
+
+        checks = []
+        if not self.which("go"):
+            checks.append(Check("go", "FAIL", "not on PATH", "install Go 1.24 or newer (Debian: apt-get install "
+                                "golang; or https://go.dev/doc/install); every tool is built from source with it"))
+        else:
+            _, out = self._run("go", "version")
+            checks.append(Check("go", "OK", out.strip()))
+            rc, proxy = self._run("go", "env", "GOPROXY")
+            rc2, out = self._run("go", "list", "-m", "-json", f"k8s.io/kubernetes@{tools.versions()['kubernetes']}",
+                                 timeout=60)
+            ok = rc2 == 0
+            checks.append(Check("Go module proxy", "OK" if ok else "FAIL", proxy.strip() or "default",
+                                "" if ok else f"the proxy does not answer ({out.strip()[-160:]}): set GOPROXY to a "
+                                "reachable proxy, or GOFLAGS=-mod=mod with a filled module cache"))
+        missing = [n for n in tools.TOOLS if not tools.binary(n).exists()]
+        checks.append(Check("built tools", "OK" if not missing else "WARN",
+                            f"{len(tools.TOOLS) - len(missing)} of {len(tools.TOOLS)} in {tools.cache_dir()}"
+                            + (f" (missing: {', '.join(missing)})" if missing else ""),
+                            "" if not missing else "`make kwok-tools` (or `scalearena kwok tools`) builds them; "
+                            "the first build takes tens of minutes on 2 cores (docs/kubernetes.md)"))
+        hosts = Path("/etc/hosts")
+        ok = os.access(hosts, os.W_OK)
+        checks.append(Check("/etc/hosts", "OK" if ok else "FAIL", "writable" if ok else "not writable by this user",
+                            "" if ok else "run as root (the stack's Service names are written there for the run), "
+                            "or in a container or VM where you are"))
+        from .kwok import KwokCluster
+
+        c = KwokCluster()
+        if c.running():
+            assert c.state is not None
+            checks.append(Check("kwok cluster", "WARN", f"running since {c.state.created} ({c.state.owner}) in "
+                                f"{c.folder}", "runs reuse it when `scalearena kwok up` made it; else "
+                                "`scalearena kwok down`"))
+        return checks
+
     def checks(self, mode: str) -> list[Check]:
+        if mode == "kwok":
+            return self.kwok()
         if mode == "kind":
             return self.docker() + self.kind() + self.kubectl() + self.helm() + self.inotify()
         return self.kubectl() + self.helm() + self.cluster()

@@ -293,11 +293,7 @@ class LocalServices:
             argv = command or entrypoint(image)
             return [sys.executable if a == "python" else a for a in argv]
         repo = image.split("@")[0].rsplit(":", 1)[0].rsplit("/", 1)[-1]
-        if repo == "prometheus":
-            from ..local.prometheus import find_prometheus
-
-            return [find_prometheus()]
-        if repo in ("prometheus-adapter", "kube-state-metrics"):
+        if repo in ("prometheus", "prometheus-adapter", "kube-state-metrics"):
             return [str(self.binary(repo))]
         raise RunFailed(f"CLUSTER=kwok has no local program for image {image}")
 
