@@ -260,10 +260,12 @@ def test_ready_only_after_the_probe_passes_and_deletion_stops_the_process(tmp_pa
         seen.append(spec)
         return answers["ok"]
 
-    pl, api = launcher(tmp_path, probe=probe, clock=clock, time_scale=2.0)
+    pl, api = launcher(tmp_path, probe=probe, clock=clock, time_scale=2.0, wall=lambda: 1_700_000_000.0)
     probe_def = {"httpGet": {"path": "/health", "port": "http"}, "initialDelaySeconds": 10, "periodSeconds": 2}
     obj = make_pod("va-1", [python_container("import time; time.sleep(600)", readinessProbe=probe_def,
                                              ports=[{"name": "http", "containerPort": 8000}])])
+    kwok_ready = {"type": "Ready", "status": "False", "lastTransitionTime": "2023-11-14T22:00:00Z"}
+    obj["status"]["conditions"] = [kwok_ready]  # what the Stage wrote
     add(pl, obj)
     pl.step()
     pod, ct, child = only_child(pl)
@@ -271,6 +273,8 @@ def test_ready_only_after_the_probe_passes_and_deletion_stops_the_process(tmp_pa
     first = last_status(api)  # the container runs, not ready
     assert condition(first, "Ready") == "False" and first["containerStatuses"][0]["started"] is True
     assert first["containerStatuses"][0]["ready"] is False
+    assert first["containerStatuses"][0]["state"]["running"]["startedAt"] == "2023-11-14T22:13:20Z"  # 1.7e9 s
+    assert next(c for c in first["conditions"] if c["type"] == "Ready")["lastTransitionTime"] == "2023-11-14T22:00:00Z"
     for t in (101.0, 104.9):  # initial delay 10 s / time scale 2 = 5 s: no probe before 105
         clock.t = t
         pl.step()
@@ -288,6 +292,7 @@ def test_ready_only_after_the_probe_passes_and_deletion_stops_the_process(tmp_pa
     pl.step()
     status = last_status(api)
     assert condition(status, "Ready") == "True" and condition(status, "ContainersReady") == "True"
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"] == "2023-11-14T22:13:20Z"
     assert status["containerStatuses"][0]["ready"] is True
     assert "running" in status["containerStatuses"][0]["state"]
 

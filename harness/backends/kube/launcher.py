@@ -1056,7 +1056,11 @@ class PodLauncher:
             statuses.append(s)
         ready = self._pod_ready(pod)
         containers_ready = bool(pod.containers) and all(ct.ready for ct in pod.containers)
-        if ready != pod.ready or not pod.ready_since:
+        if not pod.ready_since:  # KWOK's Stage wrote Ready False: its transition time stands until Ready changes
+            had: Obj = next((c for c in pod.obj.get("status", {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+            pod.ready = had.get("status") == "True"
+            pod.ready_since = had.get("lastTransitionTime") or _now_rfc3339(self._wall())
+        if ready != pod.ready:
             pod.ready, pod.ready_since = ready, _now_rfc3339(self._wall())
         unready = [ct.name for ct in pod.containers if not ct.ready]
         conditions = []
