@@ -58,7 +58,7 @@ def test_flag_parsing_and_unknown_cluster() -> None:
     assert parse_option_flags(["time_scale=5", "api=chat"]) == {"time_scale": "5", "api": "chat"}
     with pytest.raises(UserError, match="KEY=VALUE"):
         parse_option_flags(["time_scale"])
-    with pytest.raises(UserError, match="one of sim, local, kind, cluster"):
+    with pytest.raises(UserError, match="one of sim, local, kind, kwok, cluster"):
         build_backend("moon")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scalearena.contracts.errors import RunFailed, UserError
 from scalearena.contracts.records import RequestRecord, TimeseriesRecord
@@ -29,11 +30,13 @@ class CannedShell:
 
     def __init__(self, answers: dict[str, tuple[int, str]]) -> None:
         self.answers, self.commands = answers, []
+        self.inputs: list[str | None] = []
 
     def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None,
             check: bool = True) -> subprocess.CompletedProcess[str]:
         line = " ".join(argv)
         self.commands.append(line)
+        self.inputs.append(input)
         rc, out = next((v for k, v in self.answers.items() if k in line), (0, ""))
         return subprocess.CompletedProcess(argv, rc, out, "")
 
@@ -222,8 +225,14 @@ def test_a_run_on_a_suite_cluster_builds_nothing_and_deletes_only_its_namespace(
         b.run(sc, sc.autoscaler("hpa"), w)
     cmds = shell.commands
     assert not any(c.startswith(("docker build", "kind load", "kind create", "kind delete")) for c in cmds)
-    deletes = [c for c in cmds if " delete " in c]
-    assert deletes == ["kubectl --context kind-scalearena delete namespace scalearena --ignore-not-found "
-                       "--wait=true --timeout=300s", "kubectl --context kind-scalearena delete --ignore-not-found "
-                       "--wait=false -f -"]  # the namespace, then what was cluster-scoped (adapter APIService, ...)
+    deletes = [(c, i) for c, i in zip(cmds, shell.inputs, strict=True) if " delete " in c]
+    by_file = "kubectl --context kind-scalearena delete --ignore-not-found --wait=false -f -"
+    # issue 26's second blocker: the adapter's APIServices go BEFORE the namespace (once the adapter's pod is gone, a
+    # namespace that still has to discover their API groups stays Terminating, kubernetes#75788), then the rest of
+    # what was cluster-scoped (the adapter's ClusterRoles and bindings)
+    assert [c for c, _ in deletes] == [by_file, "kubectl --context kind-scalearena delete namespace scalearena "
+                                       "--ignore-not-found --wait=true --timeout=300s", by_file]
+    first = [d["kind"] for d in yaml.safe_load_all(deletes[0][1] or "")]
+    assert first == ["APIService", "APIService"]  # custom and external metrics
+    assert "APIService" not in (deletes[2][1] or "")
     assert w.meta["kube_cluster_reused"] is True

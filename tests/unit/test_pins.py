@@ -46,6 +46,8 @@ def test_make_pins_pins_every_third_party_image_and_the_overlays_still_render(tm
     # node image (its digest from kind's release notes, kept by hand) are not rewritten
     images = set()
     for f in (tmp_path / "manifests").rglob("*.yaml"):
+        if f.parent.name == "kwok":  # KWOK Stage templates (manifests/kwok/stages.yaml), no image of their own
+            continue
         images |= set(re.findall(r"^ *(?:- )?image: *(\S+)", f.read_text(), re.M))
     unpinned = {i for i in images if "@sha256:" not in i}
     assert unpinned == {"scalearena/serve-router:dev", "scalearena/wva-controller:dev"}

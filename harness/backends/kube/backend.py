@@ -30,6 +30,7 @@ Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless
 """
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import socket
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[3]
 KUBE_MODES = ("kind", "kwok", "cluster")
+EXTERNAL_METRICS = "v1beta1.external.metrics.k8s.io"
 NATIVE = ("wva", "hpa", "keda", "kubernetes")  # autoscalers that run as Kubernetes objects in kind/cluster (and
 # every KubernetesConfig: the llm-d recipes)
 STATIC_WVA_KINDS = ("VariantAutoscaling", "HorizontalPodAutoscaler", "ScaledObject")
@@ -136,7 +138,11 @@ class KubeBackend:
                                      "(see docs/kubernetes.md)")
         return f"{self.image_prefix.rstrip('/')}/{name.split('/', 1)[1]}"
 
-    def plan(self, sc: Scenario, autoscaler: AutoscalerConfig) -> list[Obj]:
+    def plan(self, sc: Scenario, autoscaler: AutoscalerConfig, external_metrics: str = "adapter") -> list[Obj]:
+        """The objects a run applies. ``external_metrics``: who serves v1beta1.external.metrics.k8s.io on the cluster,
+        ``adapter`` (scalearena's prometheus-adapter registers it) or ``keda`` (KEDA's metrics server owns it and its
+        operator keeps injecting its caBundle into it: the adapter then registers the custom metrics API only, and
+        WVA actuates through KEDA ScaledObjects, manifests/autoscalers/wva/keda-actuation.yaml)."""
         for i, v in enumerate(sc.cluster.variants):
             if v.role != "both":  # bad input, never silently served aggregated
                 raise UserError(f"role {v.role!r}: prefill/decode disaggregation is not rendered for Kubernetes "
@@ -154,14 +160,16 @@ class KubeBackend:
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
                      if o["kind"] not in STATIC_WVA_KINDS and not o["metadata"]["name"].startswith(
                          ("wva-saturation", "wva-scale-to-zero"))]
-            wva_controller_settings(infra, autoscaler)
-            objs += infra + wva_objects(sc, autoscaler)
+            wva_controller_settings(infra, autoscaler, actuator="keda" if external_metrics == "keda" else "hpa")
+            objs += infra + wva_objects(sc, autoscaler, actuation="keda" if external_metrics == "keda" else "hpa")
         elif kind == "hpa":
             objs += render(self.manifests / "autoscalers" / "prometheus-adapter") + hpa_objects(sc, autoscaler)
         elif kind == "keda":
             objs += keda_objects(sc, autoscaler)
         elif isinstance(autoscaler, KubernetesConfig):  # kind: kubernetes, and the llm-d recipes (its subclass)
             objs += user_objects(autoscaler, objs, self.manifests)
+        if external_metrics == "keda":
+            objs = [o for o in objs if not (o["kind"] == "APIService" and o["metadata"]["name"] == EXTERNAL_METRICS)]
         for o in objs:
             pod = o.get("spec", {}).get("template", {}).get("spec", {})
             for c in pod.get("containers", []):
@@ -210,6 +218,10 @@ class KubeBackend:
             if self.gateway == "epp":  # the InferencePool CRD (and the GIE CRDs the EPP watches)
                 kubectl.run("apply", "--server-side", "-f", GIE_CRDS, timeout=300)
                 kubectl.wait_established(INFERENCEPOOL_CRD)
+            external = self._external_metrics(kubectl)
+            if external != "adapter":  # KEDA serves external metrics here: never fight over its APIService
+                objs = self.plan(scenario, autoscaler, external_metrics=external)
+            writer.meta["kube_external_metrics"] = external
             crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
             kubectl.apply(crds)
             for crd in crds:
@@ -236,7 +248,7 @@ class KubeBackend:
                 gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
                 forwards += [proc for _, proc, _ in named]
                 gw_url, prom_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{prom_port}"
-            self._ready(kubectl, prom_url, None if runner else gw_url, scenario, autoscaler)
+            self._ready(kubectl, prom_url, None if runner else gw_url, scenario, autoscaler, external)
             api = (self.api_factory(kubectl.context) if self.api_factory else
                    self._api(kubectl.context, kubectl.kubeconfig))
             metrics = self._metrics(prom_url, {v.name: v.model for v in scenario.cluster.variants})
@@ -288,12 +300,23 @@ class KubeBackend:
             writer.meta["kube_context"] = kubectl.context
             self._refuse_foreign_adapter(kubectl, objs)
 
+    def _external_metrics(self, kubectl: Kubectl) -> str:
+        """``keda`` when KEDA's metrics server holds v1beta1.external.metrics.k8s.io on this cluster, else ``adapter``
+        (ours, or nobody's yet). On CLUSTER=cluster someone else's adapter is refused earlier
+        (``_refuse_foreign_adapter``)."""
+        r = kubectl.run("get", "apiservice", EXTERNAL_METRICS, "-o", "json", check=False, timeout=60)
+        if r.returncode != 0 or not r.stdout.strip():
+            return "adapter"
+        svc = (json.loads(r.stdout).get("spec") or {}).get("service") or {}
+        return "keda" if svc.get("namespace") == "keda" else "adapter"
+
     def _ready(self, kubectl: Kubectl, prom_url: str, gateway_url: str | None, sc: Scenario,
-               autoscaler: AutoscalerConfig) -> None:
+               autoscaler: AutoscalerConfig, external: str = "adapter") -> None:
         """Wait until the metrics pipeline serves and one request goes through (kube/honesty.py): an object-form
         autoscaler with ScaledObjects (a recipe) waits as ``keda`` does; one whose queries read ``kube_deployment_*``
         also for kube-state-metrics' series of every variant."""
-        kind = "keda" if isinstance(autoscaler, KubernetesConfig) and uses_keda(autoscaler) else autoscaler.kind
+        kind = ("keda" if (isinstance(autoscaler, KubernetesConfig) and uses_keda(autoscaler))
+                or (autoscaler.kind == "wva" and external == "keda") else autoscaler.kind)
         model = sc.cluster.variants[0].model
         kube_state = [v.name for v in sc.cluster.variants] if reads_kube_state(autoscaler) else []
         if self.readiness is not None:

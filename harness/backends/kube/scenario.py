@@ -214,14 +214,26 @@ def wva_objects(sc: Scenario, cfg: AutoscalerConfig, actuation: str = "hpa") -> 
                                       "metric": {"name": "wva_desired_replicas",
                                                  "selector": {"matchLabels": {"variant_name": v.name}}},
                                       "target": {"type": "AverageValue", "averageValue": "1"}}}]}})
+        elif actuation == "keda":  # manifests/autoscalers/wva/keda-actuation.yaml: KEDA reads the desired gauge
+            objs.append({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                         "metadata": _meta(f"{v.name}-wva", v.name),
+                         "spec": {"scaleTargetRef": _target(v), "pollingInterval": 5, "cooldownPeriod": 30,
+                                  "minReplicaCount": v.min_replicas, "maxReplicaCount": v.max_replicas,
+                                  "triggers": [{"type": "prometheus", "metricType": "AverageValue", "metadata": {
+                                      "serverAddress": f"http://prometheus.{NAMESPACE}.svc:9090",
+                                      "query": f'max(wva_desired_replicas{{variant_name="{v.name}",'
+                                               f'namespace="{NAMESPACE}"}})',
+                                      "threshold": "1", "activationThreshold": "0"}}]}})
     return objs
 
 
-def wva_controller_settings(objs: list[Obj], cfg: AutoscalerConfig) -> None:
-    """The WVA loop periods into the controller's ConfigMap (WVA_INTERVAL_S / WVA_FAST_INTERVAL_S)."""
+def wva_controller_settings(objs: list[Obj], cfg: AutoscalerConfig, actuator: str = "hpa") -> None:
+    """The WVA loop periods and its actuator (``hpa`` or ``keda``) into the controller's ConfigMap
+    (WVA_INTERVAL_S / WVA_FAST_INTERVAL_S / WVA_ACTUATOR)."""
     c: Any = cfg
     for o in objs:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "wva-controller-config":
+            o["data"]["WVA_ACTUATOR"] = actuator
             o["data"]["WVA_INTERVAL_S"] = plain(c.period_s)
             o["data"]["WVA_FAST_INTERVAL_S"] = plain(c.fast_period_s) if c.fast_period_s else "0"
 
