@@ -210,8 +210,8 @@ class KubeBackend:
             else:
                 self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             if uses_keda(autoscaler):
-                if local:
-                    local.start_keda()
+                if kwok:  # as on kind, KEDA stays installed once a run needed it
+                    kwok.ensure_keda()
                 else:
                     kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
                     kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)

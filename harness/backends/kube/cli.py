@@ -139,6 +139,7 @@ def kwok_up(suite_file: str) -> None:
     suite's fake GPU nodes on loopback; it keeps running until `scalearena kwok down`."""
     from scalearena.harness.suite import load_suite
 
+    from .byo import uses_keda
     from .cluster import fake_gpu_demand
     from .kwok import KwokCluster
     from .tools import ensure
@@ -147,6 +148,8 @@ def kwok_up(suite_file: str) -> None:
     ensure(progress=click.echo)
     cluster = KwokCluster(log=click.echo)
     cluster.up(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
+    if any(uses_keda(p.autoscaler) for p in plans):  # as `kind up` installs KEDA for such a suite
+        cluster.ensure_keda()
     click.echo(f"kwok cluster ready for {len(plans)} runs: KUBECONFIG={cluster.kubeconfig}; "
                "`scalearena kwok down` stops it")
 

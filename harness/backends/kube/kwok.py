@@ -109,6 +109,23 @@ def _alive(p: Proc) -> bool:
     return _start_ticks(p.pid) == p.started
 
 
+class RecordedChild:
+    """A cluster-owned process as kube/local/supervisor.py's ``Child`` looks (what LocalKeda reads of it)."""
+
+    def __init__(self, cluster: KwokCluster, proc: Proc) -> None:
+        self.cluster, self.proc, self.name = cluster, proc, proc.name
+        self.log_path = Path(proc.log)
+
+    def alive(self) -> bool:
+        return not self.cluster._exited(self.proc)
+
+    def log_tail(self, n: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
 def feature_gates() -> str:
     """The kind cluster's featureGates (manifests/kind/cluster.yaml), as the control plane's flag."""
     gates = (read_yaml(KIND_CONFIG) or {}).get("featureGates") or {}
@@ -304,12 +321,14 @@ class KwokCluster:
     def _seconds(self, s: float) -> str:
         return f"{max(s / self.time_scale, 0.001):g}s"
 
-    def _start(self, name: str, argv: Sequence[str]) -> Proc:
+    def _start(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+               cwd: Path | None = None) -> Proc:
         assert self.state is not None
         log = self.logs / f"{name}.log"
         with held(), open(log, "ab") as f:  # an interrupt lands before the spawn or after the record
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                                    start_new_session=True, cwd=self.folder)
+                                    start_new_session=True, cwd=cwd or self.folder,
+                                    env={**os.environ, **env} if env else None)
             rec = Proc(name=name, pid=proc.pid, argv=list(argv), log=str(log), started=_start_ticks(proc.pid) or 0.0)
             self.state.procs.append(rec)
             self.state.save(self.state_path)
@@ -366,6 +385,35 @@ class KwokCluster:
         """The service-account controller has run: pods can be created in a fresh namespace."""
         r = self.kubectl.run("get", "serviceaccount", "default", "-o", "name", check=False, timeout=30)
         return r.returncode == 0 and bool(r.stdout.strip())
+
+    # ---- processes that live as long as the cluster (KEDA) ---------------------------------------
+    def start(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> RecordedChild:
+        """Start a process owned by the cluster (recorded in state.json, stopped by ``down``): the ``Starter`` that
+        kube/kwok_keda.py's LocalKeda runs KEDA with, so KEDA stays installed for the cluster's lifetime as it does
+        on kind."""
+        return RecordedChild(self, self._start(name, argv, env=env, cwd=cwd))
+
+    def stop(self, name: str, grace_s: float) -> int | None:
+        assert self.state is not None
+        for p in [p for p in self.state.procs if p.name == name and _alive(p)]:
+            os.killpg(p.pid, signal.SIGTERM)
+            self._reap(p, grace_s)
+            if _alive(p):
+                os.killpg(p.pid, signal.SIGKILL)
+                self._reap(p, 5.0)
+        return None
+
+    def keda_running(self) -> bool:
+        return self.state is not None and any(p.name == "keda-operator" and _alive(p) for p in self.state.procs)
+
+    def ensure_keda(self) -> None:
+        """KEDA's operator and metrics server for this cluster, started once (kube/kwok_keda.py)."""
+        if self.keda_running():
+            return
+        from .kwok_keda import LocalKeda
+
+        LocalKeda(self, self, log=self.log).start()
 
     # ---- capacity -------------------------------------------------------------------------------
     def check_capacity(self, need: dict[str, int]) -> None:

@@ -8,8 +8,6 @@ second is this one object:
   kube/kwok_infra.py ``local_objects``);
 * ``start_pods``: the pod launcher (kube/launcher.py) runs the engine pods' containers on their pod IPs;
 * ``start_services``: the stack's service Deployments run as processes (kube/kwok_infra.py ``LocalServices``);
-* ``start_keda``: KEDA's operator and metrics server out of cluster (kube/kwok_keda.py), where kind applies
-  KEDA's release manifest;
 * ``check`` fails the run when any of them exited; ``stop`` stops them all.
 """
 from __future__ import annotations
@@ -29,7 +27,6 @@ class LocalStack:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.launcher: Any = None
         self.services: Any = None
-        self.keda: Any = None
 
     @property
     def ca(self) -> Path:
@@ -54,19 +51,12 @@ class LocalStack:
                                       self.ca, self.cluster.binary, ready_timeout_s=self.ready_timeout_s)
         return dict(self.services.start())
 
-    def start_keda(self) -> None:
-        from ..local.supervisor import Supervisor
-        from .kwok_keda import LocalKeda
-
-        self.keda = LocalKeda(self.cluster, Supervisor(self.folder / "keda"), self.folder / "keda")
-        self.keda.start()
-
     def check(self) -> None:
-        for part in (self.launcher, self.services, self.keda):
+        for part in (self.launcher, self.services):
             if part is not None and hasattr(part, "check"):
                 part.check()
 
     def stop(self) -> None:
-        for part in (self.launcher, self.services, self.keda):
+        for part in (self.launcher, self.services):
             if part is not None:
                 part.stop()
