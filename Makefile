@@ -14,7 +14,7 @@ FRONTIER ?=
 # FRONTIER=1: also run the oracle frontier (the bound of the report's regret; docs/metrics.md)
 SEEDS ?= 5
 
-.PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins
+.PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
 
 # The simulator's compiled core (harness/native.py: mypyc over these modules, the .py files stay the
 # reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
@@ -56,6 +56,11 @@ kind-up: $(STAMP)
 
 kind-down: $(STAMP)
 	$(BIN)/scalearena kind down
+
+# CLUSTER=kwok's upstream programs (tools/versions.yaml) built from source through the Go module proxy into
+# ~/.cache/scalearena/bin (SCALEARENA_TOOLS_DIR); needs Go 1.25.7 or newer. What is built already is reused.
+kwok-tools: $(STAMP)
+	$(BIN)/python -m scalearena.harness.backends.kube.tools
 
 # Refresh the image digests pinned in manifests/ (needs network and docker; see docs/kubernetes.md).
 pins:
