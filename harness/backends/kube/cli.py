@@ -166,13 +166,10 @@ def kwok_down() -> None:
     click.echo("kwok cluster stopped")
 
 
-@kwok.command("tools")
-@click.option("--only", "only", multiple=True, metavar="NAME", help="Build only this tool (repeatable).")
-@click.option("--rebuild", is_flag=True, help="Build again even when the cached binary exists.")
-def kwok_tools(only: tuple[str, ...], rebuild: bool) -> None:
-    """Build the pinned upstream tools (tools/versions.yaml) from source through the Go module proxy into
-    ~/.cache/scalearena/bin; what is there already is reused."""
-    from .tools import ensure
+def _kwok_tools() -> None:
+    from .tools import tools_command  # `scalearena kwok tools`: kube/tools.py's command
 
-    built = ensure(list(only) or None, progress=click.echo, rebuild=rebuild)
-    click.echo(f"{len(built)} tools ready")
+    kwok.add_command(tools_command, "tools")
+
+
+_kwok_tools()
