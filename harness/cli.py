@@ -125,7 +125,8 @@ def _backend_option(f: Any) -> Any:
 
 def _cluster_option(f: Any) -> Any:
     return click.option("--cluster", type=click.Choice(CLUSTERS), default="sim", show_default=True,
-                        help="Where to run: embedded simulator, local processes, kind, or the kubeconfig context.")(f)
+                        help="Where to run: embedded simulator, local processes, the real control plane here "
+                             "(kwok), kind, or the kubeconfig context.")(f)
 
 
 @main.command()

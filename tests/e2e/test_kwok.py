@@ -126,8 +126,12 @@ def test_a_bad_flag_fails_the_start_with_the_component_and_its_log(tools_built: 
     assert _ours(tmp_path / "cp") == []
 
 
+# 60 s runs with a 15 s drain (exp2 drains 120 s)
+SHORT = ("duration_s=60", "drain_s=15")
+
+
 def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aware.yaml",  # noqa: ANN001
-         overrides: tuple[str, ...] = ("duration_s=60",)) -> dict:
+         overrides: tuple[str, ...] = SHORT) -> dict:
     from scalearena.harness.backends.kube.backend import KubeBackend
     from scalearena.harness.scenario import load_scenario
     from scalearena.reports.results import RunWriter

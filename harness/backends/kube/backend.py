@@ -123,6 +123,11 @@ class KubeBackend:
         self.image_prefix = image_prefix  # resolved with $SCALEARENA_IMAGE_PREFIX by harness/backends/registry.py
         self.ready_timeout_s = ready_timeout_s
         self.gateway = choose_gateway(gateway)
+        if mode == "kwok" and (self.gateway == "epp" or load == "in-cluster"):  # no local program for those images
+            what = "gateway=epp (Envoy and llm-d's EPP images)" if self.gateway == "epp" else \
+                "load=in-cluster (Locust Jobs in pods)"
+            raise UserError(f"--cluster kwok does not run {what}", where="--backend-option",
+                            expected="the serve-router gateway and load from this host (the defaults), or kind")
         self.load_option, self.load_workers = load, load_workers
         self.readiness = readiness  # tests replace the readiness wait (kube/honesty.py)
         self.local_port = local_port  # local end of a port-forward; unit tests pass a counter (no sockets)
@@ -187,7 +192,8 @@ class KubeBackend:
         preflight(self.mode, self.which)
         objs = self.plan(scenario, autoscaler)  # bad scenario/autoscaler input fails before any cluster work
         requests = build_requests(scenario)
-        load_mode, workers = choose_load(self.load_option, requests, self.load_workers)
+        load_mode, workers = (("port-forward", 0) if self.mode == "kwok" else  # kwok: load from this host, always
+                              choose_load(self.load_option, requests, self.load_workers))
         writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
         load_objs = harden(locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
                            if load_mode == "in-cluster" else [])
