@@ -158,11 +158,20 @@ def test_short_hpa_run_on_the_real_hpa_controller(cluster, tmp_path: Path) -> No
     assert s["replicas"]["max"] >= 1
 
 
-def test_short_keda_run_then_wva_on_prometheus_adapter(cluster, tmp_path: Path) -> None:  # noqa: ANN001
-    """The first blocker of issue 26: after a KEDA run (KEDA's operator owns v1beta1.external.metrics.k8s.io), a
-    WVA run registers prometheus-adapter's external metrics APIService and the external metric is served."""
+def test_wva_through_prometheus_adapter_then_keda_then_wva_through_keda(cluster, tmp_path: Path) -> None:  # noqa: ANN001
+    """WVA's HPA actuation reads wva_desired_replicas as an External metric served by prometheus-adapter while no
+    KEDA runs. Then a KEDA run installs KEDA for the cluster's lifetime (as on kind), and the next WVA run must not
+    fight KEDA for v1beta1.external.metrics.k8s.io (issue 26's first blocker: the API server rejected the
+    adapter's APIService, insecureSkipTLSVerify beside KEDA's injected caBundle): it actuates through KEDA."""
+    assert not cluster.keda_running()
+    _run(cluster, tmp_path / "a", "wva")  # served requests, left no namespace behind (asserted in _run)
     _run(cluster, tmp_path, "keda")
-    _run(cluster, tmp_path, "wva")
+    assert cluster.keda_running()
+    svc = cluster.kubectl.get_json("apiservice", "v1beta1.external.metrics.k8s.io")["spec"]["service"]
+    assert (svc["namespace"], svc["name"]) == ("keda", "keda-metrics-apiserver")
+    _run(cluster, tmp_path / "b", "wva")
+    svc = cluster.kubectl.get_json("apiservice", "v1beta1.external.metrics.k8s.io")["spec"]["service"]
+    assert svc["namespace"] == "keda"  # left to KEDA
 
 
 def test_kwok_tools_reports_missing_go(tmp_path: Path) -> None:

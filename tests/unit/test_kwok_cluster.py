@@ -115,16 +115,6 @@ def test_hosts_block_replaces_only_its_own_lines(tmp_path: Path) -> None:
     assert hosts.read_text() == "127.0.0.1 localhost\n::1 ip6-localhost\n"
 
 
-@pytest.mark.parametrize(("text", "env", "want"), [
-    ("--namespace=$(POD_NAMESPACE)", {"POD_NAMESPACE": "scalearena"}, "--namespace=scalearena"),
-    ("$(A)$(B)", {"A": "x", "B": "y"}, "xy"),
-    ("$(UNKNOWN)", {}, "$(UNKNOWN)"),  # left as written, as the kubelet does
-    ("$$(A)", {"A": "x"}, "$(A)"),  # $$ escapes
-])
-def test_expand_as_the_kubelet(text: str, env: dict[str, str], want: str) -> None:
-    assert kwok_infra.expand(text, env) == want
-
-
 def _objs() -> list[dict]:
     from scalearena.harness.backends.kube.backend import KubeBackend
     from scalearena.harness.scenario import load_scenario

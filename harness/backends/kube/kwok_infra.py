@@ -6,8 +6,8 @@ launcher (kube/launcher.py) on their pod IPs; the services here are run by ``Loc
 objects, which is what the kubelet and the container runtime would do with them:
 
 * the container's ``command``/``args`` (or the image's ENTRYPOINT, read from the Dockerfile that builds it),
-  with ``$(VAR)`` expanded from its ``env``/``envFrom`` (literal values, ConfigMap and Secret keys, the downward
-  API's namespace and name);
+  with ``$(VAR)`` expanded from its environment, built as the pod launcher builds an engine's (kube/launcher.py
+  ``container_env``: envFrom ConfigMaps, literal values, ConfigMap keys, the downward API of the running pod);
 * its ConfigMap, Secret and emptyDir volumes written to a folder of the run and every argument or variable that
   names a mount path pointed there;
 * its ServiceAccount: a kubeconfig holding a token the API server issued for that ServiceAccount
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -41,13 +40,13 @@ from scalearena.contracts.errors import RunFailed
 
 from ..local.supervisor import Child, Supervisor, wait_for_port
 from .cluster import IMAGES, Kubectl
+from .launcher import container_env, expand
 from .render import Obj
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTS = Path("/etc/hosts")
 HOSTS_BEGIN, HOSTS_END = "# BEGIN scalearena kwok services", "# END scalearena kwok services"
 COMPONENTS = ("prometheus", "prometheus-adapter", "kube-state-metrics", "wva-controller", "gateway")  # start order
-VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
 def hosts_block(entries: Mapping[tuple[str, str], str]) -> str:
@@ -75,25 +74,6 @@ def write_hosts(entries: Mapping[tuple[str, str], str], path: Path = HOSTS) -> N
     new = without_block(old) + (hosts_block(entries) if entries else "")
     if new != old:
         path.write_text(new)  # /etc/hosts is often a bind mount: rewrite in place, never rename over it
-
-
-def expand(text: str, env: Mapping[str, str]) -> str:
-    """``$(VAR)`` as the kubelet expands it in command, args and env: known names replaced, ``$$`` an escaped ``$``,
-    unknown references left as written."""
-    out, i = [], 0
-    while i < len(text):
-        if text.startswith("$$", i):
-            out.append("$")
-            i += 2
-            continue
-        m = VAR.match(text, i)
-        if m and m.group(1) in env:
-            out.append(env[m.group(1)])
-            i = m.end()
-            continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
 
 
 def _by(objs: list[Obj], kind: str, name: str, namespace: str | None = None) -> Obj | None:
@@ -140,35 +120,23 @@ class Container:
 
 
 def prepare(obj: Obj, objs: list[Obj], folder: Path, program: Callable[[str, list[str]], list[str]],
-            index: int = 0) -> Container:
-    """Container ``index`` of Deployment ``obj``: argv (program for its image + expanded args), env, volumes written
-    under ``folder`` and mount paths pointed there."""
+            index: int = 0, pod: Obj | None = None) -> Container:
+    """Container ``index`` of Deployment ``obj`` (running as ``pod``, whose fields the downward API reads): argv
+    (program for its image + expanded args), env (the kubelet's, kube/launcher.py ``container_env``), volumes
+    written under ``folder`` and mount paths pointed there."""
     ns = obj["metadata"].get("namespace", "scalearena")
-    pod = obj["spec"]["template"]["spec"]
-    c = pod["containers"][index]
-    env: dict[str, str] = {}
-    for ref in c.get("envFrom", []):
-        if "configMapRef" in ref:
-            env.update(_data(_by(objs, "ConfigMap", ref["configMapRef"]["name"], ns)))
-        elif "secretRef" in ref:
-            env.update(_data(_by(objs, "Secret", ref["secretRef"]["name"], ns)))
-    fields = {"metadata.namespace": ns, "metadata.name": obj["metadata"]["name"],
-              "spec.serviceAccountName": pod.get("serviceAccountName", "default")}
-    for e in c.get("env", []):
-        if "value" in e:
-            env[e["name"]] = expand(str(e["value"]), env)
-        elif "valueFrom" in e:
-            vf = e["valueFrom"]
-            if "fieldRef" in vf:
-                env[e["name"]] = fields.get(vf["fieldRef"]["fieldPath"], "")
-            elif "configMapKeyRef" in vf:
-                env[e["name"]] = _data(_by(objs, "ConfigMap", vf["configMapKeyRef"]["name"], ns)).get(
-                    vf["configMapKeyRef"]["key"], "")
-            elif "secretKeyRef" in vf:
-                env[e["name"]] = _data(_by(objs, "Secret", vf["secretKeyRef"]["name"], ns)).get(
-                    vf["secretKeyRef"]["key"], "")
+    spec = obj["spec"]["template"]["spec"]
+    c = spec["containers"][index]
+    live = pod or {"metadata": {"name": obj["metadata"]["name"], "namespace": ns}, "spec": spec}
+    live = {**live, "metadata": {"namespace": ns, **live.get("metadata", {})}}
+
+    def config_map(namespace: str, name: str) -> dict[str, str] | None:
+        o = _by(objs, "ConfigMap", name, namespace)
+        return None if o is None else _data(o)
+
+    env = container_env(live, c, config_map)
     mounts: dict[str, Path] = {}
-    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
     for m in c.get("volumeMounts", []):
         vol = volumes.get(m["name"], {})
         local = folder / m["name"]
@@ -191,7 +159,7 @@ def prepare(obj: Obj, objs: list[Obj], folder: Path, program: Callable[[str, lis
     ports = {p.get("name", str(p["containerPort"])): int(p["containerPort"]) for p in c.get("ports", [])}
     return Container(pod=obj["metadata"]["name"], namespace=ns, name=c["name"],
                      argv=program(c["image"], command) + args, env=env, ports=ports,
-                     service_account=pod.get("serviceAccountName", "default"))
+                     service_account=spec.get("serviceAccountName", "default"))
 
 
 def sa_kubeconfig(kubectl: Kubectl, server: str, ca: Path, namespace: str, sa: str, path: Path) -> Path:
@@ -310,7 +278,7 @@ class LocalServices:
             hosts(self.hosts)
             kubeconfig = None
             for i, _ in enumerate(d["spec"]["template"]["spec"]["containers"]):
-                c = prepare(d, self.objs, self.folder / comp, self.program, i)
+                c = prepare(d, self.objs, self.folder / comp, self.program, i, pod=pod)
                 if kubeconfig is None:
                     kubeconfig = sa_kubeconfig(self.kubectl, self.server, self.ca, c.namespace, c.service_account,
                                                self.folder / comp / "kubeconfig")

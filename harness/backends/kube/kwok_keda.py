@@ -97,8 +97,11 @@ class Starter(Protocol):
 class Cluster(Protocol):
     """What LocalKeda needs of kwok.py ``KwokCluster``."""
 
-    folder: Path
-    kubeconfig: Path
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def kubeconfig(self) -> Path: ...
 
     @property
     def kubectl(self) -> Kubectl: ...
