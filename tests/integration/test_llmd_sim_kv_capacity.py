@@ -130,3 +130,35 @@ def test_prompt_beyond_free_kv_blocks_is_an_error_event_then_done(sim: tuple[str
             status, events = fut.result()
             assert status == 200 and events[-1] == "[DONE]"
             assert not any('"error"' in e for e in events)
+
+
+@pytest.mark.parametrize("sim", ["direct"], indirect=True)
+def test_the_gateway_counts_that_error_stream_as_failed(sim: tuple[str, int], tmp_path: Path) -> None:
+    """serve-router in front of the sim: the stream it relays ends in [DONE], but after an error event, so the
+    request is not one the variant completed (its `completed` count, which the kube and local time series read).
+    Before the fix the [DONE] alone counted it: 3 completed of 2 served."""
+    from tests.integration.test_server_probes import TOKEN, _start, admin, wait_for
+
+    host, port = sim
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    # admission off: the router forwards at once (its saturation admission would hold the third request until the
+    # first two finished, and then it fits)
+    router = _start(tmp_path, "router", ["router", "--port", "0", "--model", "m", "--admin-token-file",
+                                         str(tmp_path / "token"), "--header-timeout", "5s",
+                                         "--router-spec", json.dumps({"admission": {"kind": "none"}})])
+    try:
+        eps = {"endpoints": [{"pod": "p0", "variant": "v", "model": "m", "url": f"http://{host}:{port}",
+                              "state": "ready"}]}
+        assert admin(router, "PUT", "/admin/endpoints", json=eps).status_code == 200
+        assert wait_for(lambda: admin(router, "GET", "/admin/state").json()["pods"]["p0"]["scrape_ok"])
+        r_host, r_port = router.url.removeprefix("http://").rsplit(":", 1)
+        with ThreadPoolExecutor(3) as pool:
+            held = [pool.submit(_stream, r_host, int(r_port), _prompt(h)) for h in ("ra", "rb")]
+            _wait(lambda: _kv_usage(host, port) == 952 / 1024, 2.5)
+            status, events = pool.submit(_stream, r_host, int(r_port), _prompt("rc")).result()
+            assert status == 200 and events[0].startswith('{"error"') and events[-1] == "[DONE]"
+            assert all(f.result()[1][-1] == "[DONE]" for f in held)
+        # 2 served of 3: the error stream is not a completion
+        assert wait_for(lambda: admin(router, "GET", "/admin/state").json()["completed"] == {"v": 2})
+    finally:
+        router.close()

@@ -71,6 +71,7 @@ from .router_flow import FlowGate, flow_tags
 from .router_metrics import RouterMetrics, epp_state
 from .router_pd import pd_headers, prefill_then_decode_body
 
+ERROR_EVENT = b'data: {"error"'  # an OpenAI-style error event in a stream (ours, vLLM's, llm-d-inference-sim's)
 PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)
 OTHER_MODEL = "__other__"  # the model_name label of requests for models the router does not serve
 
@@ -381,12 +382,14 @@ class RouterServer:
                 async for chunk in up.content.iter_any():
                     rec.feed(chunk, self.now())
                     await resp.write(chunk)
-                    if not ok and b"[DONE]" in rec.tail[-64:]:
+                    if not ok and b"[DONE]" in rec.tail[-64:] and ERROR_EVENT not in rec.tail:
                         # the client has its whole answer: a client that hangs up now (aiohttp then cancels
-                        # this handler while the engine's stream closes) still got a served request
+                        # this handler while the engine's stream closes) still got a served request. An error
+                        # event before [DONE] is a failed request (llm-d-inference-sim answers a prompt that
+                        # does not fit its free KV blocks with 200, an error event, then [DONE])
                         ok = True
                         self.completed[ep.variant] = self.completed.get(ep.variant, 0) + 1
-            if not ok and b'"error"' not in rec.tail[-64:]:
+            if not ok and ERROR_EVENT not in rec.tail:
                 raise aiohttp.ClientPayloadError("stream ended early")
         except (aiohttp.ClientError, TimeoutError):
             kind = "killed" if ep.state != "ready" else "error"
