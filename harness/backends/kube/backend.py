@@ -215,29 +215,13 @@ class KubeBackend:
                 local = LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s)
             else:
                 self._cluster(kind_cluster, kubectl, writer, scenario, objs)
-            if uses_keda(autoscaler):
-                if kwok:  # as on kind, KEDA stays installed once a run needed it
-                    kwok.ensure_keda()
-                else:
-                    kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
-                    kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
-            if self.gateway == "epp":  # the InferencePool CRD (and the GIE CRDs the EPP watches)
-                kubectl.run("apply", "--server-side", "-f", GIE_CRDS, timeout=300)
-                kubectl.wait_established(INFERENCEPOOL_CRD)
+            self._cluster_wide(kubectl, autoscaler, kwok)
             external = self._external_metrics(kubectl)
             if external != "adapter":  # KEDA serves external metrics here: never fight over its APIService
                 objs = self.plan(scenario, autoscaler, external_metrics=external)
             writer.meta["kube_external_metrics"] = external
-            crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
-            kubectl.apply(crds)
-            for crd in crds:
-                kubectl.wait_established(crd["metadata"]["name"])
-            rest = [o for o in objs if o["kind"] != "CustomResourceDefinition"]
             applied = objs
-            if local:
-                rest = local.objects(rest)
-                local.start_pods()  # the launcher watches before the pods exist
-            kubectl.apply(rest)
+            self._apply(kubectl, objs, local)
             urls = local.start_services(objs) if local else {}
             for o in objs:
                 if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:
@@ -274,6 +258,31 @@ class KubeBackend:
                 kwok.down()
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
+
+    def _cluster_wide(self, kubectl: Kubectl, autoscaler: AutoscalerConfig, kwok: KwokCluster | None) -> None:
+        """What a run needs installed cluster-wide and leaves there: KEDA, the Gateway API inference CRDs."""
+        if uses_keda(autoscaler):
+            if kwok:  # as on kind, KEDA stays installed once a run needed it
+                kwok.ensure_keda()
+            else:
+                kubectl.run("apply", "--server-side", "-f", KEDA_MANIFEST, timeout=300)
+                kubectl.rollout("keda", "keda-operator", self.ready_timeout_s)
+        if self.gateway == "epp":  # the InferencePool CRD (and the GIE CRDs the EPP watches)
+            kubectl.run("apply", "--server-side", "-f", GIE_CRDS, timeout=300)
+            kubectl.wait_established(INFERENCEPOOL_CRD)
+
+    @staticmethod
+    def _apply(kubectl: Kubectl, objs: list[Obj], local: LocalStack | None) -> None:
+        """CRDs first (established), then the rest; on kwok as kwok applies them, with the launcher watching."""
+        crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
+        kubectl.apply(crds)
+        for crd in crds:
+            kubectl.wait_established(crd["metadata"]["name"])
+        rest = [o for o in objs if o["kind"] != "CustomResourceDefinition"]
+        if local:
+            rest = local.objects(rest)
+            local.start_pods()  # the launcher watches before the pods exist
+        kubectl.apply(rest)
 
     def _kwok_cluster(self) -> KwokCluster:
         from .kwok import KwokCluster

@@ -1,3 +1,4 @@
+# size: one control plane: its process records, the start of five programs in order with their flags, down
 """CLUSTER=kwok: the real Kubernetes control plane as processes on this host (``scalearena kwok up|down``).
 
 etcd, kube-apiserver, kube-controller-manager (the real HPA controller) and kube-scheduler, built from
@@ -249,7 +250,7 @@ class KwokCluster:
             self.down()
             raise
 
-    def _up(self, bins: dict[str, Path], nodes: list[dict[str, Any]]) -> None:
+    def _up(self, bins: dict[str, Path], nodes: list[dict[str, Any]]) -> None:  # size: five programs' flags, in order
         assert self.state is not None
         t0 = time.monotonic()
         p = self.state.ports

@@ -1,3 +1,4 @@
+# size: KEDA's install (its own config/ rendered and filtered), two processes' flags and certificates, and stop
 """CLUSTER=kwok: KEDA's operator and metrics API server as two local processes on the kwok control plane.
 
 What ``kubectl apply -f keda-2.18.0.yaml`` installs on kind (cluster.py ``KEDA_MANIFEST``), run out of
