@@ -192,27 +192,18 @@ class KubeBackend:
         preflight(self.mode, self.which)
         objs = self.plan(scenario, autoscaler)  # bad scenario/autoscaler input fails before any cluster work
         requests = build_requests(scenario)
-        load_mode, workers = (("port-forward", 0) if self.mode == "kwok" else  # kwok: load from this host, always
-                              choose_load(self.load_option, requests, self.load_workers))
-        writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
-        load_objs = harden(locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
-                           if load_mode == "in-cluster" else [])
-        check_objects(load_objs)
-        logs = writer.dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        workers, load_objs = self._load(scenario, requests, writer)
+        (logs := writer.dir / "logs").mkdir(parents=True, exist_ok=True)
         kind_cluster = KindCluster(self.shell, self.manifests / "kind" / "cluster.yaml") if self.mode == "kind" else None
         kwok = self._kwok_cluster() if self.mode == "kwok" else None
         kubectl = kind_cluster.kubectl if kind_cluster else kwok.kubectl if kwok else Kubectl(self.shell)
-        forwards: list[Any] = []
         named: list[tuple[str, Any, Path]] = []  # (target, process, log) of each port-forward
         applied: list[Obj] = []
         local: LocalStack | None = None  # kwok: the processes that play the kubelet's part
         old_term = self._trap_sigterm()
         try:
             if kwok:
-                kwok.up(fake_gpu_demand([scenario]))
-                writer.meta["kube_context"], writer.meta["kube_cluster_reused"] = f"kwok:{kwok.folder}", kwok.reused
-                local = LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s)
+                local = self._kwok_up(kwok, writer, scenario)
             else:
                 self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             self._cluster_wide(kubectl, autoscaler, kwok)
@@ -232,12 +223,8 @@ class KubeBackend:
                 applied = objs + load_objs
                 kubectl.apply(load_objs)
                 runner = InClusterLoad(kubectl, workers, writer.dir, ready_timeout_s=self.ready_timeout_s)
-            if local:
-                gw_url, prom_url = urls["gateway"], urls["prometheus"]
-            else:
-                gw_port, prom_port = self._forward(kubectl, logs, named, gateway=runner is None)
-                forwards += [proc for _, proc, _ in named]
-                gw_url, prom_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{prom_port}"
+            gw_url, prom_url = (urls["gateway"], urls["prometheus"]) if local else \
+                self._forward(kubectl, logs, named, gateway=runner is None)
             self._ready(kubectl, prom_url, None if runner else gw_url, scenario, autoscaler, external)
             api = (self.api_factory(kubectl.context) if self.api_factory else
                    self._api(kubectl.context, kubectl.kubeconfig))
@@ -248,16 +235,32 @@ class KubeBackend:
                 local.check()  # a container that exited during the run fails it, with its log tail
             check_run(writer.tally(), named)  # measured nothing -> exit 1, with why
         finally:
-            for f in forwards:
-                f.terminate()
+            for _, proc, _ in named:
+                proc.terminate()
             if not self.keep:
                 self._teardown(kind_cluster, kubectl, applied, kwok)
             if local:
-                local.stop()
+                local.stop()  # after the namespace went: the launcher finishes the deleted pods
             if kwok and not self.keep and not kwok.reused:
                 kwok.down()
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
+
+    def _load(self, scenario: Scenario, requests: list[Any], writer: RunWriter) -> tuple[int, list[Obj]]:
+        """(in-cluster Locust workers, their objects); none when the load runs on this host (kwok: always)."""
+        load_mode, workers = (("port-forward", 0) if self.mode == "kwok" else
+                              choose_load(self.load_option, requests, self.load_workers))
+        writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
+        load_objs = harden(locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
+                           if load_mode == "in-cluster" else [])
+        check_objects(load_objs)
+        return workers, load_objs
+
+    def _kwok_up(self, kwok: KwokCluster, writer: RunWriter, scenario: Scenario) -> LocalStack:
+        """Start (or reuse the `kwok up` one) the control plane; the run's pod launcher and services to come."""
+        kwok.up(fake_gpu_demand([scenario]))
+        writer.meta["kube_context"], writer.meta["kube_cluster_reused"] = f"kwok:{kwok.folder}", kwok.reused
+        return LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s)
 
     def _cluster_wide(self, kubectl: Kubectl, autoscaler: AutoscalerConfig, kwok: KwokCluster | None) -> None:
         """What a run needs installed cluster-wide and leaves there: KEDA, the Gateway API inference CRDs."""
@@ -291,15 +294,15 @@ class KubeBackend:
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _forward(self, kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]],
-                 gateway: bool) -> tuple[int, int]:
+                 gateway: bool) -> tuple[str, str]:
         """Port-forwards to Prometheus and (unless in-cluster load talks to svc/gateway directly) the
-        gateway, appended to ``named`` as (target, process, log); returns (gateway port, Prometheus port)."""
+        gateway, appended to ``named`` as (target, process, log); returns (gateway URL, Prometheus URL)."""
         gw_port, prom_port = self.local_port(), self.local_port()
         targets = ([("svc/gateway", gw_port, 8080, "pf-gateway.log")] if gateway else []) + [
             ("svc/prometheus", prom_port, 9090, "pf-prometheus.log")]
         for target, port, remote, log in targets:
             named.append((target, kubectl.port_forward(NAMESPACE, target, port, remote, logs / log), logs / log))
-        return gw_port, prom_port
+        return f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{prom_port}"
 
     def _cluster(self, kind_cluster: KindCluster | None, kubectl: Kubectl, writer: RunWriter, scenario: Scenario,
                  objs: list[Obj]) -> None:
