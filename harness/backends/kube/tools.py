@@ -188,9 +188,10 @@ def _missing(tools: Iterable[Tool], vers: dict[str, str]) -> list[Tool]:
 def _go(which: Callable[[str], str | None]) -> str:
     go = which("go")
     if go is None:
+        want = ".".join(map(str, max(go_directive(t) for t in TOOLS.values())))
         raise UserError("CLUSTER=kwok builds Kubernetes, etcd, KWOK and the controllers from source and needs the "
                         "Go toolchain, which is not on PATH", where="PATH",
-                        expected="Go 1.24 or newer: https://go.dev/doc/install, or Debian/Ubuntu `apt-get install "
+                        expected=f"Go {want} or newer: https://go.dev/doc/install, or Debian/Ubuntu `apt-get install "
                         "golang` where it is recent enough; then `make kwok-tools`")
     return go
 
