@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from scalearena import __version__
-from scalearena.contracts.errors import UserError
+from scalearena.contracts.errors import RunFailed, UserError
 
 from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
 from .executor import EXECUTORS, Executor, make_executor
@@ -86,6 +86,9 @@ class ArenaGroup(click.Group):
         except UserError as e:
             print_error(e.render())
             ctx.exit(2)
+        except RunFailed as e:  # the input was fine, the infrastructure failed (a component, a build): exit 1
+            print_error(str(e))
+            ctx.exit(1)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise  # click's own usage errors (exit 2) and exits
         except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does (128 + SIGPIPE)

@@ -167,3 +167,25 @@ def test_the_command_group_loads_no_run_machinery():
             " 'scalearena.harness.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_infrastructure_failure_is_one_line_and_exit_1() -> None:
+    """RunFailed (a component that would not start, a failed build) from any command: exit 1 (the input was fine),
+    one error line, no 'internal error' and no traceback file."""
+    import click
+
+    from scalearena.contracts.errors import RunFailed
+    from scalearena.harness.cli import ArenaGroup
+
+    @click.group(cls=ArenaGroup)
+    def group() -> None:
+        pass
+
+    @group.command("up")
+    def up() -> None:
+        raise RunFailed("kwok: kube-scheduler exited; command: kube-scheduler --no-such-flag | log x: unknown flag")
+
+    r = CliRunner().invoke(group, ["up"])
+    assert r.exit_code == 1
+    assert r.output.strip() == ("error: kwok: kube-scheduler exited; command: kube-scheduler --no-such-flag | log x: "
+                                "unknown flag")

@@ -182,3 +182,22 @@ def test_kind_up_sizes_for_the_suite_builds_once_and_installs_keda(tmp_path: Pat
     assert json.loads(h100.split(" -p ")[1])[0]["value"] == "10"
     assert any("create configmap scalearena-cluster --from-literal=owner=suite" in x for x in lines)
     assert any("keda-2.18.0.yaml" in x for x in lines)
+
+
+def test_doctor_for_kwok_names_go_and_the_tools_to_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCALEARENA_TOOLS_DIR", str(tmp_path / "bin"))  # nothing built
+    monkeypatch.setenv("SCALEARENA_KWOK_DIR", str(tmp_path / "kwok"))  # no cluster running
+    from scalearena.harness.backends.kube import doctor, relay
+
+    monkeypatch.setattr(relay, "netns_supported", lambda: False)  # not root: a warning, with what follows
+    monkeypatch.setattr(doctor.Doctor, "_loopback", staticmethod(lambda: doctor.Check("loopback", "OK", "bindable")))
+    checks = Doctor(Canned({}), lambda t: None, proc(tmp_path, 8192, 128)).checks("kwok")
+    lines, code = report(checks)
+    assert code == 1
+    by = {c.name: c for c in checks}
+    assert by["go"].status == "FAIL" and "Go 1.25.7 or newer" in by["go"].fix
+    assert "Go module proxy" not in by  # nothing to ask without go
+    # every binary of tools/versions.yaml missing: 12 (4 of kubernetes, 2 of KEDA, 6 more), a warning naming them
+    assert by["built tools"].status == "WARN" and by["built tools"].detail.startswith("0 of 12 binaries")
+    assert "make kwok-tools" in by["built tools"].fix
+    assert by["network namespaces"].status == "WARN" and "free port" in by["network namespaces"].fix

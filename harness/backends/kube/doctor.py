@@ -171,8 +171,8 @@ class Doctor:
 
         checks = []
         if not self.which("go"):
-            checks.append(Check("go", "FAIL", "not on PATH", "install Go 1.24 or newer (Debian: apt-get install "
-                                "golang; or https://go.dev/doc/install); every tool is built from source with it"))
+            checks.append(Check("go", "FAIL", "not on PATH", "install Go 1.25.7 or newer "
+                                "(https://go.dev/doc/install); every tool is built from source with it"))
         else:
             _, out = self._run("go", "version")
             checks.append(Check("go", "OK", out.strip()))
@@ -183,12 +183,20 @@ class Doctor:
             checks.append(Check("Go module proxy", "OK" if ok else "FAIL", proxy.strip() or "default",
                                 "" if ok else f"the proxy does not answer ({out.strip()[-160:]}): set GOPROXY to a "
                                 "reachable proxy, or GOFLAGS=-mod=mod with a filled module cache"))
-        missing = [n for n in tools.TOOLS if not tools.binary(n).exists()]
+        missing = [n for n in tools.BINARIES if not tools.binary(n).exists()]
         checks.append(Check("built tools", "OK" if not missing else "WARN",
-                            f"{len(tools.TOOLS) - len(missing)} of {len(tools.TOOLS)} in {tools.cache_dir()}"
+                            f"{len(tools.BINARIES) - len(missing)} of {len(tools.BINARIES)} binaries in "
+                            f"{tools.cache_dir()}"
                             + (f" (missing: {', '.join(missing)})" if missing else ""),
                             "" if not missing else "`make kwok-tools` (or `scalearena kwok tools`) builds them; "
                             "the first build takes tens of minutes on 2 cores (docs/kubernetes.md)"))
+        checks.append(self._loopback())
+        from .relay import netns_supported
+
+        ok = netns_supported()
+        checks.append(Check("network namespaces", "OK" if ok else "WARN", "a sim pod gets one of its own" if ok else
+                            "not available (not root)", "" if ok else "llm-d-inference-sim then listens on a free "
+                            "port of the host, relayed from its pod IP (docs/kubernetes.md)"))
         hosts = Path("/etc/hosts")
         ok = os.access(hosts, os.W_OK)
         checks.append(Check("/etc/hosts", "OK" if ok else "FAIL", "writable" if ok else "not writable by this user",
@@ -203,6 +211,20 @@ class Doctor:
                                 f"{c.folder}", "runs reuse it when `scalearena kwok up` made it; else "
                                 "`scalearena kwok down`"))
         return checks
+
+    @staticmethod
+    def _loopback() -> Check:
+        """Pods get IPs in 127.<i>.0.0/16 (kube/kwok.py): the kernel must accept binds there, and give free ports."""
+        import socket
+
+        try:
+            for host in ("127.0.0.1", "127.1.0.1", "127.4.0.1"):
+                with socket.socket() as s:
+                    s.bind((host, 0))
+        except OSError as e:
+            return Check("loopback", "FAIL", f"cannot bind {host}: {e.strerror}",
+                         "the pods' IPs are in 127.0.0.0/8 on lo: run where all of 127.0.0.0/8 is local (Linux)")
+        return Check("loopback", "OK", "127.0.0.0/8 bindable, free ports available")
 
     def checks(self, mode: str) -> list[Check]:
         if mode == "kwok":
