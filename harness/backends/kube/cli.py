@@ -27,6 +27,9 @@ from ..registry import KubeOptions, resolve_options
 from .render import dump_yaml
 
 CLUSTER_CHOICE = click.Choice(["kind", "cluster"])
+SUITE_OPTION = click.option("--suite", "suite_file", type=click.Path(dir_okay=False),
+                            default="workloads/suites/kind.yaml", show_default=True,
+                            help="Suite whose largest scenario sizes the fake GPUs.")
 
 
 def _file_name(i: int, o: dict) -> str:
@@ -88,8 +91,7 @@ def kind() -> None:
 
 
 @kind.command("up")
-@click.option("--suite", "suite_file", type=click.Path(dir_okay=False), default="workloads/suites/kind.yaml",
-              show_default=True, help="Suite whose largest scenario sizes the fake GPUs.")
+@SUITE_OPTION
 def kind_up(suite_file: str) -> None:
     """Create the suite's kind cluster, build and load the images once, install KEDA if the suite needs it."""
     from .cluster import Shell
@@ -132,8 +134,7 @@ def kwok() -> None:
 
 
 @kwok.command("up")
-@click.option("--suite", "suite_file", type=click.Path(dir_okay=False), default="workloads/suites/kind.yaml",
-              show_default=True, help="Suite whose largest scenario sizes the fake GPUs.")
+@SUITE_OPTION
 def kwok_up(suite_file: str) -> None:
     """Build what is missing, start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with the
     suite's fake GPU nodes on loopback; it keeps running until `scalearena kwok down`."""
