@@ -65,7 +65,8 @@ def cluster(tools_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
     folder = tmp_path_factory.mktemp("kwok") / "cp"
     c = KwokCluster(folder, log=print)
-    c.up({"NVIDIA-A100-SXM4-80GB": 8}, owner="suite")
+    # sized as `kwok up --suite workloads/suites/kind.yaml` sizes it: {A100: 4, H100: 10} (exp2's va-h100 max 10)
+    c.up({"NVIDIA-A100-SXM4-80GB": 4, "NVIDIA-H100-80GB-HBM3": 10}, owner="suite")
     yield c
     assert c.down() == []
     assert _ours(folder) == []
@@ -74,9 +75,9 @@ def cluster(tools_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def test_nodes_have_fake_gpus_and_loopback_pod_cidrs(cluster) -> None:  # noqa: ANN001
     nodes = cluster.kubectl.get_json("nodes", "-l", "type=kwok")["items"]
     assert len(nodes) == 4  # kind's workers: 2 x A100, H100, H200
-    a100 = [n for n in nodes if n["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB"]
-    # 8 A100 GPUs asked over 2 nodes: 4 each, the label's floor
-    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in a100] == ["4", "4"]
+    gpus = {n["metadata"]["name"]: n["status"]["allocatable"]["nvidia.com/gpu"] for n in nodes}
+    # A100: 4 asked over 2 nodes, each keeps its label's 4; H100: 10 on its one node, raised from 4; H200: 4
+    assert gpus == {"kwok-worker-1": "4", "kwok-worker-2": "4", "kwok-worker-3": "10", "kwok-worker-4": "4"}
     assert all(n["spec"]["podCIDR"].startswith("127.") for n in nodes)
     ready = [c["status"] for n in nodes for c in n["status"]["conditions"] if c["type"] == "Ready"]
     assert ready == ["True"] * 4
@@ -153,8 +154,10 @@ def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aw
     return s
 
 
-def test_short_hpa_run_on_the_real_hpa_controller(cluster, tmp_path: Path) -> None:  # noqa: ANN001
-    s = _run(cluster, tmp_path, "hpa")
+def test_short_hpa_run_on_the_real_hpa_controller(cluster, tmp_path: Path,  # noqa: ANN001
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative run folder, as `--out results/kwok` gives (processes start elsewhere)
+    s = _run(cluster, Path("runs"), "hpa")
     assert s["replicas"]["max"] >= 1
 
 

@@ -179,7 +179,7 @@ class KwokCluster:
                  shell: Shell | None = None, time_scale: float = 1.0, hpa_sync_s: float = 15.0,
                  log: Callable[[str], None] = lambda s: None,
                  on_start: Callable[[str], None] | None = None) -> None:
-        self.folder = folder or state_root() / NAME
+        self.folder = (folder or state_root() / NAME).resolve()  # processes start in other folders
         self.on_start = on_start  # tests: called as each component's process starts (to interrupt the start there)
         self._binary = binary
         self.shell = shell or Shell()

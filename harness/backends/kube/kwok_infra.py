@@ -248,7 +248,7 @@ class LocalServices:
 
     def __init__(self, objs: list[Obj], folder: Path, kubectl: Kubectl, server: str, ca: Path,
                  binary: Callable[[str], Path], sup: Supervisor | None = None, ready_timeout_s: float = 120) -> None:
-        self.objs, self.folder, self.kubectl, self.server, self.ca = objs, folder, kubectl, server, ca
+        self.objs, self.folder, self.kubectl, self.server, self.ca = objs, folder.resolve(), kubectl, server, ca
         self.binary = binary
         self.sup = sup or Supervisor(folder / "logs")
         self.ready_timeout_s = ready_timeout_s

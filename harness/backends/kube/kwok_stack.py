@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 class LocalStack:
     def __init__(self, cluster: KwokCluster, folder: Path, ready_timeout_s: float, time_scale: float = 1.0) -> None:
-        self.cluster, self.folder, self.ready_timeout_s, self.time_scale = cluster, folder, ready_timeout_s, time_scale
+        # absolute: the processes run with cwd in their own folders, and `--out` may be relative
+        self.cluster, self.folder = cluster, folder.resolve()
+        self.ready_timeout_s, self.time_scale = ready_timeout_s, time_scale
         self.folder.mkdir(parents=True, exist_ok=True)
         self.launcher: Any = None
         self.services: Any = None
