@@ -47,8 +47,8 @@ ifeq ($(CLUSTER),kind)
 	$(BIN)/scalearena suite $(SUITE) --cluster kind --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
 	  rc=$$?; $(BIN)/scalearena kind down; exit $$rc
 else ifeq ($(CLUSTER),kwok)
-	$(BIN)/scalearena kwok up --suite $(SUITE)
-	$(BIN)/scalearena suite $(SUITE) --cluster kwok --out $(OUT) $(if $(JOBS),--jobs $(JOBS)); \
+	$(BIN)/scalearena kwok up --suite $(SUITE) --time-scale $(TIME_SCALE)
+	$(BIN)/scalearena suite $(SUITE) --cluster kwok --out $(OUT) --backend-option time_scale=$(TIME_SCALE) $(if $(JOBS),--jobs $(JOBS)); \
 	  rc=$$?; $(BIN)/scalearena kwok down; exit $$rc
 else
 	$(BIN)/scalearena suite $(SUITE) --cluster $(CLUSTER) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) $(if $(FRONTIER),--frontier) \

@@ -122,7 +122,7 @@ def main() -> None:
 
 def _backend_option(f: Any) -> Any:
     return click.option("--backend-option", "backend_options", multiple=True, metavar="KEY=VALUE",
-                        help="A backend option (repeatable), e.g. time_scale=5 for --cluster local; "
+                        help="A backend option (repeatable), e.g. time_scale=5 for --cluster local or kwok; "
                              "see docs/backends.md.")(f)
 
 
@@ -198,9 +198,7 @@ def _check_traces(scenarios: list[Any]) -> str:
 def _jobs(jobs: int | None, cluster: str) -> int:
     from .runner import default_jobs
 
-    if cluster != "sim":
-        return 1
-    return max(1, jobs) if jobs else default_jobs(cluster)
+    return 1 if cluster != "sim" else max(1, jobs) if jobs else default_jobs(cluster)
 
 
 def _executor_options(f: Any) -> Any:
@@ -318,15 +316,13 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 
 
 def _write_report(out: Path) -> None:
-    try:
-        from scalearena.reports.cli import write_report_with_progress
-    except ImportError:
-        return
+    from scalearena.reports.cli import write_report_with_progress  # part of the package: never optional
+
     try:
         path = write_report_with_progress(out)
         err_console.print(Text(f"report: {path}"))
     except Exception as e:  # noqa: BLE001 - the measurements are already on disk
-        err_console.print(Text.assemble(("warning:", "yellow"), f" report not written: {type(e).__name__}: {e}"))
+        _warn(f"report not written: {type(e).__name__}: {e}")
 
 
 def _print_table(results: list[dict[str, Any]]) -> None:

@@ -64,6 +64,11 @@ class KubeOptions(_Options):
     ready_timeout_s: int = Field(default=600, gt=0, le=7200,
                                  description="Seconds to wait for the stack to become ready.")
     keep: bool = Field(default=False, description="Leave the cluster objects in place after the run.")
+    time_scale: float = Field(
+        default=1.0, gt=0, le=100,
+        description="CLUSTER=kwok only: scenario seconds per wall second, applied to the objects, the control "
+                    "plane's flags, the engines and the load (docs/kubernetes.md, 'Time scale'); a suite's cluster "
+                    "gets it at `scalearena kwok up --time-scale`. kind and cluster run in real time.")
 
 
 @dataclass(frozen=True)
@@ -93,12 +98,12 @@ def _kube(mode: str) -> Callable[[KubeOptions], Any]:
         from .kube.backend import KubeBackend
 
         return KubeBackend(mode=mode, keep=o.keep, image_prefix=o.image_prefix, ready_timeout_s=o.ready_timeout_s,
-                           gateway=o.gateway, load=o.load, load_workers=o.load_workers)
+                           gateway=o.gateway, load=o.load, load_workers=o.load_workers, time_scale=o.time_scale)
     return build
 
 
 KUBE_ENV = {"image_prefix": "SCALEARENA_IMAGE_PREFIX", "gateway": "SCALEARENA_GATEWAY", "load": "SCALEARENA_LOAD",
-            "load_workers": "SCALEARENA_LOAD_WORKERS"}
+            "load_workers": "SCALEARENA_LOAD_WORKERS", "time_scale": "SCALEARENA_TIME_SCALE"}
 BACKENDS: dict[str, BackendEntry] = {
     "sim": BackendEntry("sim", SimOptions, {}, _sim),
     "local": BackendEntry("local", LocalOptions, {"time_scale": "SCALEARENA_TIME_SCALE",

@@ -38,6 +38,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--actuator", choices=("hpa", "keda", "direct"), default=env("WVA_ACTUATOR", "hpa"))
     p.add_argument("--interval", type=float, default=float(env("WVA_INTERVAL_S", "30")))
     p.add_argument("--fast-interval", type=float, default=float(env("WVA_FAST_INTERVAL_S", "0.1")))
+    p.add_argument("--time-scale", type=float, default=float(env("WVA_TIME_SCALE", "1")),
+                   help="scenario seconds per wall second (CLUSTER=kwok's time scale, kube/timescale.py): the metric "
+                        "window and the staleness bound are divided by it; intervals and retention are given in "
+                        "wall seconds")
     p.add_argument("--metrics-port", type=int, default=8080)
     p.add_argument("--metrics-host", default="0.0.0.0",  # noqa: S104 - every interface of the pod, as in a cluster
                    help="address of the /metrics and /healthz listener (CLUSTER=kwok: the Service's loopback address)")
@@ -58,6 +62,9 @@ def build(args: argparse.Namespace):  # noqa: ANN201 - returns (controller, api)
         args.prometheus_token_file).is_file() else None
     auth = PrometheusAuth(bearer_token_file=token_file, ca_file=args.prometheus_ca_file,
                           insecure_skip_verify=args.prometheus_insecure_skip_verify)
+    if not 0 < args.time_scale <= 1000:
+        raise UserError(f"--time-scale {args.time_scale!r}", where="--time-scale / WVA_TIME_SCALE",
+                        expected="a number > 0 and <= 1000")
     promql = PromQL(extra_labels={"namespace": args.namespace})
 
     def configmap(name: str) -> dict[str, str]:
@@ -68,6 +75,9 @@ def build(args: argparse.Namespace):  # noqa: ANN201 - returns (controller, api)
 
     config = wva_config_from_configmaps(configmap(SATURATION_CONFIGMAP), configmap(SCALE_TO_ZERO_CONFIGMAP),
                                         period_s=args.interval, fast_period_s=args.fast_interval or None)
+    if args.time_scale != 1:  # the policy runs on the wall clock: its windows in wall seconds (retention: ConfigMap)
+        config = config.model_copy(update={"staleness_s": config.staleness_s / args.time_scale,
+                                           "metric_window_s": config.metric_window_s / args.time_scale})
     policy = REGISTRY.build(config)
     controller = WVAKubeController(
         api, policy, lambda variants: PrometheusMetrics(args.prometheus_url, variants, promql=promql, auth=auth),

@@ -83,6 +83,25 @@ def test_down_stops_recorded_processes_and_spares_a_reused_pid(tmp_path: Path) -
         b.wait()
 
 
+def test_a_suite_cluster_at_another_time_scale_is_refused(tmp_path: Path) -> None:
+    a = _sleeper()
+    try:
+        cluster = kwok.KwokCluster(tmp_path / "c", binary=lambda n: Path(n))
+        cluster.folder.mkdir()
+        state = kwok.State(owner="suite", created="now", ports={}, feature_gates="", hpa_sync_s=15, time_scale=1)
+        state.procs = [kwok.Proc("etcd", a.pid, ["etcd"], "", kwok._start_ticks(a.pid) or 0)]
+        state.save(cluster.state_path)
+        fast = kwok.KwokCluster(tmp_path / "c", binary=lambda n: Path(n), time_scale=5)
+        with pytest.raises(UserError, match="runs at time scale 1, this run asks for 5"):
+            fast.up(owner="run")
+        # the controller-manager's durations at scale 4: 15 s sync -> 3.75 s, 300 s stabilisation -> 75 s
+        assert kwok.KwokCluster(tmp_path / "d", time_scale=4)._seconds(15) == "3.75s"
+        assert kwok.KwokCluster(tmp_path / "d", time_scale=4)._seconds(300) == "75s"
+    finally:
+        a.kill()
+        a.wait()
+
+
 def test_a_component_that_exits_is_reported_with_its_command_and_log(tmp_path: Path) -> None:
     cluster = kwok.KwokCluster(tmp_path / "c", binary=lambda n: Path(n))
     cluster.folder.mkdir()

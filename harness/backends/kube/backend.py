@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +42,7 @@ from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.reports.results import RunWriter
 
-from ...interrupts import Interrupted
+from ...interrupts import interruptible
 from ...objects.reads import reads_kube_state
 from ...objects.recipes import check_series
 from ...scenario import Scenario
@@ -77,6 +75,7 @@ from .scenario import (
     wva_objects,
 )
 from .security import admin_token, harden
+from .timescale import refuse_scaled_promql, scale_objects
 from .validate import check_objects
 
 if TYPE_CHECKING:
@@ -110,7 +109,7 @@ class KubeBackend:
                  metrics_factory: Callable[[str, dict[str, str]], Any] | None = None,
                  image_prefix: str | None = None, ready_timeout_s: int = 600, gateway: str | None = None,
                  load: str | None = None, load_workers: int | None = None, readiness: Callable[..., None] | None = None,
-                 local_port: Callable[[], int] = free_port) -> None:
+                 local_port: Callable[[], int] = free_port, time_scale: float = 1.0) -> None:
         if mode not in KUBE_MODES:
             raise UserError(f"unknown kube mode {mode!r}", expected=" or ".join(KUBE_MODES))
         self.mode, self.keep = mode, keep
@@ -128,6 +127,12 @@ class KubeBackend:
                 "load=in-cluster (Locust Jobs in pods)"
             raise UserError(f"--cluster kwok does not run {what}", where="--backend-option",
                             expected="the serve-router gateway and load from this host (the defaults), or kind")
+        if time_scale != 1 and mode != "kwok":
+            raise UserError(f"time_scale {time_scale:g} on --cluster {mode}: its kubelets, containers and controllers "
+                            "run in real time", where="--backend-option time_scale", expected="time_scale=1, or "
+                            "--cluster kwok (which runs every component at the time scale)")
+        self.time_scale = float(time_scale)
+        self.time_scale_notes: list[str] = []  # the whole-second roundings of the last plan (kube/timescale.py)
         self.load_option, self.load_workers = load, load_workers
         self.readiness = readiness  # tests replace the readiness wait (kube/honesty.py)
         self.local_port = local_port  # local end of a port-forward; unit tests pass a counter (no sockets)
@@ -181,12 +186,20 @@ class KubeBackend:
                 c["image"] = self.image(c["image"])
         harden(objs)  # securityContext on every workload (kube/security.py)
         admin_token(objs)  # a fresh gateway admin token per plan
+        if self.time_scale != 1:  # kwok only (__init__): every duration the objects carry, divided
+            refuse_scaled_promql(autoscaler, self.time_scale)
+            objs, self.time_scale_notes = scale_objects(objs, self.time_scale)
         check_objects(objs)  # the API server's semantic rules, before any cluster work
         return objs
 
     # ---- the run -----------------------------------------------------------------------------------
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
             progress: Callable[[float, float], None] | None = None) -> None:
+        with interruptible():  # SIGINT/SIGTERM: the one contract (harness/interrupts.py), teardown still runs
+            self._run(scenario, autoscaler, writer, progress)
+
+    def _run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
+             progress: Callable[[float, float], None] | None) -> None:
         from scalearena.workloads.generate import build_requests
 
         preflight(self.mode, self.which)
@@ -200,7 +213,6 @@ class KubeBackend:
         named: list[tuple[str, Any, Path]] = []  # (target, process, log) of each port-forward
         applied: list[Obj] = []
         local: LocalStack | None = None  # kwok: the processes that play the kubelet's part
-        old_term = self._trap_sigterm()
         try:
             if kwok:
                 local = self._kwok_up(kwok, writer, scenario)
@@ -210,7 +222,8 @@ class KubeBackend:
             external = self._external_metrics(kubectl)
             if external != "adapter":  # KEDA serves external metrics here: never fight over its APIService
                 objs = self.plan(scenario, autoscaler, external_metrics=external)
-            writer.meta["kube_external_metrics"] = external
+            writer.meta.update(kube_external_metrics=external, time_scale=self.time_scale,
+                               kube_time_scale_rounding=self.time_scale_notes)
             applied = objs
             self._apply(kubectl, objs, local)
             urls = local.start_services(objs) if local else {}
@@ -229,7 +242,8 @@ class KubeBackend:
             api = (self.api_factory(kubectl.context) if self.api_factory else
                    self._api(kubectl.context, kubectl.kubeconfig))
             metrics = self._metrics(prom_url, {v.name: v.model for v in scenario.cluster.variants})
-            sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=runs_in_cluster(autoscaler))
+            sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=runs_in_cluster(autoscaler),
+                              time_scale=self.time_scale)
             sampler.drive(gw_url, logs, progress, requests=requests, load_runner=runner)
             if local:
                 local.check()  # a container that exited during the run fails it, with its log tail
@@ -243,8 +257,6 @@ class KubeBackend:
                 local.stop()  # after the namespace went: the launcher finishes the deleted pods
             if kwok and not self.keep and not kwok.reused:
                 kwok.down()
-            if old_term is not None:
-                signal.signal(signal.SIGTERM, old_term)
 
     def _load(self, scenario: Scenario, requests: list[Any], writer: RunWriter) -> tuple[int, list[Obj]]:
         """(in-cluster Locust workers, their objects); none when the load runs on this host (kwok: always)."""
@@ -260,7 +272,7 @@ class KubeBackend:
         """Start (or reuse the `kwok up` one) the control plane; the run's pod launcher and services to come."""
         kwok.up(fake_gpu_demand([scenario]))
         writer.meta["kube_context"], writer.meta["kube_cluster_reused"] = f"kwok:{kwok.folder}", kwok.reused
-        return LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s)
+        return LocalStack(kwok, writer.dir / "kwok", self.ready_timeout_s, time_scale=self.time_scale)
 
     def _cluster_wide(self, kubectl: Kubectl, autoscaler: AutoscalerConfig, kwok: KwokCluster | None) -> None:
         """What a run needs installed cluster-wide and leaves there: KEDA, the Gateway API inference CRDs."""
@@ -290,7 +302,7 @@ class KubeBackend:
     def _kwok_cluster(self) -> KwokCluster:
         from .kwok import KwokCluster
 
-        return KwokCluster(shell=self.shell)
+        return KwokCluster(shell=self.shell, time_scale=self.time_scale)
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _forward(self, kubectl: Kubectl, logs: Path, named: list[tuple[str, Any, Path]],
@@ -352,7 +364,8 @@ class KubeBackend:
             return self.metrics_factory(url, variants)
         from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
 
-        return PrometheusMetrics(url, variants, promql=PromQL(extra_labels={"namespace": NAMESPACE}))
+        return PrometheusMetrics(url, variants, promql=PromQL(extra_labels={"namespace": NAMESPACE},
+                                                              time_scale=self.time_scale))
 
     def _refuse_foreign_adapter(self, kubectl: Kubectl, objs: list[Obj]) -> None:
         """On a shared cluster, never replace someone else's metrics APIService."""
@@ -385,12 +398,3 @@ class KubeBackend:
             kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
         kubectl.delete([o for o in cluster_scoped if o["kind"] not in ("CustomResourceDefinition", "APIService")])
 
-    @staticmethod
-    def _trap_sigterm() -> Any:
-        if threading.current_thread() is not threading.main_thread():
-            return None
-
-        def handler(signum: int, frame: Any) -> None:
-            raise Interrupted(signum)  # the one SIGINT/SIGTERM contract (harness/interrupts.py)
-
-        return signal.signal(signal.SIGTERM, handler)

@@ -135,7 +135,11 @@ def kwok() -> None:
 
 @kwok.command("up")
 @SUITE_OPTION
-def kwok_up(suite_file: str) -> None:
+@click.option("--time-scale", type=click.FloatRange(0, 100, min_open=True), default=1.0, show_default=True,
+              envvar="SCALEARENA_TIME_SCALE",
+              help="Scenario seconds per wall second for every run on this cluster (the HPA controller's sync period "
+                   "and durations are its flags); runs pass the same as --backend-option time_scale=...")
+def kwok_up(suite_file: str, time_scale: float) -> None:
     """Build what is missing, start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with the
     suite's fake GPU nodes on loopback; it keeps running until `scalearena kwok down`."""
     from scalearena.harness.suite import load_suite
@@ -147,7 +151,7 @@ def kwok_up(suite_file: str) -> None:
 
     _, plans = load_suite(suite_file)
     ensure(progress=click.echo)
-    cluster = KwokCluster(log=click.echo)
+    cluster = KwokCluster(log=click.echo, time_scale=time_scale)
     cluster.up(fake_gpu_demand([p.scenario for p in plans]), owner="suite")
     if any(uses_keda(p.autoscaler) for p in plans):  # as `kind up` installs KEDA for such a suite
         cluster.ensure_keda()

@@ -17,7 +17,9 @@ defaults, with three differences that matter here:
   loopback address (ValidateEndpointIP, pkg/apis/core/validation); for the same reason Services over
   pods get no endpoints here: nothing in scalearena's stack needs them (the gateway lists pods itself,
   APIServices point at ExternalName services).
-* the HPA controller's sync period is a flag (``hpa_sync_s``), time-scaled with the rest.
+* the HPA controller's sync period is a flag (``hpa_sync_s``); it and the controller's other durations
+  (``HPA_DURATION_FLAGS``) are divided by the cluster's time scale (kube/timescale.py), which ``kwok up
+  --time-scale`` fixes for every run on that cluster.
 
 The processes outlive ``scalearena kwok up`` (like a kind cluster outlives ``kind up``): each is
 started in its own session and recorded, with its start time, in ``state.json`` of the cluster's
@@ -55,6 +57,10 @@ NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 NAME = "scalearena"
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.96.0.0/16"  # never routed: only ClusterIPs are allocated from it
+# the HPA controller's other durations (kube-controller-manager flags, their upstream defaults in seconds):
+# passed explicitly so that they scale with the run's time scale (kube/timescale.py)
+HPA_DURATION_FLAGS = (("downscale-stabilization", 300.0), ("initial-readiness-delay", 30.0),
+                      ("cpu-initialization-period", 300.0))
 
 
 def state_root() -> Path:
@@ -226,6 +232,11 @@ class KwokCluster:
         """Start the control plane and its nodes, or reuse the one ``kwok up`` started (which must hold ``need``)."""
         if self.state is not None:
             if self.running() and self.state.owner == "suite" and owner != "suite":
+                if self.state.time_scale != self.time_scale:  # its controller-manager runs at the other one
+                    raise UserError(f"the kwok cluster in {self.folder} runs at time scale {self.state.time_scale:g}, "
+                                    f"this run asks for {self.time_scale:g}", where="time_scale",
+                                    expected=f"time_scale={self.state.time_scale:g}, or `scalearena kwok down` and "
+                                             f"`scalearena kwok up --time-scale {self.time_scale:g}`")
                 self.reused = True
                 self.check_capacity(need or {})
                 return
@@ -293,6 +304,7 @@ class KwokCluster:
             "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service,-route,-persistentvolume-binder,"
             "-attachdetach,-persistentvolume-expander,-ephemeral-volume,-pvc-protection,-pv-protection",
             f"--horizontal-pod-autoscaler-sync-period={self._seconds(self.hpa_sync_s)}",
+            *(f"--horizontal-pod-autoscaler-{flag}={self._seconds(default)}" for flag, default in HPA_DURATION_FLAGS),
             "--kube-api-qps=200", "--kube-api-burst=400", *gates])
         sched = self._start("kube-scheduler", [
             str(bins["kube-scheduler"]), f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",

@@ -39,9 +39,10 @@ IP of its own in 127.0.0.0/8 (all of it is local on Linux, so anything can bind 
   reports it in its ``x-inference-port`` header. ``network="auto"`` (default) takes netns where it works.
   Either way the relay is one extra loopback hop (sub-millisecond) between the caller and the simulator.
 
-Time scale: probe delays and periods and the grace period are divided by ``time_scale``; serve-engine
-gets ``--time-scale`` (its cold start, latencies and drain scale with it). llm-d-inference-sim's own
-latencies do not scale.
+Time scale (kube/timescale.py): probe delays and periods and the grace period are divided by ``time_scale``;
+serve-engine gets ``--time-scale`` (its cold start, latencies and drain scale with it); llm-d-inference-sim's
+latency flags (``SIM_DURATION_FLAGS``) are divided by it. The sim's cold start is its readiness probe's
+initialDelaySeconds (kube/scenario.py), so it scales with the probe.
 
 Logs: one file per container, ``<namespace>_<pod>_<container>.log`` under ``logs`` (the container's stdout
 and stderr). Children are started in their own process group and registered with a Supervisor
@@ -68,6 +69,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import click
 
 from scalearena.contracts.errors import RunFailed
 
@@ -201,6 +204,21 @@ class Program:
     port_flag: str | None = None
     default_port: int | None = None  # the port it listens on without port_flag
     time_scale_flag: str | None = None
+    duration_flags: tuple[str, ...] = ()  # durations the program takes as flags: divided by the time scale
+
+
+SIM_DURATION_FLAGS = (  # llm-d-inference-sim v0.10.2 latency flags (pkg/common/config.go: time.Duration fields)
+    "--time-to-first-token", "--time-to-first-token-std-dev", "--inter-token-latency", "--inter-token-latency-std-dev",
+    "--prefill-overhead", "--prefill-time-per-token", "--prefill-time-std-dev", "--kv-cache-transfer-latency",
+    "--kv-cache-transfer-latency-std-dev", "--kv-cache-transfer-time-per-token", "--kv-cache-transfer-time-std-dev")
+
+
+def scaled_duration(value: str, time_scale: float) -> str:
+    """A Go duration flag's value divided by the time scale ('100ms' at 4 -> '25ms'; a bare number is ms)."""
+    from ..local.cli import parse_duration_s
+
+    ms = parse_duration_s(value, bare_unit="ms") * 1000.0 / time_scale
+    return f"{ms:.6g}ms"
 
 
 def _sim_binary() -> str:
@@ -220,7 +238,8 @@ def sim_program(binary: Callable[[], str] = _sim_binary) -> Program:
         if not found:
             found.append(binary())
         return found[0]
-    return Program(("/app/llm-d-inference-sim",), (), executable, port_flag="--port", default_port=8000)
+    return Program(("/app/llm-d-inference-sim",), (), executable, port_flag="--port", default_port=8000,
+                   duration_flags=SIM_DURATION_FLAGS)
 
 
 def engine_program() -> Program:
@@ -315,6 +334,13 @@ def plan_container(pod: Obj, container: Obj, program: Program, env: dict[str, st
             plan.forwards = {listens: own}
     if program.time_scale_flag and time_scale != 1.0 and flag_value(plan.argv, program.time_scale_flag) is None:
         plan.argv.append(f"{program.time_scale_flag}={time_scale!r}")
+    for flag in program.duration_flags if time_scale != 1.0 else ():
+        found = flag_value(plan.argv, flag)
+        if found is not None:
+            try:
+                plan.argv = set_flag(plan.argv, flag, scaled_duration(found[1], time_scale))
+            except click.BadParameter:
+                pass  # not a duration: the program rejects it itself, as it would in the pod
     return plan
 
 

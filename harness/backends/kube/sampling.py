@@ -52,11 +52,11 @@ class Sampler(LoopHooks):
     Prometheus); the control plane (``self.control``) builds the view, decides, applies, samples."""
 
     def __init__(self, sc: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, api: Any, metrics: Any, *,
-                 native: bool, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
-                 ) -> None:
+                 native: bool, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 time_scale: float = 1.0) -> None:
         self.sc, self.cfg, self.writer, self.api, self.metrics = sc, autoscaler, writer, api, metrics
         self.native, self.sleep = native, sleep
-        self.clock = WallClock(1.0, wall=clock)
+        self.clock = WallClock(time_scale, wall=clock)  # scenario time: (wall - t0) x time_scale (kube/timescale.py)
         if getattr(metrics, "clock", "absent") is None:  # PrometheusMetrics: sample times on the run's axis
             metrics.clock = self.clock
         self.scaler = ScaleActuator(api)
@@ -211,7 +211,7 @@ class Sampler(LoopHooks):
                 self.finish(load_runner.collect(), requests)
             return
         locust = LocustProcess(logs.parent, gateway, end_s=self.end_s, timeout_s=self.sc.client.timeout_s,
-                               log=logs / "locust.log", wall=self.clock.wall)
+                               time_scale=self.clock.time_scale, log=logs / "locust.log", wall=self.clock.wall)
         self.t0 = locust.start(requests, lead_s=3.0)
         try:
             self.loop(locust.alive, progress)
@@ -222,7 +222,8 @@ class Sampler(LoopHooks):
     def loop(self, load_alive: Callable[[], bool], progress: Callable[[float, float], None] | None) -> None:
         """The shared wall-clock loop (harness.control.loop); here the first sample is taken at once."""
         every = self.sc.metrics.sample_interval_s
-        WallLoop(self.control, self.clock, self.end_s, every, load_alive, overstay_s=15.0, tick_s=min(0.1, every),
+        WallLoop(self.control, self.clock, self.end_s, every, load_alive, overstay_s=15.0 * self.clock.time_scale,
+                 tick_s=min(0.1, every / self.clock.time_scale),
                  sample_at_start=True, hooks=self, progress=progress, sleep=self.sleep).run()
 
     def resolve_pod(self, row: dict[str, Any]) -> dict[str, Any]:
