@@ -132,7 +132,7 @@ SHORT = ("duration_s=60", "drain_s=15")
 
 
 def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aware.yaml",  # noqa: ANN001
-         overrides: tuple[str, ...] = SHORT) -> dict:
+         overrides: tuple[str, ...] = SHORT, time_scale: float = 1.0) -> dict:
     from scalearena.harness.backends.kube.backend import KubeBackend
     from scalearena.harness.scenario import load_scenario
     from scalearena.reports.results import RunWriter
@@ -141,7 +141,7 @@ def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aw
     w = RunWriter(tmp_path / autoscaler, {"scenario": sc.name, "autoscaler": autoscaler, "cluster": "kwok",
                                           "seed": sc.seed, "duration_s": sc.duration_s, "slo": sc.slo.model_dump(),
                                           "variants": []})
-    backend = KubeBackend("kwok", ready_timeout_s=240)
+    backend = KubeBackend("kwok", ready_timeout_s=240, time_scale=time_scale)
     backend._kwok_cluster = lambda: cluster  # type: ignore[method-assign]  # the module's control plane
     backend.run(sc, sc.autoscaler(autoscaler), w)
     s = w.finish()
@@ -151,7 +151,7 @@ def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aw
     # teardown left an empty cluster: no namespace, no APIService of ours (kubernetes#75788 would leave it
     # Terminating); the next run starts clean
     assert not cluster.kubectl.exists("namespace", "scalearena")
-    return s
+    return {**s, "meta": w.meta}
 
 
 def test_short_hpa_run_on_the_real_hpa_controller(cluster, tmp_path: Path,  # noqa: ANN001
@@ -175,6 +175,32 @@ def test_wva_through_prometheus_adapter_then_keda_then_wva_through_keda(cluster,
     _run(cluster, tmp_path / "b", "wva")
     svc = cluster.kubectl.get_json("apiservice", "v1beta1.external.metrics.k8s.io")["spec"]["service"]
     assert svc["namespace"] == "keda"  # left to KEDA
+
+
+def test_a_time_scaled_run_keeps_scenario_time(tools_built: None, tmp_path: Path) -> None:
+    """At time scale 5 every component runs 5x faster (kube/timescale.py): a 120 s scenario with a 15 s drain
+    loads for 135 / 5 = 27 s of wall time, while the results stay in scenario seconds. The check that the
+    engines were scaled too: llm-d-inference-sim's 200 ms TTFT (exp2) runs as 40 ms and Locust records it
+    times 5, so TTFT p50 stays near 200 ms; had the sim not been scaled it would read 5 x 200 = 1000 ms."""
+    import time
+
+    from scalearena.harness.backends.kube.kwok import KwokCluster
+
+    c = KwokCluster(tmp_path / "cp", log=print, time_scale=5)
+    c.up({"NVIDIA-A100-SXM4-80GB": 4, "NVIDIA-H100-80GB-HBM3": 10}, owner="suite")
+    try:
+        t0 = time.monotonic()
+        s = _run(c, tmp_path, "hpa", overrides=("duration_s=120", "drain_s=15"), time_scale=5)
+        wall = time.monotonic() - t0
+    finally:
+        assert c.down() == []
+    assert s["meta"]["time_scale"] == 5
+    # exp2's hpa at 5: 300 s stabilisation -> 60 s, upstream's 15 s policy periods -> 3 s, 15 s scrape -> 3 s:
+    # all whole, nothing rounded
+    assert s["meta"]["kube_time_scale_rounding"] == []
+    assert 200 <= s["ttft_ms"]["p50"] < 400, s["ttft_ms"]
+    # 27 s of load plus readiness, rollout and teardown: far below the 135 s the same scenario takes at scale 1
+    assert wall < 135, wall
 
 
 def test_kwok_tools_reports_missing_go(tmp_path: Path) -> None:

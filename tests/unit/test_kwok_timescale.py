@@ -108,6 +108,18 @@ def test_time_scale_is_refused_where_it_cannot_hold() -> None:
     refuse_scaled_promql(user, 1)  # real time: nothing to scale
 
 
+def test_objects_sharing_a_behavior_are_each_scaled_once() -> None:
+    # hpa_objects gives every variant's HPA the same behavior dict: scaled twice it would read 300 -> 60 -> 12
+    shared = {"scaleDown": {"stabilizationWindowSeconds": 300}}
+    objs = [{"kind": "HorizontalPodAutoscaler", "metadata": {"name": n}, "spec": {"behavior": shared}}
+            for n in ("a", "b")]
+    scaled, notes = scale_objects(objs, 5)
+    # 300/5 = 60; the filled-in 15 s periods: 15/5 = 3, whole
+    assert [o["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] for o in scaled] == [60, 60]
+    assert [p["periodSeconds"] for o in scaled for p in o["spec"]["behavior"]["scaleUp"]["policies"]] == [3] * 4
+    assert notes == []
+
+
 def test_scale_one_returns_the_same_objects() -> None:
     objs = [{"kind": "ScaledObject", "metadata": {"name": "a"}, "spec": {"pollingInterval": 5}}]
     same, notes = scale_objects(objs, 1)

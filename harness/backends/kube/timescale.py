@@ -93,7 +93,7 @@ class TimeScale:
     # ---- objects --------------------------------------------------------------------------------------
     def objects(self, objs: list[Obj]) -> list[Obj]:
         """Copies of ``objs`` with their durations divided (module docstring)."""
-        out = copy.deepcopy(objs)
+        out = [copy.deepcopy(o) for o in objs]  # one by one: objects may share a dict (hpa_objects' behavior)
         for o in out:
             kind, name = o.get("kind"), o.get("metadata", {}).get("name", "")
             where = f"{kind} {name}"
