@@ -5,6 +5,11 @@ in the environment where they were written (no Docker engine there); CI runs
 them nightly (.github/workflows/ci.yml, job bench-kind). Expect about 10-15
 minutes: cluster creation ~2 min, image builds ~3 min, image pulls, one short
 run per autoscaler, and one llm-d recipe run (llmd-slo on kube-state-metrics).
+
+The same checks run on the real control plane without Docker in tests/e2e/test_kwok.py (in `make test` and
+`.ci/run`): fake-GPU nodes, the WVA controller's VariantAutoscaling conditions and its External metric
+through prometheus-adapter, every request accounted for in a short hpa run, and the llmd-slo recipe on
+kube-state-metrics with its rule file.
 """
 from __future__ import annotations
 

@@ -7,11 +7,12 @@ into a failure, so CI cannot go green without running these.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,25 @@ def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aw
     return {**s, "meta": w.meta}
 
 
+@contextlib.contextmanager
+def _while_up(check: Callable[[object], None]) -> Iterator[None]:
+    """Run ``check(sampler)`` once the load is over and before teardown (on kwok the stack's processes stop with
+    the run, so what kind's e2e tests read afterwards is read here, while it still runs)."""
+    from scalearena.harness.backends.kube.sampling import Sampler
+
+    finish = Sampler.finish
+
+    def checked(self, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        check(self)
+        return finish(self, *a, **k)
+
+    Sampler.finish = checked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Sampler.finish = finish  # type: ignore[method-assign]
+
+
 def test_short_hpa_run_on_the_real_hpa_controller(cluster, tmp_path: Path,  # noqa: ANN001
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a relative run folder, as `--out results/kwok` gives (processes start elsewhere)
@@ -167,7 +187,18 @@ def test_wva_through_prometheus_adapter_then_keda_then_wva_through_keda(cluster,
     fight KEDA for v1beta1.external.metrics.k8s.io (issue 26's first blocker: the API server rejected the
     adapter's APIService, insecureSkipTLSVerify beside KEDA's injected caBundle): it actuates through KEDA."""
     assert not cluster.keda_running()
-    _run(cluster, tmp_path / "a", "wva")  # served requests, left no namespace behind (asserted in _run)
+    seen: dict[str, object] = {}
+
+    def wva_state(sampler) -> None:  # noqa: ANN001 - while the stack is up (tests/e2e/test_kind.py's wva checks)
+        va = cluster.kubectl.get_json("-n", "scalearena", "variantautoscalings.llmd.ai", "va-a100")
+        seen["conditions"] = {c["type"]: c["status"] for c in (va.get("status") or {}).get("conditions", [])}
+        seen["external"] = cluster.kubectl.run(
+            "get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/scalearena/wva_desired_replicas").stdout
+
+    with _while_up(wva_state):
+        _run(cluster, tmp_path / "a", "wva")  # served requests, left no namespace behind (asserted in _run)
+    assert seen["conditions"].get("TargetResolved") == "True" and "MetricsAvailable" in seen["conditions"], seen
+    assert "wva_desired_replicas" in str(seen["external"])  # served by prometheus-adapter to the real HPA
     _run(cluster, tmp_path, "keda")
     assert cluster.keda_running()
     svc = cluster.kubectl.get_json("apiservice", "v1beta1.external.metrics.k8s.io")["spec"]["service"]
@@ -175,6 +206,25 @@ def test_wva_through_prometheus_adapter_then_keda_then_wva_through_keda(cluster,
     _run(cluster, tmp_path / "b", "wva")
     svc = cluster.kubectl.get_json("apiservice", "v1beta1.external.metrics.k8s.io")["spec"]["service"]
     assert svc["namespace"] == "keda"  # left to KEDA
+
+
+def test_llm_d_slo_recipe_runs_on_kube_state_metrics_and_its_rules(cluster, tmp_path: Path) -> None:  # noqa: ANN001
+    """tests/e2e/test_kind.py's llmd-slo check on the real control plane: the recipe as its objects (two
+    ScaledObjects, the recording rules as a Prometheus rule file, KEDA) on kube-state-metrics built from source."""
+    seen: dict[str, list] = {}
+
+    def series(sampler) -> None:  # noqa: ANN001
+        seen["replicas"] = sampler.metrics.query('kube_deployment_status_replicas{namespace="scalearena"}')
+        seen["rule"] = sampler.metrics.query('llmd_slo:saturation{model_name="llama3-70b"}')
+        seen["scaledobjects"] = cluster.kubectl.get_json("-n", "scalearena", "scaledobjects")["items"]
+
+    with _while_up(series):
+        _run(cluster, tmp_path, "llmd-slo")
+    assert {r["metric"]["deployment"] for r in seen["replicas"]} >= {"va-a100", "va-h100"}
+    for r in seen["replicas"]:  # the simulator's labels (contracts/series.py), plus Prometheus' job and instance
+        assert set(r["metric"]) - {"__name__", "job", "instance"} == {"namespace", "deployment"}, r["metric"]
+    assert seen["rule"], "the recipe's rule file was loaded and evaluated"
+    assert sorted(o["metadata"]["name"] for o in seen["scaledobjects"]) == ["llmd-slo-va-a100", "llmd-slo-va-h100"]
 
 
 def test_a_time_scaled_run_keeps_scenario_time(tools_built: None, tmp_path: Path) -> None:
