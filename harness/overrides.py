@@ -27,8 +27,14 @@ def apply_overrides(data: Any, overrides: list[str], where: str = "--set") -> An
         for i, k in enumerate(keys):
             last = i == len(keys) - 1
             if isinstance(node, list):
-                if not k.isdigit() or int(k) >= len(node):
-                    raise UserError(f"--set {item!r}: {'.'.join(keys[: i + 1])} is not a list index", where=where)
+                path = ".".join(keys[:i]) or "the document"
+                if not k.isdigit():
+                    raise UserError(f"--set {item!r}: {path} is a list, {k!r} is not an index", where=where,
+                                    expected=f"an index 0..{len(node) - 1}" if node else "nothing: the list is empty")
+                if int(k) >= len(node):
+                    raise UserError(f"--set {item!r}: {path} has {len(node)} item{'s' * (len(node) != 1)}, no index {k}",
+                                    where=where, expected=f"an index 0..{len(node) - 1}" if node
+                                    else "nothing: the list is empty")
                 if last:
                     node[int(k)] = value
                 else:

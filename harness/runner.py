@@ -35,17 +35,20 @@ from .suite import RunPlan
 Progress = Callable[[float, float], None]
 
 
-def check_prerequisites(cluster: str) -> None:
+def check_prerequisites(cluster: str, options: Any = None) -> None:
     """Raise the UserError a backend would raise for a missing tool, before any run starts (and before
-    the CLI prints any progress): kind/kubectl/docker for kind and cluster, prometheus for local."""
+    the CLI prints any progress or makes the --out folder): kind/kubectl/docker for kind and cluster, prometheus
+    for local, the image registry of CLUSTER=cluster (``options``: the backend's resolved options)."""
     if cluster == "local":
         from .backends.local.prometheus import find_prometheus
 
         find_prometheus()
     elif cluster in ("kind", "kwok", "cluster"):
+        from .backends.kube.backend import require_image_prefix
         from .backends.kube.cluster import preflight
 
         preflight(cluster)
+        require_image_prefix(cluster, getattr(options, "image_prefix", None))
 
 
 def variant_meta(sc: Scenario) -> list[dict[str, Any]]:

@@ -207,11 +207,23 @@ def fields_at(model: type[BaseModel], loc: list[Any]) -> set[str]:
 
 def format_validation_error(err: ValidationError, where: str, data: Any = None,
                             model: type[BaseModel] | None = None) -> UserError:
-    """One message: file, field path, what was expected (first error, count of the rest); for an
-    unknown field of ``model``, the closest valid name ("did you mean"). With ``model`` the path
-    leaves out pydantic's union tags (``latency.model_shape``, not ``latency.roofline.model_shape.inline``)."""
-    errors = err.errors(include_url=False)
-    first = errors[0]
+    """One message: file, field path, what was expected, then every other field with a problem (a field that
+    failed several ways, e.g. each member of a union, is named once); for an unknown field of ``model``, the
+    closest valid name ("did you mean"). With ``model`` the path leaves out pydantic's union tags
+    (``latency.model_shape``, not ``latency.roofline.model_shape.inline``)."""
+    described = [_describe(e, data, model) for e in err.errors(include_url=False)]
+    first_path, text = described[0]
+    others: dict[str, str] = {}
+    for path, line in described[1:]:
+        if path != first_path:
+            others.setdefault(path, line)
+    if others:
+        text += f"; {len(others)} more: " + "; ".join(others.values())
+    return UserError(text, where=where)
+
+
+def _describe(first: Any, data: Any, model: type[BaseModel] | None) -> tuple[str, str]:
+    """(field path, "path: message; got value") for one pydantic error."""
     if model is None:
         loc = [str(p) for p in first["loc"] if "[" not in str(p)]  # drop pydantic's internal validator tags
     else:
@@ -235,7 +247,6 @@ def format_validation_error(err: ValidationError, where: str, data: Any = None,
             msg += did_you_mean(str(first["loc"][-1]), fields_at(model, list(first["loc"])))
     elif first["type"] == "missing":
         msg = "required field is missing"
-    more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
     inp = first.get("input")
     got = "" if first["type"] in ("missing",) or isinstance(inp, dict) else f"; got {inp!r}"
-    return UserError(f"{path}: {msg}{got}{more}", where=where)
+    return path, f"{path}: {msg}{got}"

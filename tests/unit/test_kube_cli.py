@@ -201,3 +201,26 @@ def test_doctor_for_kwok_names_go_and_the_tools_to_build(tmp_path: Path, monkeyp
     assert by["built tools"].status == "WARN" and by["built tools"].detail.startswith("0 of 12 binaries")
     assert "make kwok-tools" in by["built tools"].fix
     assert by["network namespaces"].status == "WARN" and "free port" in by["network namespaces"].fix
+
+
+def test_kind_down_without_kind_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)  # nothing on PATH
+    r = CliRunner().invoke(main, ["kind", "down"])
+    assert r.exit_code == 2, r.output
+    assert "needs kind on PATH" in r.output and "internal error" not in r.output
+
+
+def test_cluster_without_an_image_registry_refuses_before_making_the_out_folder(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.delenv("SCALEARENA_IMAGE_PREFIX", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}")  # kubectl "installed"
+    r = CliRunner().invoke(main, ["run", str(EXP2), "--cluster", "cluster", "--autoscaler", "hpa",
+                                  "--out", str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    assert "SCALEARENA_IMAGE_PREFIX" in r.output
+    assert not (tmp_path / "out").exists()  # nothing written for a run that never started
+

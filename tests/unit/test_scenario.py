@@ -54,6 +54,16 @@ def test_override_without_equals_is_a_user_error(scenario_dict):
         apply_overrides(scenario_dict, ["cluster.variants.0.max_replicas"])
 
 
+def test_override_list_index_errors_say_what_the_list_holds(scenario_dict):
+    n = len(scenario_dict["cluster"]["variants"])  # the fixture's variants: indexes 0..n-1
+    with pytest.raises(UserError) as e:
+        apply_overrides(scenario_dict, [f"cluster.variants.{n + 4}.max_replicas=12"])
+    assert f"cluster.variants has {n} item{'s' * (n != 1)}, no index {n + 4}" in e.value.render()
+    assert f"expected an index 0..{n - 1}" in e.value.render()
+    with pytest.raises(UserError, match="cluster.variants is a list, 'x' is not an index"):
+        apply_overrides(scenario_dict, ["cluster.variants.x.max_replicas=12"])
+
+
 def test_invalid_yaml_names_the_line(tmp_path):
     p = tmp_path / "broken.yaml"
     p.write_text("name: x\ncluster: [\n")

@@ -79,9 +79,14 @@ class _Tree(BaseModel):
 def test_smart_union_member_names_dropped_mapping_keys_and_indexes_kept() -> None:
     with pytest.raises(UserError) as e:
         validated(_Tree, {"width": "wide"}, "tree.yaml")
-    # loc width.int (then width.list[int]: a second problem)
+    # loc width.int, then width.list[int]: the same field failing as each union member is named once
     assert e.value.render() == ("tree.yaml: width: Input should be a valid integer, unable to parse string as an "
-                                "integer; got 'wide' (+1 more problems)")
+                                "integer; got 'wide'")
+    with pytest.raises(UserError) as e:
+        validated(_Tree, {"width": "wide", "span": [1, 2]}, "tree.yaml")
+    # two fields wrong: both named, the second after the count of the others
+    assert e.value.render() == ("tree.yaml: width: Input should be a valid integer, unable to parse string as an "
+                                "integer; got 'wide'; 1 more: span.1: Input should be a valid string; got 2")
     with pytest.raises(UserError) as e:
         validated(_Tree, {"width": 1, "leaves": {"int": {"kind": "leaf", "size": "x"}}}, "tree.yaml")
     assert e.value.render().startswith("tree.yaml: leaves.int.size: Input should be a valid integer")  # a key named int

@@ -102,6 +102,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def require_image_prefix(mode: str, image_prefix: str | None) -> None:
+    """CLUSTER=cluster pulls scalearena's images from a registry: without the prefix, bad input (before any output)."""
+    if mode == "cluster" and not image_prefix:
+        raise UserError("CLUSTER=cluster needs the scalearena images in a registry the cluster can pull",
+                        where="SCALEARENA_IMAGE_PREFIX",
+                        expected="SCALEARENA_IMAGE_PREFIX=registry/org after `docker push` (see docs/kubernetes.md)")
+
+
 class KubeBackend:
     def __init__(self, mode: str = "kind", *, keep: bool = False, root: Path | None = None,
                  shell: Shell | None = None, which: Callable[[str], str | None] = shutil.which,
@@ -141,12 +149,8 @@ class KubeBackend:
     def image(self, name: str) -> str:
         if self.mode in ("kind", "kwok") or name not in IMAGES:
             return name
-        if not self.image_prefix:
-            raise UserError("CLUSTER=cluster needs the scalearena images in a registry the cluster can pull",
-                            where="SCALEARENA_IMAGE_PREFIX",
-                            expected="SCALEARENA_IMAGE_PREFIX=registry/org after `docker push` "
-                                     "(see docs/kubernetes.md)")
-        return f"{self.image_prefix.rstrip('/')}/{name.split('/', 1)[1]}"
+        require_image_prefix(self.mode, self.image_prefix)
+        return f"{str(self.image_prefix).rstrip('/')}/{name.split('/', 1)[1]}"
 
     def plan(self, sc: Scenario, autoscaler: AutoscalerConfig, external_metrics: str = "adapter") -> list[Obj]:
         """The objects a run applies. ``external_metrics``: who serves v1beta1.external.metrics.k8s.io on the cluster,

@@ -123,8 +123,9 @@ def suite_cluster_up(suite_file: str, shell: Any, which: Callable[[str], str | N
 def kind_down() -> None:
     """Delete the kind cluster."""
     from .backend import ROOT
-    from .cluster import KindCluster, Shell
+    from .cluster import KindCluster, Shell, preflight
 
+    preflight("kind", need=["kind"])  # without kind there is no kind cluster to delete: bad input, exit 2
     KindCluster(Shell(), ROOT / "manifests" / "kind" / "cluster.yaml").delete()
 
 

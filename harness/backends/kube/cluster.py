@@ -34,13 +34,17 @@ IMAGES = {"scalearena/serve-router:dev": "Dockerfile.router", "scalearena/wva-co
           "scalearena/serve-engine:dev": "Dockerfile.engine"}  # serve-engine: roofline scenarios on kind
 
 
-def preflight(mode: str, which: Callable[[str], str | None] = shutil.which) -> None:
+def preflight(mode: str, which: Callable[[str], str | None] | None = None, need: Sequence[str] | None = None) -> None:
+    """A missing tool is bad input (exit 2, one line naming each and where to get it); ``need`` narrows the check
+    to the tools one command runs (``kind down`` needs kind only)."""
     if mode == "kwok":  # everything is built from source: the Go toolchain, unless every tool is built already
         from .tools import preflight as tools_preflight
 
         tools_preflight()
         return
-    need = ["docker", "kind", "kubectl"] if mode == "kind" else ["kubectl"]
+    which = which or shutil.which  # looked up when called: tests replace shutil.which
+    if need is None:
+        need = ["docker", "kind", "kubectl"] if mode == "kind" else ["kubectl"]
     missing = [t for t in need if which(t) is None]
     if missing:
         lines = "; ".join(f"{t} {TOOLS[t][0]} from {TOOLS[t][1]}" for t in missing)
