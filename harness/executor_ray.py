@@ -18,7 +18,9 @@ its worker process.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,12 +85,17 @@ class RayExecutor:
         self.cluster, self.backend_options = cluster, dict(backend_options or {})
         if address is not None:
             check_reachable(address)
+        # a local instance's session folder is ours, removed at close (Ray keeps /tmp/ray/session_* otherwise)
+        self._temp = tempfile.mkdtemp(prefix="scalearena-ray-") if address is None else None
         try:
             if address is None:
-                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False, configure_logging=False)
+                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                         _temp_dir=self._temp)
             else:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError, TimeoutError, OSError) as e:
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
             raise UserError(f"--address {address}: cannot reach the Ray cluster: {type(e).__name__}: {e}",
                             expected="a running Ray cluster (ray://HOST:10001, HOST:6379 or auto)") from None
         # the batch a study keeps in flight: --jobs when given, else every CPU of the cluster
@@ -126,3 +133,7 @@ class RayExecutor:
 
     def close(self) -> None:
         self.ray.shutdown()
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            # Ray's exiting daemons may still recreate the folder after shutdown returns: once more at exit
+            atexit.register(shutil.rmtree, self._temp, ignore_errors=True)

@@ -34,6 +34,9 @@ class FakeRay:
     def init(self, **kwargs: Any) -> None:
         self.inits.append(kwargs)
 
+    def shutdown(self) -> None:
+        pass
+
     def cluster_resources(self) -> dict[str, float]:
         return {"CPU": float(self.cpus)}
 
@@ -72,8 +75,13 @@ def _executor(monkeypatch: pytest.MonkeyPatch, fake: FakeRay, jobs: int | None, 
 def test_jobs_is_the_batch_in_flight(monkeypatch: pytest.MonkeyPatch, jobs: int | None, address: str | None,
                                      expected: int) -> None:
     fake = FakeRay(cpus=16 if address else 2)
-    assert _executor(monkeypatch, fake, jobs, address).jobs == expected
+    ex = _executor(monkeypatch, fake, jobs, address)
+    assert ex.jobs == expected
     assert fake.inits[0].get("address") == address and fake.inits[0].get("num_cpus") == (jobs if not address else None)
+    temp = fake.inits[0].get("_temp_dir")  # a local instance's session folder is the executor's own ...
+    assert (temp is None) == (address is not None) and (temp is None or Path(temp).is_dir())
+    ex.close()
+    assert temp is None or not Path(temp).exists()  # ... and gone once it closes (not left in /tmp/ray)
 
 
 def _plan(rel_dir: str) -> RunPlan:
