@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -32,6 +32,7 @@ from scalearena import __version__
 from scalearena.contracts.errors import RunFailed, UserError
 
 from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
+from .cli_progress import RunBar
 from .executor import EXECUTORS, Executor, make_executor
 from .frontier_spec import FrontierSpec, frontier_option
 from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
@@ -306,13 +307,8 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             executor.run(plans, out, done)
             return
         for p in plans:  # in-process, with a per-run progress bar over simulated/wall time
-            task = progress.add_task(f"  {p.rel_dir}", total=p.scenario.duration_s)
-
-            def advance(now: float, end: float, t: TaskID = task) -> None:
-                progress.update(t, completed=min(now, end))
-
-            done(run_plan(p, out, cluster, advance, backend_options))
-            progress.remove_task(task)
+            with RunBar(progress, p.rel_dir, p.scenario.duration_s) as advance:
+                done(run_plan(p, out, cluster, advance, backend_options))
 
 
 def _write_report(out: Path) -> None:

@@ -44,8 +44,7 @@ def check_prerequisites(cluster: str, options: Any = None) -> None:
 
         find_prometheus()
     elif cluster in ("kind", "kwok", "cluster"):
-        from .backends.kube.backend import require_image_prefix
-        from .backends.kube.cluster import preflight
+        from .backends.kube.cluster import preflight, require_image_prefix
 
         preflight(cluster)
         require_image_prefix(cluster, getattr(options, "image_prefix", None))

@@ -57,6 +57,7 @@ from .cluster import (
     build_images,
     fake_gpu_demand,
     preflight,
+    require_image_prefix,
     split_scope,
 )
 from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
@@ -100,14 +101,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def require_image_prefix(mode: str, image_prefix: str | None) -> None:
-    """CLUSTER=cluster pulls scalearena's images from a registry: without the prefix, bad input (before any output)."""
-    if mode == "cluster" and not image_prefix:
-        raise UserError("CLUSTER=cluster needs the scalearena images in a registry the cluster can pull",
-                        where="SCALEARENA_IMAGE_PREFIX",
-                        expected="SCALEARENA_IMAGE_PREFIX=registry/org after `docker push` (see docs/kubernetes.md)")
 
 
 class KubeBackend:

@@ -52,6 +52,14 @@ def preflight(mode: str, which: Callable[[str], str | None] | None = None, need:
                         expected=f"install {lines}")
 
 
+def require_image_prefix(mode: str, image_prefix: str | None) -> None:
+    """CLUSTER=cluster pulls scalearena's images from a registry: without the prefix, bad input (before any output)."""
+    if mode == "cluster" and not image_prefix:
+        raise UserError("CLUSTER=cluster needs the scalearena images in a registry the cluster can pull",
+                        where="SCALEARENA_IMAGE_PREFIX",
+                        expected="SCALEARENA_IMAGE_PREFIX=registry/org after `docker push` (see docs/kubernetes.md)")
+
+
 def shown(argv: Sequence[str], limit: int = 160) -> str:
     """The whole command as typed, each argument cut at ``limit`` characters (JSON patches, configs)."""
     return " ".join(a if len(a) <= limit else a[:limit] + "..." for a in argv)

@@ -1,0 +1,41 @@
+"""One run's progress line under the suite bar (harness/cli.py), on a terminal and in a log.
+
+rich draws its bars only on a terminal; in a CI log a local or kube run would otherwise print nothing from its
+start to its "ok" line (a minute or more). There ``RunBar`` prints a plain line every ``QUIET_LINE_S`` of wall
+time instead: how far the run is in scenario time and how long it has taken.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich.progress import Progress
+from rich.text import Text
+
+QUIET_LINE_S = 20.0  # wall seconds between two plain progress lines when there is no terminal
+
+
+class RunBar:
+    """A context manager giving the ``progress(now, end)`` callback of one run; the bar goes when it ends."""
+
+    def __init__(self, progress: Progress, label: str, total_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.progress, self.label, self.clock = progress, label, clock
+        self.task = progress.add_task(f"  {label}", total=total_s)
+        self.started = clock()
+        self.said = 0.0  # wall seconds into the run of the last plain line
+
+    def __enter__(self) -> RunBar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.remove_task(self.task)
+
+    def __call__(self, now: float, end: float) -> None:
+        self.progress.update(self.task, completed=min(now, end))
+        wall = self.clock() - self.started
+        if not self.progress.console.is_terminal and wall - self.said >= QUIET_LINE_S:
+            self.said = wall
+            self.progress.console.print(Text(f"  ... {self.label}: {min(now, end):.0f} of {end:.0f} s of scenario "
+                                             f"time after {wall:.0f} s"), highlight=False)
