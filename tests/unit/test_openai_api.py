@@ -96,6 +96,31 @@ def test_valid_fields_that_conflict_are_422(body: dict, param: str) -> None:
     assert parse({"model": "m", "prompt": ["x"] * 2, "n": 64}).choices == 128  # the bound itself is served
 
 
+@pytest.mark.parametrize(("body", "chat", "param"), [
+    ({"logprobs": 0}, False, "logprobs"),  # completions: an int, 0 asks for the sampled token's
+    ({"logprobs": True}, True, "logprobs"),  # chat: a bool
+    ({"logprobs": True, "top_logprobs": 5}, True, "logprobs"),
+    ({"echo": True}, False, "echo"),
+    ({"tools": [{"type": "function", "function": {"name": "f"}}]}, True, "tools"),
+    ({"response_format": {"type": "json_object"}}, True, "response_format"),
+    ({"guided_choice": ["a", "b"]}, False, "guided_choice"),
+])
+def test_content_the_engines_do_not_generate_is_refused(body: dict, chat: bool, param: str) -> None:
+    base = {"model": "m", **({"messages": [{"role": "user", "content": "x"}]} if chat else {"prompt": "x"})}
+    with pytest.raises(ApiError) as e:
+        parse({**base, **body}, chat=chat)
+    assert (e.value.status, e.value.param) == (422, param)
+    assert "model serving time, not text" in e.value.message
+
+
+def test_content_fields_that_ask_for_nothing_are_accepted() -> None:
+    # what clients send by default: null or false logprobs, no tools, text format
+    r = parse({"model": "m", "messages": [{"role": "user", "content": "x"}], "logprobs": False, "top_logprobs": None,
+               "tools": [], "response_format": {"type": "text"}}, chat=True)
+    assert r.chat and r.n == 1
+    assert parse({"model": "m", "prompt": "x", "logprobs": None, "echo": False}).prompt == "x"
+
+
 def test_output_tokens_default_and_cap() -> None:
     assert output_tokens(None, 10, 4096) == 16  # OpenAI's default
     assert output_tokens(None, 4090, 4096) == 6  # the default is capped: 4096 - 4090

@@ -16,7 +16,11 @@ batch of P prompts with ``n`` choices is P x n sequences, choice ``index`` =
 prompt_index x n + sample_index, and ``usage`` sums the prompt tokens of each
 prompt once and the completion tokens of every choice (``ParsedRequest.prompts``).
 The request models are pydantic with ``extra="allow"``: unknown OpenAI fields
-(temperature, top_p, ...) are accepted and ignored, as vLLM does.
+(temperature, top_p, ...) are accepted and ignored, as vLLM does. Fields that ask for
+content the engines do not produce (``CONTENT_FIELDS``: logprobs, echo, tool calls,
+structured output) are refused with 422 naming the field: the engines model serving
+time, not text, and a client that asked for them would otherwise parse an answer
+without them as if it had them.
 
 Status codes: 400 when a field is wrong on its own (not JSON, not an object,
 a missing model, a wrong type or a value out of range: vLLM's
@@ -114,6 +118,35 @@ class ChatBody(_Request):
     messages: list[dict[str, Any]] = Field(min_length=1, description="The conversation.")
 
 
+def _asks(value: Any) -> bool:
+    """Whether a field's value asks for something (null, false, 0, "" and [] do not)."""
+    return value not in (None, False, 0, "", [], {})
+
+
+CONTENT_FIELDS: dict[str, tuple[Any, str]] = {  # field -> (when it asks, what the engine would have to return)
+    "logprobs": (lambda v, chat: (v is True) if chat else (v is not None and v is not False), "log probabilities"),
+    "top_logprobs": (lambda v, chat: _asks(v), "log probabilities"),
+    "echo": (lambda v, chat: v is True, "the prompt echoed in the output"),
+    "tools": (lambda v, chat: _asks(v), "tool calls"),
+    "functions": (lambda v, chat: _asks(v), "function calls"),
+    "response_format": (lambda v, chat: isinstance(v, dict) and v.get("type") not in (None, "text"),
+                        "output in a given format"),
+    "guided_json": (lambda v, chat: _asks(v), "structured output"),
+    "guided_regex": (lambda v, chat: _asks(v), "structured output"),
+    "guided_choice": (lambda v, chat: _asks(v), "structured output"),
+    "guided_grammar": (lambda v, chat: _asks(v), "structured output"),
+    "structured_outputs": (lambda v, chat: _asks(v), "structured output"),
+}
+
+
+def refuse_content_fields(body: dict[str, Any], chat: bool) -> None:
+    """422 for the first field asking for content the engines do not generate (module docstring)."""
+    for field, (asks, what) in CONTENT_FIELDS.items():
+        if field in body and asks(body[field], chat):
+            raise ApiError(422, "invalid_request_error", f"{field}: scalearena's engines model serving time, not "
+                           f"text, and return no {what}; leave {field} out (docs/clients.md)", field)
+
+
 @dataclass(frozen=True)
 class ParsedRequest:
     """What the servers need of a validated request."""
@@ -165,6 +198,7 @@ def parse_request(raw: bytes, chat: bool) -> ParsedRequest:
         param = ".".join(str(p) for p in err["loc"]) or None
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise ApiError(400, "invalid_request_error", f"{param}: {msg}", param) from None
+    refuse_content_fields(body, chat)
     opts = req.stream_options or {}
     prompts = (req.messages,) if isinstance(req, ChatBody) else _prompts(req.prompt)
     if req.n * len(prompts) > MAX_CHOICES:
