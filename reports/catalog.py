@@ -62,7 +62,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("replicas_max", ("replicas", "max"), "Replicas max", "ready", "none", "{:.0f}"),
     Metric("gpu_hours", ("gpu_hours",), "GPU-hours", "h", "lower", "{:.3f}", 10.0),
     Metric("cost", ("cost",), "Cost", "variantCost·h", "lower", "{:.3f}", 10.0),
-    Metric("cost_usd", ("cost_usd",), "Cost", "USD", "lower", "{:.2f}"),
+    Metric("cost_usd", ("cost_usd",), "Cost", "USD", "lower", "{:.2f}", 10.0),  # what the reports show: gated
     Metric("energy_kwh", ("energy_kwh",), "Energy (TDP)", "kWh", "lower", "{:.3f}", 10.0),
     Metric("energy_estimated_kwh", ("energy", "estimated_kwh"), "Energy (est.)", "kWh", "lower", "{:.3f}"),
     Metric("scaling_actions", ("scaling_actions",), "Scaling actions", "", "none", "{:.0f}"),

@@ -23,8 +23,9 @@ HEATMAP_CLIP_PCT = 100.0  # colour saturates at +-100 %; the number in the cell 
 
 
 def gated(c: Comparison) -> list[Delta]:
-    """Deltas of gated metrics, regressions first, then by run and catalog order."""
-    rows = [d for d in c.deltas if d.tolerance_pct is not None]
+    """Deltas of gated metrics that either side has (a metric neither reports, e.g. USD for unpriced GPUs, is not
+    gated), regressions first, then by run and catalog order."""
+    rows = [d for d in c.deltas if d.tolerance_pct is not None and d.verdict != "n/a"]
     order = {k: i for i, k in enumerate(c.keys())}
     return sorted(rows, key=lambda d: (d not in c.regressions, order[d.key]))
 

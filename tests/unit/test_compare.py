@@ -68,6 +68,18 @@ def test_regression_beyond_tolerance_fails(tmp_path):
     assert compare(base, cur, parse_tolerances(["ttft_p99=15", "goodput_rps=-7%"])).passed
 
 
+def test_cost_in_usd_is_gated_like_cost(tmp_path):
+    # the reports show USD; 10.0 -> 13.0 USD is +30 % > the default 10 %: a regression, even with cost unchanged
+    base = _results(tmp_path / "b", {"stairs/wva": _summary(cost_usd=10.0)})
+    cur = _results(tmp_path / "c", {"stairs/wva": _summary(cost_usd=13.0)})
+    c = compare(base, cur)
+    assert [d.metric.id for d in c.regressions] == ["cost_usd"] and not c.passed
+    # 10.0 -> 10.9 is +9 %: within
+    assert compare(base, _results(tmp_path / "d", {"stairs/wva": _summary(cost_usd=10.9)})).passed
+    # unpriced GPUs on both sides: nothing to gate
+    assert _verdicts(compare(base := _results(tmp_path / "e", {"stairs/wva": _summary()}), base))["cost_usd"] == "n/a"
+
+
 def test_failures_from_zero_baseline_allow_none(tmp_path):
     base = _results(tmp_path / "b", {"stairs/wva": _summary()})
     cur = _results(tmp_path / "c", {"stairs/wva": _summary(failures={"rejected": 1, "killed": 0})})
