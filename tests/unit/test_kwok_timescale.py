@@ -60,37 +60,50 @@ def test_a_positive_duration_never_rounds_to_zero() -> None:
 def test_plan_scales_every_duration_of_a_kwok_run() -> None:
     sc = load_scenario(EXP2, overrides=["duration_s=60"])
     plain = KubeBackend("kwok").plan(sc, sc.autoscaler("keda"))
-    fast = KubeBackend("kwok", time_scale=5)
+    fast = KubeBackend("kwok", time_scale=2)  # exp2's sim latencies (200 ms, 2 ms) stay whole ms only at 1 and 2
     objs = fast.plan(sc, sc.autoscaler("keda"))
     by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
     before = {(o["kind"], o["metadata"]["name"]): o for o in plain}
     for key, o in by.items():
         if key[0] == "ScaledObject":
             b = before[key]["spec"]
-            assert o["spec"]["pollingInterval"] == max(1, round(b.get("pollingInterval", 30) / 5))
-            assert o["spec"]["cooldownPeriod"] == round(b.get("cooldownPeriod", 300) / 5)
+            assert o["spec"]["pollingInterval"] == max(1, round(b.get("pollingInterval", 30) / 2))
+            assert o["spec"]["cooldownPeriod"] == round(b.get("cooldownPeriod", 300) / 2)
     prom = yaml.safe_load(by[("ConfigMap", "prometheus-config")]["data"]["prometheus.yml"])
-    # the scenario's scrape interval over 5, in whole ms (Prometheus' v2 durations take no fractions)
-    assert prom["global"]["scrape_interval"] == f"{round(sc.metrics.scrape_interval_s / 5 * 1000)}ms"
+    # the scenario's scrape interval over 2, in whole ms (Prometheus' v2 durations take no fractions)
+    assert prom["global"]["scrape_interval"] == f"{round(sc.metrics.scrape_interval_s / 2 * 1000)}ms"
     prom_args = by[("Deployment", "prometheus")]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--query.lookback-delta=60000ms" in prom_args  # 5 min / 5
+    assert "--query.lookback-delta=150000ms" in prom_args  # 5 min / 2
     router = by[("Deployment", "gateway")]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--time-scale=5.0" in router
+    assert "--time-scale=2.0" in router
+    sims = [c for o in objs if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]
+            if "llm-d-inference-sim" in c["image"]]
+    assert sims and all("--inter-token-latency=2ms" in c["args"] for c in sims)  # the launcher divides these
     assert "--time-scale" not in str(plain) and "lookback-delta" not in str(plain)  # scale 1: untouched
 
 
 def test_wva_controller_gets_wall_periods_and_its_scale() -> None:
     sc = load_scenario(EXP2, overrides=["duration_s=60"])
     cfg = sc.autoscaler("wva")
-    objs = {(o["kind"], o["metadata"]["name"]): o for o in KubeBackend("kwok", time_scale=4).plan(sc, cfg)}
+    objs = {(o["kind"], o["metadata"]["name"]): o for o in KubeBackend("kwok", time_scale=2).plan(sc, cfg)}
     data = objs[("ConfigMap", "wva-controller-config")]["data"]
-    assert float(data["WVA_INTERVAL_S"]) == pytest.approx(cfg.period_s / 4)
-    assert data["WVA_TIME_SCALE"] == "4.0"
+    assert float(data["WVA_INTERVAL_S"]) == pytest.approx(cfg.period_s / 2)
+    assert data["WVA_TIME_SCALE"] == "2.0"
     zero = yaml.safe_load(objs[("ConfigMap", "wva-scale-to-zero-config")]["data"]["default"])
     retention = (cfg.scale_to_zero.retention_s if cfg.scale_to_zero else 600)
-    assert zero["scaleToZeroRetentionPeriod"] == f"{retention / 4:.6g}s"
+    assert zero["scaleToZeroRetentionPeriod"] == f"{retention / 2:.6g}s"
     args = parse_args(["--time-scale", data["WVA_TIME_SCALE"]])
-    assert args.time_scale == 4.0
+    assert args.time_scale == 2.0
+
+
+def test_a_scale_that_would_make_sim_latencies_fractional_is_refused() -> None:
+    # llm-d-inference-sim sleeps whole ms: exp2's ITL 2 ms at scale 5 would be 0.4 ms, run as 0 ms. The scales that
+    # keep 200 ms and 2 ms whole: 1 and 2
+    sc = load_scenario(EXP2, overrides=["duration_s=60"])
+    with pytest.raises(UserError) as e:
+        KubeBackend("kwok", time_scale=5).plan(sc, sc.autoscaler("hpa"))
+    assert "--inter-token-latency=2ms would be 0.4 ms" in e.value.render()
+    assert e.value.render().endswith("(expected a time scale keeping every sim latency whole: 1, 2)")
 
 
 def test_time_scale_is_refused_where_it_cannot_hold() -> None:

@@ -255,7 +255,7 @@ def test_on_kind_the_files_are_applied_as_written(tmp_path: Path) -> None:
     rules = yaml.safe_load(adapter["data"]["config.yaml"])
     assert [r["name"]["as"] for r in rules["rules"] + rules["externalRules"]] == ["vllm_${1}", "model_requests_queued"]
     (prom,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config"]
-    assert yaml.safe_load(prom["data"]["prometheus.yml"])["rule_files"] == ["/etc/prometheus/scalearena-rules.yml"]
+    assert yaml.safe_load(prom["data"]["prometheus.yml"])["rule_files"] == ["scalearena-rules.yml"]
     assert yaml.safe_load(prom["data"]["scalearena-rules.yml"])["groups"][0]["name"] == "model-queue"
     assert not [o for o in objs if o["kind"] in ("ScaledObject", "VariantAutoscaling", "PrometheusRule")]
 

@@ -70,7 +70,10 @@ def _add_rules(objs: list[Obj], groups: list[dict[str, Any]]) -> None:
     for o in objs:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "prometheus-config":
             conf = yaml.safe_load(o["data"]["prometheus.yml"])
-            conf["rule_files"] = [*conf.get("rule_files", []), f"/etc/prometheus/{RULES_KEY}"]
+            # relative: Prometheus resolves it from its config file's folder, /etc/prometheus in the pod and the
+            # run's folder where CLUSTER=kwok writes the ConfigMap (an absolute /etc/prometheus path matched no
+            # file there, and a rule glob that matches nothing is no error: the rules were silently absent)
+            conf["rule_files"] = [*conf.get("rule_files", []), RULES_KEY]
             o["data"]["prometheus.yml"] = yaml.safe_dump(conf, sort_keys=False)
             o["data"][RULES_KEY] = yaml.safe_dump({"groups": groups}, sort_keys=False)
             return

@@ -213,6 +213,15 @@ SIM_DURATION_FLAGS = (  # llm-d-inference-sim v0.10.2 latency flags (pkg/common/
     "--kv-cache-transfer-latency-std-dev", "--kv-cache-transfer-time-per-token", "--kv-cache-transfer-time-std-dev")
 
 
+# the latencies llm-d-inference-sim resolves to whole milliseconds before it sleeps (v0.10.2
+# pkg/common/utils.go RandomNormDuration: mean.Milliseconds()): divided by a time scale, each must stay whole
+# (kube/timescale.py refuses a scale that would make 2 ms into 0.4 ms, which the sim runs as 0 ms); the per-token
+# prefill flags are summed before that truncation and need not be whole
+SIM_WHOLE_MS_FLAGS = ("--time-to-first-token", "--time-to-first-token-std-dev", "--inter-token-latency",
+                      "--inter-token-latency-std-dev", "--kv-cache-transfer-latency",
+                      "--kv-cache-transfer-latency-std-dev")
+
+
 def scaled_duration(value: str, time_scale: float) -> str:
     """A Go duration flag's value divided by the time scale ('100ms' at 4 -> '25ms'; a bare number is ms)."""
     from ..local.cli import parse_duration_s

@@ -45,7 +45,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.kubernetes import KubernetesConfig
 
-from .launcher import flag_value, set_flag
+from .launcher import SIM_REPOSITORY, SIM_WHOLE_MS_FLAGS, flag_value, repository, set_flag
 from .render import Obj
 
 HPA_SCALE_UP_DEFAULT: Obj = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
@@ -153,8 +153,25 @@ class TimeScale:
                     entry["scaleToZeroRetentionPeriod"] = f"{wall:.6g}s"
                     data[key] = yaml.safe_dump(entry, sort_keys=False)
 
+    def sim_latencies(self, c: Obj, where: str) -> None:
+        """llm-d-inference-sim sleeps whole milliseconds (launcher.SIM_WHOLE_MS_FLAGS): refuse a scale that would
+        make one of its latencies fractional, naming the scales that keep them all whole."""
+        args = [str(a) for a in c.get("args") or []]
+        values = {f: parse_seconds(found[1]) * 1000 if not found[1].replace(".", "").isdigit() else float(found[1])
+                  for f in SIM_WHOLE_MS_FLAGS if (found := flag_value(args, f)) is not None}
+        bad = {f: ms / self.scale for f, ms in values.items() if abs(ms / self.scale - round(ms / self.scale)) > 1e-9}
+        if bad:
+            fits = [k for k in range(1, 101) if all(abs(ms / k - round(ms / k)) < 1e-9 for ms in values.values())]
+            shown = ", ".join(f"{f}={values[f]:g}ms would be {v:g} ms" for f, v in bad.items())
+            raise UserError(f"at time scale {self.scale:g} {shown}; llm-d-inference-sim sleeps whole milliseconds "
+                            "(v0.10.2 RandomNormDuration), so it would run them shorter", where=where,
+                            expected="a time scale keeping every sim latency whole: "
+                                     + (", ".join(map(str, fits[:12])) if fits else "1"))
+
     def deployment(self, o: Obj, name: str) -> None:
         for c in o["spec"]["template"]["spec"].get("containers", []):
+            if repository(str(c.get("image", ""))) == SIM_REPOSITORY:
+                self.sim_latencies(c, f"Deployment {name} (llm-d-inference-sim)")
             args = [str(a) for a in c.get("args") or []]
             argv = [str(a) for a in c.get("command") or []] + args
             if "--config.file=/etc/prometheus/prometheus.yml" in args:  # Prometheus itself
