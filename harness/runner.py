@@ -50,6 +50,18 @@ def check_prerequisites(cluster: str, options: Any = None) -> None:
         require_image_prefix(cluster, getattr(options, "image_prefix", None))
 
 
+def check_plans(plans: list[RunPlan], cluster: str, options: Any) -> None:
+    """Render every Kubernetes run's objects before any output (``plan`` is pure: no cluster work), so bad input in
+    any run of a suite (a time scale its simulator cannot take, a knob the objects cannot carry) is one error line
+    before the --out folder exists, not a "bad input" run in a half-written folder."""
+    from .backends.registry import KUBE_CLUSTERS, entry
+
+    if cluster in KUBE_CLUSTERS:
+        backend = entry(cluster).build(options)
+        for p in plans:
+            backend.plan(p.scenario, p.autoscaler)
+
+
 def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
     out = []
     for v in sc.cluster.variants:

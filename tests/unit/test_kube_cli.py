@@ -224,3 +224,16 @@ def test_cluster_without_an_image_registry_refuses_before_making_the_out_folder(
     assert "SCALEARENA_IMAGE_PREFIX" in r.output
     assert not (tmp_path / "out").exists()  # nothing written for a run that never started
 
+
+
+def test_a_kwok_run_whose_objects_cannot_render_refuses_before_making_the_out_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scalearena.harness.backends.kube import tools
+
+    monkeypatch.setattr(tools, "preflight", lambda *a, **k: None)  # as if Go and the tools were here
+    # exp2's sim ITL 2 ms at time scale 5 would be 0.4 ms, which llm-d-inference-sim runs as 0 (whole-ms sleeps)
+    r = CliRunner().invoke(main, ["run", str(EXP2), "--cluster", "kwok", "--autoscaler", "hpa",
+                                  "--backend-option", "time_scale=5", "--out", str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    assert "--inter-token-latency=2ms would be 0.4 ms" in r.output
+    assert not (tmp_path / "out").exists()
