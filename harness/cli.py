@@ -238,11 +238,11 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     from .runner import SuiteRecorder, check_plans, check_prerequisites, prepare_out, with_pages
 
     options = resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
-    check_prerequisites(cluster, options)  # a missing kind/prometheus/registry: one error line, before any output
+    check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
 
     for p in plans:  # a recipe reading series this backend does not expose: one error line, before any output
         check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
-    check_plans(plans, cluster, options)  # every run's objects render: one error line, before any output
+    check_plans(plans, cluster, options)  # every run's objects render (a missing image registry too): before output
     for msg in dict.fromkeys(m for p in plans for m in bound_warnings(p.autoscaler, p.scenario.cluster.variants)):
         _warn(msg)
     prepare_out(out)

@@ -35,19 +35,18 @@ from .suite import RunPlan
 Progress = Callable[[float, float], None]
 
 
-def check_prerequisites(cluster: str, options: Any = None) -> None:
+def check_prerequisites(cluster: str) -> None:
     """Raise the UserError a backend would raise for a missing tool, before any run starts (and before
     the CLI prints any progress or makes the --out folder): kind/kubectl/docker for kind and cluster, prometheus
-    for local, the image registry of CLUSTER=cluster (``options``: the backend's resolved options)."""
+    for local. (CLUSTER=cluster's image registry is checked with the objects, ``check_plans``.)"""
     if cluster == "local":
         from .backends.local.prometheus import find_prometheus
 
         find_prometheus()
     elif cluster in ("kind", "kwok", "cluster"):
-        from .backends.kube.cluster import preflight, require_image_prefix
+        from .backends.kube.cluster import preflight
 
         preflight(cluster)
-        require_image_prefix(cluster, getattr(options, "image_prefix", None))
 
 
 def check_plans(plans: list[RunPlan], cluster: str, options: Any) -> None:

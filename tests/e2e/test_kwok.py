@@ -229,12 +229,11 @@ def test_llm_d_slo_recipe_runs_on_kube_state_metrics_and_its_rules(cluster, tmp_
 
 def test_a_time_scaled_run_keeps_scenario_time(tools_built: None, tmp_path: Path) -> None:
     """At time scale 2 every component runs twice as fast (kube/timescale.py): a 120 s scenario with a 15 s drain
-    loads for 135 / 2 = 67.5 s of wall time, while the results stay in scenario seconds. (2 is the largest scale
+    loads for 135 / 2 = 67.5 s of wall time (the run's wall time is measured in docs/kubernetes.md, not asserted
+    here), while the results stay in scenario seconds. (2 is the largest scale
     for exp2: llm-d-inference-sim sleeps whole milliseconds and exp2's ITL is 2 ms.) The check that the engines
     were scaled too: the sim's 200 ms TTFT runs as 100 ms and Locust records it times 2, so the fastest request's
     TTFT is 200 ms plus twice the stack's overhead (a few ms at scale 1); unscaled it would be 2 x 200 = 400 ms."""
-    import time
-
     import pyarrow.parquet as pq
 
     from scalearena.harness.backends.kube.kwok import KwokCluster
@@ -242,9 +241,7 @@ def test_a_time_scaled_run_keeps_scenario_time(tools_built: None, tmp_path: Path
     c = KwokCluster(tmp_path / "cp", log=print, time_scale=2)
     c.up({"NVIDIA-A100-SXM4-80GB": 4, "NVIDIA-H100-80GB-HBM3": 10}, owner="suite")
     try:
-        t0 = time.monotonic()
         s = _run(c, tmp_path, "hpa", overrides=("duration_s=120", "drain_s=15"), time_scale=2)
-        wall = time.monotonic() - t0
     finally:
         assert c.down() == []
     assert s["meta"]["time_scale"] == 2
@@ -254,8 +251,6 @@ def test_a_time_scaled_run_keeps_scenario_time(tools_built: None, tmp_path: Path
     assert len(notes) == 6 and all("15 s is 8 s wall, 16 s of scenario time" in n for n in notes), notes
     ttft = pq.read_table(tmp_path / "hpa" / "requests.parquet").to_pandas().query("status == 'ok'")["ttft_ms"]
     assert 200 <= ttft.min() < 300, ttft.describe()
-    # 67.5 s of load plus readiness, rollout and teardown (about 50 s): below the 135 s of load alone at scale 1
-    assert wall < 135, wall
 
 
 def test_kwok_tools_reports_missing_go(tmp_path: Path) -> None:

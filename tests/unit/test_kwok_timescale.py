@@ -73,7 +73,7 @@ def test_plan_scales_every_duration_of_a_kwok_run() -> None:
     # the scenario's scrape interval over 2, in whole ms (Prometheus' v2 durations take no fractions)
     assert prom["global"]["scrape_interval"] == f"{round(sc.metrics.scrape_interval_s / 2 * 1000)}ms"
     prom_args = by[("Deployment", "prometheus")]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--query.lookback-delta=150000ms" in prom_args  # 5 min / 2
+    assert "--query.lookback-delta=150s" in prom_args  # 5 min / 2
     router = by[("Deployment", "gateway")]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--time-scale=2.0" in router
     sims = [c for o in objs if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]

@@ -222,12 +222,16 @@ SIM_WHOLE_MS_FLAGS = ("--time-to-first-token", "--time-to-first-token-std-dev", 
                       "--kv-cache-transfer-latency-std-dev")
 
 
-def scaled_duration(value: str, time_scale: float) -> str:
-    """A Go duration flag's value divided by the time scale ('100ms' at 4 -> '25ms'; a bare number is ms)."""
+def duration_ms(value: str) -> float:
+    """A Go duration flag's value in milliseconds ('2ms' -> 2.0, '1s' -> 1000.0; a bare number is ms)."""
     from ..local.cli import parse_duration_s
 
-    ms = parse_duration_s(value, bare_unit="ms") * 1000.0 / time_scale
-    return f"{ms:.6g}ms"
+    return parse_duration_s(value, bare_unit="ms") * 1000.0
+
+
+def scaled_duration(value: str, time_scale: float) -> str:
+    """A Go duration flag's value divided by the time scale ('100ms' at 4 -> '25ms'; a bare number is ms)."""
+    return f"{duration_ms(value) / time_scale:.6g}ms"
 
 
 def _sim_binary() -> str:

@@ -45,7 +45,8 @@ from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.kubernetes import KubernetesConfig
 
-from .launcher import SIM_REPOSITORY, SIM_WHOLE_MS_FLAGS, flag_value, repository, set_flag
+from ...metrics.prometheus import promql_duration
+from .launcher import SIM_REPOSITORY, SIM_WHOLE_MS_FLAGS, duration_ms, flag_value, repository, set_flag
 from .render import Obj
 
 HPA_SCALE_UP_DEFAULT: Obj = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
@@ -55,11 +56,6 @@ HPA_SCALE_DOWN_DEFAULT: Obj = {"selectPolicy": "Max", "policies": [{"type": "Per
 KEDA_DEFAULTS = {"pollingInterval": 30, "cooldownPeriod": 300}  # keda.sh/v1alpha1 ScaledObject
 PROMETHEUS_LOOKBACK_S = 300.0  # --query.lookback-delta's default
 WVA_CONFIG, WVA_SCALE_TO_ZERO = "wva-controller-config", "wva-scale-to-zero-config"
-
-
-def go_duration(seconds: float) -> str:
-    """Seconds as a Go/Prometheus duration in whole milliseconds (at least 1 ms): 3.75 -> '3750ms'."""
-    return f"{max(1, round(seconds * 1000))}ms"
 
 
 def parse_seconds(text: str | int | float) -> float:
@@ -88,7 +84,8 @@ class TimeScale:
         return out
 
     def duration(self, text: str | int | float) -> str:
-        return go_duration(parse_seconds(text) / self.scale)
+        """A duration divided, as Prometheus and Go both read it (whole ms, at least 1 ms: 7.5 s -> '7500ms')."""
+        return promql_duration(parse_seconds(text) / self.scale)
 
     # ---- objects --------------------------------------------------------------------------------------
     def objects(self, objs: list[Obj]) -> list[Obj]:
@@ -157,8 +154,7 @@ class TimeScale:
         """llm-d-inference-sim sleeps whole milliseconds (launcher.SIM_WHOLE_MS_FLAGS): refuse a scale that would
         make one of its latencies fractional, naming the scales that keep them all whole."""
         args = [str(a) for a in c.get("args") or []]
-        values = {f: parse_seconds(found[1]) * 1000 if not found[1].replace(".", "").isdigit() else float(found[1])
-                  for f in SIM_WHOLE_MS_FLAGS if (found := flag_value(args, f)) is not None}
+        values = {f: duration_ms(found[1]) for f in SIM_WHOLE_MS_FLAGS if (found := flag_value(args, f)) is not None}
         bad = {f: ms / self.scale for f, ms in values.items() if abs(ms / self.scale - round(ms / self.scale)) > 1e-9}
         if bad:
             fits = [k for k in range(1, 101) if all(abs(ms / k - round(ms / k)) < 1e-9 for ms in values.values())]
