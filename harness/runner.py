@@ -52,13 +52,18 @@ def check_prerequisites(cluster: str) -> None:
 def check_plans(plans: list[RunPlan], cluster: str, options: Any) -> None:
     """Render every Kubernetes run's objects before any output (``plan`` is pure: no cluster work), so bad input in
     any run of a suite (a time scale its simulator cannot take, a knob the objects cannot carry) is one error line
-    before the --out folder exists, not a "bad input" run in a half-written folder."""
+    before the --out folder exists, not a "bad input" run in a half-written folder. The same for a local run's
+    engine other than serve-engine (``LocalBackend.check``: a tool not built, a variant it cannot run)."""
     from .backends.registry import KUBE_CLUSTERS, entry
 
     if cluster in KUBE_CLUSTERS:
         backend = entry(cluster).build(options)
         for p in plans:
             backend.plan(p.scenario, p.autoscaler)
+    elif cluster == "local" and getattr(options, "engine", "serve-engine") != "serve-engine":
+        backend = entry(cluster).build(options)  # engine=llm-d-inference-sim: the binary, each scenario's flags
+        for p in plans:
+            backend.check(p.scenario)
 
 
 def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
@@ -90,6 +95,7 @@ def run_meta(plan: RunPlan, cluster: str) -> dict[str, Any]:
         "cluster": cluster,
         "seed": sc.seed,
         "duration_s": sc.duration_s,
+        "window_s": sc.window_s,  # what reports/usage.py integrates over, on every backend
         "slo": sc.slo.model_dump(mode="json"),
         "attainment_target": sc.attainment_target,
         "sample_interval_s": sc.metrics.sample_interval_s,

@@ -226,7 +226,8 @@ class Scenario(_Spec):
     description: str = Field(default="", description="What this scenario shows.")
     duration_s: float = Field(gt=0, description="Length of the run, seconds (arrivals stop here).")
     drain_s: float = Field(
-        default=0.0, ge=0, description="Extra time after the last arrival for in-flight requests to finish."
+        default=0.0, ge=0, description="Time after the last arrival for in-flight requests to finish; every "
+        "backend samples and bills until duration_s + drain_s (the run's window).",
     )
     seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Seed for every random generator of the run.")
     cluster: ClusterSpec = Field(description="Variants and GPU pool.")
@@ -270,7 +271,7 @@ class Scenario(_Spec):
 
     def _check_work(self) -> None:
         """Refuse, before generating anything, a run whose requests or loop steps exceed the limits."""
-        span = self.duration_s + self.drain_s
+        span = self.window_s
         peaks = [w.arrivals.peak_rps for w in self.workloads]
         requests = sum(p for p in peaks if p is not None) * self.duration_s
         if requests > MAX_REQUESTS:
@@ -285,6 +286,15 @@ class Scenario(_Spec):
             if interval and span / interval > MAX_STEPS:
                 raise ValueError(f"{name} {interval:g} s over {span:g} s is {span / interval:,.0f} steps; "
                                  f"the limit is {MAX_STEPS:,}")
+
+    @property
+    def window_s(self) -> float:
+        """The end of the run's window, [0, duration_s + drain_s]: the one span every backend (sim, local,
+        kube) samples, integrates GPU-hours and cost over and reports means on (docs/metrics.md "The run's
+        window"), so the same scenario is billed alike everywhere. The simulator runs to it even when it has
+        nothing left in flight; a wall-clock run that overstays it (the load still finishing) is clipped to
+        it when its timeseries is integrated (reports/usage.py)."""
+        return self.duration_s + self.drain_s
 
     @property
     def workloads(self) -> list[WorkloadSpec]:

@@ -31,6 +31,7 @@ from .usage import (
     TimeseriesColumns,
     as_float,
     integrate,
+    meta_window,
     sum_or_none,
     timeseries_columns,
 )
@@ -275,7 +276,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
         "decisions": counts,
         "alerts": counts["alerts_raised"],
         "workload": {**_workload(requests, duration), **_generation(meta)},
-        "timeseries": {"covered_s": usage.covered_s, **_timeseries_stats(ts)},
+        "timeseries": {"covered_s": usage.covered_s, "window_s": meta_window(meta), **_timeseries_stats(ts)},
         "events": list(meta.get("events") or []),
         "scaling": {**scaling_kpis(requests, ts, decisions), "vs_oracle": vs_oracle(ts, meta),
                     "slo_recovery": _recovery(requests, slo, duration, meta)},

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .usage import Timeseries, as_float, sample_weights, timeseries_columns
+from .usage import Timeseries, as_float, meta_window, sample_weights, timeseries_columns
 
 
 def _need(plan: dict[str, Any], variant: str, windows: np.ndarray) -> np.ndarray:
@@ -51,7 +51,7 @@ def vs_oracle(ts: Timeseries, meta: dict[str, Any]) -> dict[str, Any]:
     info = {str(v["name"]): v for v in meta.get("variants") or [] if isinstance(v, dict) and "name" in v}
     gpus = {name: int(v.get("gpus_per_replica") or 1) for name, v in info.items()}
     times, at = np.unique(as_float(ts["t_s"]), return_inverse=True)
-    w = sample_weights(times, float(meta.get("sample_interval_s") or 0.0))
+    w = sample_weights(times, float(meta.get("sample_interval_s") or 0.0), meta_window(meta))
     windows = np.floor(np.maximum(times - 1e-9, 0.0) / window).astype(int)
     models, variants = np.asarray(ts["model"], dtype=str), np.asarray(ts["variant"], dtype=str)
     k = np.array([gpus.get(v, 1) for v in variants], dtype=float)

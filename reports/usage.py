@@ -7,7 +7,10 @@ report and the comparison.
 Integration rule (right-endpoint, "since the previous sample"): the sample at
 ``t_i`` stands for the ``w_i = t_i - t_{i-1}`` seconds before it; the first
 sample stands for ``min(t_0, sample_interval_s)`` seconds (0 when the first
-sample is taken at t = 0). This is the convention the rate columns
+sample is taken at t = 0). A run that records its window (``window_s`` in its metadata,
+``Scenario.window_s``: [0, duration_s + drain_s] on every backend) is integrated over exactly that
+window: its first sample stands for the time since 0 (a wall-clock loop takes it a few ms late), and
+what a wall-clock run sampled after the window's end is clipped. This is the convention the rate columns
 (``gpu_util_mean``, ``offered_rps``, ``completed_rps``) already use, so replica
 counts and busy fractions are weighted alike. A series sampled at 0, 5, ...,
 600 s therefore covers exactly 600 s.
@@ -63,13 +66,29 @@ def as_float(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
-def sample_weights(t_s: np.ndarray, sample_interval_s: float) -> np.ndarray:
-    """Seconds each (sorted, unique) sample time stands for (right-endpoint rule)."""
+def sample_weights(t_s: np.ndarray, sample_interval_s: float, window_s: float | None = None) -> np.ndarray:
+    """Seconds each (sorted, unique) sample time stands for (right-endpoint rule), inside the run's window
+    ``[0, window_s]`` when one is given: the first sample stands for the time since 0, a sample taken after
+    the window's end (a wall-clock run whose load overstays it) only for the part of its interval before
+    the end, the ones after it for nothing. Without a window (runs written before it was recorded) the
+    first sample stands for at most one ``sample_interval_s``."""
     t = np.asarray(t_s, dtype=float)
     if t.size == 0:
         return t
-    first = min(max(t[0], 0.0), float(sample_interval_s))
-    return np.diff(t, prepend=t[0] - first)
+    if window_s is None:
+        first = min(max(t[0], 0.0), float(sample_interval_s))
+        return np.diff(t, prepend=t[0] - first)
+    # the window starts at 0: the first sample stands for everything before it (a wall-clock loop takes it
+    # some ms past one interval; standing for one interval only would lose those ms from every run)
+    clipped = np.minimum(np.maximum(t, 0.0), float(window_s))
+    return np.diff(clipped, prepend=0.0)
+
+
+def meta_window(meta: dict[str, Any]) -> float | None:
+    """The run's window end from its metadata (harness/scenario.py ``Scenario.window_s``); None for a run
+    written before the window was recorded (integrated over every sample, as it was then)."""
+    w = meta.get("window_s")
+    return float(w) if isinstance(w, int | float) and w > 0 else None
 
 
 @dataclass
@@ -187,9 +206,10 @@ def integrate(ts: Timeseries, meta: dict[str, Any]) -> Usage:
         return usage
     interval = float(meta.get("sample_interval_s") or 0.0)
     times, at = np.unique(as_float(ts["t_s"]), return_inverse=True)  # sorted sample times; each row's
-    w = sample_weights(times, interval)
+    w = sample_weights(times, interval, meta_window(meta))
     usage.covered_s = float(w.sum())
     rows = _rows(ts)
+    inside = (w > 0.0)[at] | (times[at] <= times[0])  # rows the window counts (maxima read only these)
     row_w = w[at]
     variant = ts["variant"]
     for name in sorted({v for v in variant.tolist() if v is not None and v == v}):  # groupby: sorted, nulls dropped
@@ -202,7 +222,7 @@ def integrate(ts: Timeseries, meta: dict[str, Any]) -> Usage:
             tdp_w=_opt_float(vm.get("tdp_w")),
             price_per_gpu_hour=_opt_float(vm.get("price_per_hour")),
         )
-        mine = variant == name
+        mine = (variant == name) & inside
         gw, ready, billed = row_w[mine], rows["ready"][mine], rows["billed"][mine]
         vu.ready_replica_s = float((ready * gw).sum())
         vu.billed_replica_s = float((billed * gw).sum())
@@ -215,10 +235,11 @@ def integrate(ts: Timeseries, meta: dict[str, Any]) -> Usage:
         usage.variants[vu.name] = vu
 
     per_t = {k: np.bincount(at, weights=np.nan_to_num(rows[k]), minlength=len(times)) for k in ("ready", "billed")}
+    counted = (w > 0.0) | (times <= times[0])
     usage.ready_mean = _weighted_mean(per_t["ready"], w)
-    usage.ready_max = int(per_t["ready"].max())
+    usage.ready_max = int(per_t["ready"][counted].max())
     usage.billed_mean = _weighted_mean(per_t["billed"], w)
-    usage.billed_max = int(per_t["billed"].max())
+    usage.billed_max = int(per_t["billed"][counted].max())
     return usage
 
 

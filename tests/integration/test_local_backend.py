@@ -77,3 +77,25 @@ def test_replicas_rise_after_the_step(autoscaler: str, tmp_path: Path) -> None:
         ph = p["phases"][0]
         assert ph["end_s"] - ph["start_s"] == pytest.approx(10.0)
         assert p["ready_s"] is None or p["ready_s"] >= ph["end_s"] - 0.5  # 0.5 s: wall-clock axis rounding
+
+
+def test_sim_and_local_bill_the_same_window(tmp_path: Path) -> None:
+    """One scenario on both backends: each samples and integrates over [0, duration_s + drain_s]
+    (Scenario.window_s), although the simulator has nothing in flight well before the end and the
+    local run's load may overstay it."""
+    from scalearena.harness.runner import execute
+    from scalearena.harness.suite import RunPlan
+
+    # 20 s at 1 rps (the step comes at 40 s, after the end) + 6 s of drain: a 26 s window
+    sc = load_scenario(HERE / "local_step.yaml", ["duration_s=20", "drain_s=6"])
+    plan = RunPlan(scenario=sc, autoscaler=sc.autoscaler("wva"), rel_dir="run")
+    sim = execute(plan, tmp_path / "sim", "sim")
+    local = execute(plan, tmp_path / "local", "local", backend_options={"time_scale": TIME_SCALE})
+    for s in (sim, local):
+        assert s["timeseries"]["window_s"] == 26.0
+        # the samples cover the window to its end, not to the last request (sim) or past it (local: its
+        # loop ends at or after 26 s and what lies past 26 s is clipped, reports/usage.py)
+        assert s["timeseries"]["covered_s"] == pytest.approx(26.0, abs=1e-9)
+    # one replica the whole window on both (1 rps needs no second): 26 replica-s = 26 / 3600 replica-hours
+    assert sim["gpu_hours"] == pytest.approx(26.0 / 3600.0)
+    assert local["gpu_hours"] == pytest.approx(26.0 / 3600.0)

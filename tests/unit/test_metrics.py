@@ -160,6 +160,28 @@ def test_sample_weights():
     assert sample_weights(np.array([7.0, 12.0]), 5.0).tolist() == [5.0, 5.0]
 
 
+def test_sample_weights_stop_at_the_run_window():
+    # window 12 s: the sample at 15 stands only for 10..12 (2 s), the one at 20 for nothing
+    t = np.array([0.0, 5.0, 10.0, 15.0, 20.0])
+    assert sample_weights(t, 5.0, 12.0).tolist() == [0.0, 5.0, 5.0, 2.0, 0.0]
+    # a window past the last sample changes nothing
+    assert sample_weights(t, 5.0, 30.0).tolist() == sample_weights(t, 5.0).tolist()
+
+
+def test_integrate_clips_an_overstaying_run_to_its_window():
+    # a wall-clock run whose load overstayed its 12 s window: samples at 0, 5, 10, 15, 20
+    ts = pd.DataFrame({"t_s": [0.0, 5.0, 10.0, 15.0, 20.0], "variant": ["a"] * 5, "ready_replicas": [1, 1, 2, 3, 9],
+                       "pending_replicas": [0] * 5, "terminating_replicas": [0] * 5, "standby_replicas": [0] * 5,
+                       "gpu_util_mean": [None] * 5})
+    u = integrate(ts, {"sample_interval_s": 5.0, "window_s": 12.0})
+    # ready: 1 x 5 + 2 x 5 + 3 x 2 + 9 x 0 = 21 replica-s over 12 s -> mean 1.75; the 9 at t = 20 is outside
+    assert (u.covered_s, u.variants["a"].ready_replica_s, u.ready_mean, u.ready_max) == (12.0, 21.0, 1.75, 3)
+    assert u.variants["a"].ready_max == 3
+    # without a recorded window (a run written before it was) every sample counts: 5 + 10 + 3 x 5 + 9 x 5 = 75
+    old = integrate(ts, {"sample_interval_s": 5.0})
+    assert (old.covered_s, old.variants["a"].ready_replica_s, old.ready_max) == (20.0, 75.0, 9)
+
+
 def test_integrate_groups_variants_and_sample_times():
     # rows out of variant order; samples at 5 and 10 s with a 5 s interval: each stands for 5 s
     ts = pd.DataFrame({

@@ -260,7 +260,7 @@ class KubeBackend:
         load_mode, workers = (("port-forward", 0) if self.mode == "kwok" else
                               choose_load(self.load_option, requests, self.load_workers))
         writer.meta["kube_gateway"], writer.meta["kube_load"] = self.gateway, load_mode
-        load_objs = harden(locust_objects(self.manifests, workers, scenario.duration_s + scenario.drain_s, self.image)
+        load_objs = harden(locust_objects(self.manifests, workers, scenario.window_s, self.image)
                            if load_mode == "in-cluster" else [])
         check_objects(load_objs)
         return workers, load_objs

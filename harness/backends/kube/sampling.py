@@ -60,7 +60,7 @@ class Sampler(LoopHooks):
         if getattr(metrics, "clock", "absent") is None:  # PrometheusMetrics: sample times on the run's axis
             metrics.clock = self.clock
         self.scaler = ScaleActuator(api)
-        self.end_s = sc.duration_s + sc.drain_s
+        self.end_s = sc.window_s  # the run's window (Scenario.window_s)
         self.rows: list[TimeseriesRecord] = []
         self._last_spec: dict[str, int] = {}
         self._last_desired: dict[str, int] = {}

@@ -116,7 +116,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             if adm.kind == "flow_control" else {}
         self._flow_tick: dict[str, float] = {}
         self.clock = VirtualClock()
-        self.end_s = sc.duration_s + sc.drain_s
+        self.end_s = sc.window_s
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = 0  # events pushed so far: the same-time, same-kind order
         self._pod_seq = itertools.count()
@@ -210,7 +210,9 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         self.finish_run()
 
     def events(self) -> None:
-        """Pop and handle events until END, or until the arrivals are over and nothing is in flight."""
+        """Pop and handle events until END: the end of the run's window (``Scenario.window_s``), which every
+        backend samples and bills to, so the drain after the last request is simulated like the rest (the
+        autoscaler still decides, idle replicas still cost) and not cut where the simulator has nothing left."""
         handlers: dict[int, Callable[[float, Any], None]] = {
             POD_READY: self.on_ready, GRACE_END: self.on_grace_end, FAULT: self.on_fault, SCRAPE: self.on_scrape,
             DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample, FLOW: self.on_flow,
@@ -218,7 +220,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             NODE_READY: self.on_node_ready, CA_SCAN: self.on_ca_scan, POD_SCHEDULABLE: self.on_schedulable,
             STANDBY_EXPIRE: self.on_standby_expire,
         }
-        heap, clock, duration = self._heap, self.clock, self._duration_s
+        heap, clock = self._heap, self.clock
         t: float
         kind: int
         payload: Any
@@ -245,9 +247,6 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
                 break
             else:
                 handlers[kind](t, payload)
-            if (t >= duration and self.inflight == 0 and self._next_spec is None
-                    and kind in (ENGINE, TIMEOUT, SAMPLE)):
-                break
 
     def finish_run(self) -> None:
         t = self.t
