@@ -14,7 +14,7 @@ FRONTIER ?=
 # FRONTIER=1: also run the oracle frontier (the bound of the report's regret; docs/metrics.md)
 SEEDS ?= 5
 
-.PHONY: bench test perf lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
+.PHONY: bench test perf fidelity lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
 
 # The simulator's compiled core (harness/native.py: mypyc over these modules, the .py files stay the
 # reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
@@ -87,6 +87,12 @@ chromium:
 perf: $(BUILT)
 	$(BIN)/python benchmarks/perf.py
 	$(BIN)/python benchmarks/bench_e2e.py
+
+# Simulated vs real (docs/fidelity.md): workloads/suites/sim-vs-real.yaml on the simulator and on CLUSTER=kwok's
+# upstream control plane, every autoscaler x 3 seeds (about 70 minutes here), then the table. Complete runs
+# under results/sim-vs-real are kept (--reuse); UPDATE_DOCS=1 writes the table into docs/fidelity.md and README.
+fidelity: $(BUILT) kwok-tools
+	$(BIN)/python benchmarks/sim_vs_real.py --reuse $(if $(UPDATE_DOCS),--update-docs)
 
 lint: $(STAMP)
 	$(BIN)/ruff check scalearena contracts harness controllers workloads reports paper tests benchmarks

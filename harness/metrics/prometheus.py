@@ -33,6 +33,7 @@ from urllib3.util.retry import Retry
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import (
     CACHE_CONFIG,
+    EPP_QUEUE_SIZE,
     GPU_UTIL,
     KV_USAGE,
     NUM_RUNNING,
@@ -98,7 +99,12 @@ class PromQL:
         return f"max by (pod, num_gpu_blocks, block_size)({CACHE_CONFIG}{self.selector(model, variant)})"
 
     def router_queue(self, model: str) -> str:
-        return f"sum({ROUTER_QUEUE}{self.selector(model, None)})"
+        """Requests held at the gateway: the EPP's flow-control queue (serve-router counts its scale-from-zero
+        queue in it too, as the simulator's ``router_queue`` does), else serve-router's own gauge. Reading
+        only the latter left every flow-control hold out of kube runs' timeseries (found comparing sim and
+        kwok: 0 where the gateway held 168)."""
+        sel = self.selector(model, None)
+        return f"sum({EPP_QUEUE_SIZE}{sel}) or sum({ROUTER_QUEUE}{sel})"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ from scalearena.reports.catalog import BY_ID
 from scalearena.reports.load import load_results
 
 BASELINE = Path(__file__).resolve().parents[2] / "baselines" / "sim"
-KNOWN_VIOLATIONS = {("physical-validation", "rate-6"): ["keda", "wva-headroom"]}
+# wva-headroom left this list when the simulator began to run and bill the 120 s drain like every backend
+# (docs/metrics.md "The run's window"); keda still lands under the bound at 6 req/s (issue: the oracle is no bound)
+KNOWN_VIOLATIONS = {("physical-validation", "rate-6"): ["keda"]}
 
 
 def _decisions() -> dict[tuple[str, str], suite_decide.PointDecision]:

@@ -1,0 +1,348 @@
+"""Simulated vs real: each autoscaler's dynamics on the simulator and on the upstream control plane.
+
+One scenario (workloads/scenarios/sim-vs-real.yaml: one llm-d-inference-sim variant, a staircase of load)
+runs on ``--cluster sim`` and on ``--cluster kwok`` (kube-apiserver, kube-controller-manager's HPA, KEDA,
+prometheus-adapter, Prometheus and llm-d-inference-sim built from source: docs/kubernetes.md), for every
+autoscaler of workloads/suites/sim-vs-real.yaml and three seeds on each side. Per autoscaler it compares
+the replica trajectory (ready replica-seconds over the run's window, the maximum, every change of the
+Deployment's desired replicas: its time, direction and size), goodput, failures by cause and TTFT / ITL
+p50 / p99, and checks the targets of docs/fidelity.md:
+
+* replica-seconds within 10 % (mean over seeds);
+* the same maximum of ready replicas in every seed;
+* every scale step of the simulator matched by one of the real controller in the same direction within
+  one sync period plus one scrape interval (15 s HPA sync + the scrape interval; WVA adds its own
+  period), and no step of the real controller left unmatched;
+* goodput within 5 % (mean over seeds).
+
+Runs on kwok take real time: each run lasts its window (220 s) divided by the time scale, plus ~40 s of
+set-up. Autoscalers written as Kubernetes objects with their own PromQL (a user's HPA, the llm-d recipes)
+cannot be time-scaled (harness/backends/kube/timescale.py) and run at time scale 1; the others at
+``--time-scale`` (default 2). A full run (7 autoscalers x 3 seeds) takes about 70 minutes here.
+
+Usage::
+
+    python benchmarks/sim_vs_real.py [--autoscalers hpa,keda] [--seeds 1,2,3] [--time-scale 2]
+        [--out results/sim-vs-real] [--reuse] [--json PATH] [--update-docs] [--check]
+
+``--reuse`` keeps every complete run already under ``--out`` (a side whose runs are all there is not run
+again); ``--update-docs`` writes the table into docs/fidelity.md and its summary line into README.md
+(between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
+autoscaler misses a target (the CI's short version: tests/e2e/test_kwok.py).
+
+Written here rather than taken from a library: no tool compares autoscaler trajectories across two
+backends; the figures themselves all come from the runs' own summary.json and timeseries.parquet.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "workloads" / "suites" / "sim-vs-real.yaml"
+HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default (every HPA here)
+TARGETS = {"replica_s_pct": 10.0, "goodput_pct": 5.0}
+MARK = ("<!-- sim-vs-real:begin (benchmarks/sim_vs_real.py --update-docs) -->", "<!-- sim-vs-real:end -->")
+
+
+@dataclass
+class Run:
+    """One run's figures: what the comparison reads from its folder."""
+
+    seed: int
+    time_scale: float
+    replica_s: float  # ready replica-seconds over the run's window
+    max_ready: int
+    steps: list[tuple[float, int]]  # (time, change) of the desired replicas, within the window
+    goodput: float
+    failures: dict[str, int]
+    ttft: dict[str, float | None]
+    itl: dict[str, float | None]
+    complete: bool
+
+
+@dataclass
+class Row:
+    """One autoscaler: both sides over the seeds, and the targets met."""
+
+    autoscaler: str
+    tolerance_s: float
+    sim: list[Run] = field(default_factory=list)
+    real: list[Run] = field(default_factory=list)
+    matched: int = 0
+    sim_steps: int = 0
+    real_steps: int = 0
+    size_equal: int = 0
+    lag_s: list[float] = field(default_factory=list)  # real step time - sim step time, per matched pair
+    misses: list[str] = field(default_factory=list)
+
+
+def scenario_and_labels(labels: list[str] | None) -> tuple[Any, list[str]]:
+    from scalearena.harness.scenario import load_scenario
+
+    text = SUITE.read_text()
+    scenario = (SUITE.parent / re.search(r"scenario:\s*(\S+)", text).group(1)).resolve()  # type: ignore[union-attr]
+    sc = load_scenario(scenario)
+    known = re.search(r"autoscalers:\s*\[([^\]]*)\]", text).group(1)  # type: ignore[union-attr]
+    default = [a.strip() for a in known.split(",")]
+    chosen = labels or default
+    unknown = [a for a in chosen if a not in {c.label for c in sc.autoscalers}]
+    if unknown:
+        raise SystemExit(f"error: unknown autoscaler(s) {unknown}: the scenario has {[c.label for c in sc.autoscalers]}")
+    return sc, chosen
+
+
+def time_scale_of(cfg: Any, scale: float) -> float:
+    """Kubernetes objects with their own PromQL run at 1 (timescale.refuse_scaled_promql), the rest at ``scale``."""
+    from scalearena.controllers.kubernetes import KubernetesConfig
+
+    return 1.0 if isinstance(cfg, KubernetesConfig) else scale
+
+
+def tolerance_s(cfg: Any, scrape_s: float) -> float:
+    """One sync period plus one scrape interval: the HPA's sync, plus WVA's own period before its HPA acts."""
+    own = float(getattr(cfg, "period_s", 0.0) or 0.0) if cfg.kind == "wva" else 0.0
+    return own + HPA_SYNC_S + scrape_s
+
+
+def write_suite(path: Path, scenario: Path, labels: list[str], seeds: list[int]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"name: sim-vs-real\nautoscalers: [{', '.join(labels)}]\nseeds: [{', '.join(map(str, seeds))}]\n"
+                    f"frontier: {{enabled: false}}\nruns:\n  - scenario: {scenario}\n")
+    return path
+
+
+def complete(folder: Path, sc_name: str, labels: list[str], seeds: list[int]) -> bool:
+    for a in labels:
+        for s in seeds:
+            f = folder / sc_name / a / f"seed-{s}" / "summary.json"
+            if not f.is_file() or not json.loads(f.read_text()).get("complete"):
+                return False
+    return True
+
+
+def cli(*args: str) -> None:
+    cmd = [sys.executable, "-m", "scalearena", *args]
+    print("$ scalearena " + " ".join(args), flush=True)
+    subprocess.run(cmd, check=True, cwd=ROOT)
+
+
+def run_sides(sc: Any, labels: list[str], seeds: list[int], scale: float, out: Path, reuse: bool) -> None:
+    scenario = (ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml").resolve()
+    if not (reuse and complete(out / "sim", sc.name, labels, seeds)):
+        cli("suite", str(write_suite(out / "suites" / "sim.yaml", scenario, labels, seeds)), "--cluster", "sim",
+            "--out", str(out / "sim"), "--no-frontier")
+    groups: dict[float, list[str]] = {}
+    for a in labels:
+        groups.setdefault(time_scale_of(sc.autoscaler(a), scale), []).append(a)
+    for ts, group in sorted(groups.items()):
+        folder = out / f"kwok-ts{ts:g}"
+        if reuse and complete(folder, sc.name, group, seeds):
+            continue
+        suite = write_suite(out / "suites" / f"kwok-ts{ts:g}.yaml", scenario, group, seeds)
+        cli("kwok", "up", "--suite", str(suite), "--time-scale", f"{ts:g}")
+        try:
+            cli("suite", str(suite), "--cluster", "kwok", "--out", str(folder), "--backend-option", f"time_scale={ts:g}")
+        finally:
+            cli("kwok", "down")
+
+
+def steps_of(t: list[float], spec: list[float], window: float) -> list[tuple[float, int]]:
+    """Changes of the desired replicas between consecutive samples inside [0, window]: (time seen, change)."""
+    out: list[tuple[float, int]] = []
+    prev: float | None = None
+    for ti, n in zip(t, spec, strict=True):
+        if prev is not None and n != prev and 0.0 <= ti <= window:
+            out.append((round(ti, 3), int(n - prev)))
+        prev = n
+    return out
+
+
+def load_run(folder: Path, scale: float = 1.0) -> Run | None:
+    """A run's figures from its folder. Replica-seconds and the maximum are integrated here over the run's window
+    (reports/usage.py, as the summary does), so runs written by any version compare alike."""
+    from scalearena.reports.usage import integrate
+
+    f = folder / "summary.json"
+    if not f.is_file():
+        return None
+    s = json.loads(f.read_text())
+    scen = json.loads((folder / "scenario.json").read_text())
+    window = float(scen["duration_s"]) + float(scen.get("drain_s") or 0.0)
+    table = pq.read_table(folder / "timeseries.parquet")
+    use = integrate(table, {"sample_interval_s": scen["metrics"]["sample_interval_s"], "window_s": window})
+    tab = table.select(["t_s", "spec_replicas"]).to_pydict()
+    per_t: dict[float, float] = {}
+    for t, n in zip(tab["t_s"], tab["spec_replicas"], strict=True):
+        if t is not None and n is not None:
+            per_t[t] = per_t.get(t, 0.0) + n
+    times = sorted(per_t)
+    return Run(seed=int(s["seed"]), time_scale=scale, replica_s=use.ready_mean * use.covered_s,
+               max_ready=use.ready_max, steps=steps_of(times, [per_t[t] for t in times], window),
+               goodput=float(s["goodput_rps"]), failures={k: int(v) for k, v in s["failures"].items() if v},
+               ttft={k: s["ttft_ms"].get(k) for k in ("p50", "p99")}, itl={k: s["itl_ms"].get(k) for k in ("p50", "p99")},
+               complete=bool(s.get("complete")))
+
+
+def match(sim: list[tuple[float, int]], real: list[tuple[float, int]], tol: float) -> tuple[list[tuple[int, int]], int]:
+    """Pair each simulator step with the nearest unpaired real step in the same direction within ``tol``
+    seconds (in time order); returns the pairs (indices) and how many real steps stayed unpaired."""
+    used: set[int] = set()
+    pairs: list[tuple[int, int]] = []
+    for i, (ts, d) in enumerate(sim):
+        cands = [(abs(tr - ts), j) for j, (tr, dr) in enumerate(real) if j not in used and (dr > 0) == (d > 0)
+                 and abs(tr - ts) <= tol]
+        if cands:
+            best = min(cands)
+            used.add(best[1])
+            pairs.append((i, best[1]))
+    return pairs, len(real) - len(used)
+
+
+def pct(a: float, b: float) -> float | None:
+    return None if not a else 100.0 * (b - a) / a
+
+
+def compare(sc: Any, labels: list[str], seeds: list[int], out: Path) -> list[Row]:
+    rows = []
+    for a in labels:
+        cfg = sc.autoscaler(a)
+        row = Row(a, tolerance_s(cfg, sc.metrics.scrape_interval_s))
+        for s in seeds:
+            sim = load_run(out / "sim" / sc.name / a / f"seed-{s}")
+            real = next((r for d in sorted(out.glob("kwok-ts*"))
+                         if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name[len("kwok-ts"):])))
+                         is not None), None)
+            if sim is None or real is None or not real.complete:
+                row.misses.append(f"seed {s}: {'no sim run' if sim is None else 'no complete kwok run'}")
+                continue
+            row.sim.append(sim)
+            row.real.append(real)
+            pairs, unpaired = match(sim.steps, real.steps, row.tolerance_s)
+            row.sim_steps += len(sim.steps)
+            row.real_steps += len(real.steps)
+            row.matched += len(pairs)
+            row.size_equal += sum(sim.steps[i][1] == real.steps[j][1] for i, j in pairs)
+            row.lag_s += [real.steps[j][0] - sim.steps[i][0] for i, j in pairs]
+            if sim.max_ready != real.max_ready:
+                row.misses.append(f"seed {s}: max {sim.max_ready} vs {real.max_ready}")
+        judge(row)
+        rows.append(row)
+    return rows
+
+
+def judge(row: Row) -> None:
+    if not row.sim:
+        return
+    d = pct(mean(r.replica_s for r in row.sim), mean(r.replica_s for r in row.real))
+    if d is not None and abs(d) > TARGETS["replica_s_pct"]:
+        row.misses.append(f"replica-s {d:+.1f} %")
+    if row.matched < row.sim_steps:
+        row.misses.append(f"{row.sim_steps - row.matched} sim step(s) unmatched")
+    if row.matched < row.real_steps:
+        row.misses.append(f"{row.real_steps - row.matched} real step(s) unmatched")
+    g = pct(mean(r.goodput for r in row.sim), mean(r.goodput for r in row.real))
+    if g is not None and abs(g) > TARGETS["goodput_pct"]:
+        row.misses.append(f"goodput {g:+.1f} %")
+
+
+def _f(x: float | None, fmt: str = "{:.0f}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def _m(runs: list[Run], key: str, q: str) -> float | None:
+    vals = [getattr(r, key)[q] for r in runs if getattr(r, key)[q] is not None]
+    return mean(vals) if vals else None
+
+
+def _fails(runs: list[Run]) -> str:
+    total: dict[str, int] = {}
+    for r in runs:
+        for k, v in r.failures.items():
+            total[k] = total.get(k, 0) + v
+    return ", ".join(f"{v} {k}" for k, v in sorted(total.items())) or "0"
+
+
+def table(rows: list[Row]) -> str:
+    head = ("| autoscaler | seeds | replica-s sim / real (Δ) | max sim / real | scale steps matched (sim, real; "
+            "tolerance) | goodput rps sim / real (Δ) | TTFT p50 / p99 ms sim | real | ITL p50 ms sim / real | "
+            "failures sim / real | targets |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in rows:
+        if not r.sim:
+            lines.append(f"| {r.autoscaler} | 0 | | | | | | | | | missing: {'; '.join(r.misses)} |")
+            continue
+        rs, rr = mean(x.replica_s for x in r.sim), mean(x.replica_s for x in r.real)
+        gs, gr = mean(x.goodput for x in r.sim), mean(x.goodput for x in r.real)
+        lag = f", real later by {mean(r.lag_s):+.1f} s" if r.lag_s else ""
+        lines.append(
+            f"| {r.autoscaler} | {len(r.sim)} | {rs:.0f} / {rr:.0f} ({_f(pct(rs, rr), '{:+.1f} %')}) | "
+            f"{'/'.join(str(x.max_ready) for x in r.sim)} / {'/'.join(str(x.max_ready) for x in r.real)} | "
+            f"{r.matched} of {r.sim_steps}, {r.real_steps} (±{r.tolerance_s:.0f} s{lag}; {r.size_equal} same size) | "
+            f"{gs:.2f} / {gr:.2f} ({_f(pct(gs, gr), '{:+.1f} %')}) | "
+            f"{_f(_m(r.sim, 'ttft', 'p50'))} / {_f(_m(r.sim, 'ttft', 'p99'))} | "
+            f"{_f(_m(r.real, 'ttft', 'p50'))} / {_f(_m(r.real, 'ttft', 'p99'))} | "
+            f"{_f(_m(r.sim, 'itl', 'p50'), '{:.1f}')} / {_f(_m(r.real, 'itl', 'p50'), '{:.1f}')} | "
+            f"{_fails(r.sim)} / {_fails(r.real)} | {'met' if not r.misses else 'missed: ' + '; '.join(r.misses)} |")
+    return "\n".join(lines)
+
+
+def summary_line(rows: list[Row]) -> str:
+    done = [r for r in rows if r.sim]
+    met = [r.autoscaler for r in done if not r.misses]
+    seeds = max((len(r.sim) for r in done), default=0)
+    within = [abs(d) for r in done if (d := pct(mean(x.replica_s for x in r.sim), mean(x.replica_s for x in r.real)))
+              is not None]
+    worst = f"; replica-seconds within {max(within):.1f} % at worst" if within else ""
+    return (f"Simulated vs real (CLUSTER=kwok, {seeds} seeds): {len(met)} of {len(done)} autoscalers meet every "
+            f"target ({', '.join(met) or 'none'}){worst}.")
+
+
+def update_docs(text: str, line: str) -> None:
+    for path, body in ((ROOT / "docs" / "fidelity.md", text), (ROOT / "README.md", line)):
+        doc = path.read_text()
+        a, b = doc.find(MARK[0]), doc.find(MARK[1])
+        if a < 0 or b < a:
+            raise SystemExit(f"error: {path} has no {MARK[0]} ... {MARK[1]} markers")
+        path.write_text(doc[:a + len(MARK[0])] + "\n" + body + "\n" + doc[b:])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--autoscalers", default=None, help="comma-separated labels (default: the suite's)")
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--time-scale", type=float, default=2.0)
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "sim-vs-real")
+    ap.add_argument("--reuse", action="store_true", help="keep complete runs already under --out")
+    ap.add_argument("--compare-only", action="store_true", help="run nothing: compare what --out holds")
+    ap.add_argument("--json", type=Path, default=None, help="raw figures (default: OUT/sim_vs_real.json)")
+    ap.add_argument("--update-docs", action="store_true")
+    ap.add_argument("--check", action="store_true", help="exit 1 when an autoscaler misses a target")
+    args = ap.parse_args()
+    sc, labels = scenario_and_labels(args.autoscalers.split(",") if args.autoscalers else None)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if not args.compare_only:
+        run_sides(sc, labels, seeds, args.time_scale, args.out, args.reuse)
+    rows = compare(sc, labels, seeds, args.out)
+    text, line = table(rows), summary_line(rows)
+    print(text + "\n\n" + line)
+    raw = {"scenario": sc.name, "targets": TARGETS, "rows": [asdict(r) for r in rows], "summary": line}
+    out_json = args.json or args.out / "sim_vs_real.json"
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(raw, indent=1))
+    if args.update_docs:
+        update_docs(text, line)
+    return 1 if args.check and any(r.misses for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""benchmarks/sim_vs_real.py's comparison: scale steps read from the desired replicas, paired across backends."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from scalearena.harness.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("sim_vs_real", ROOT / "benchmarks" / "sim_vs_real.py")
+assert _spec is not None and _spec.loader is not None
+svr = importlib.util.module_from_spec(_spec)
+sys.modules["sim_vs_real"] = svr  # its dataclasses look their module up
+_spec.loader.exec_module(svr)
+
+
+def test_steps_are_changes_of_the_desired_replicas_inside_the_window() -> None:
+    # 1 -> 2 seen at t = 10; 2 -> 1 at t = 20 lies past an 18 s window
+    assert svr.steps_of([0.0, 5.0, 10.0, 15.0, 20.0], [1, 1, 2, 2, 1], 18.0) == [(10.0, 1)]
+    # a two-replica jump is one step of size 2
+    assert svr.steps_of([0.0, 5.0], [1, 3], 60.0) == [(5.0, 2)]
+
+
+def test_each_sim_step_pairs_with_the_nearest_real_step_of_its_direction_within_tolerance() -> None:
+    sim = [(10.0, 1), (40.0, 1), (100.0, -1)]
+    real = [(22.0, 1), (45.0, 2), (200.0, -1)]
+    pairs, unpaired = svr.match(sim, real, 30.0)
+    # 10 -> 22 (12 s; 45 is 35 s away), 40 -> 45 (5 s), 100 has no scale-down within 30 s (200 is 100 s away)
+    assert pairs == [(0, 0), (1, 1)]
+    assert unpaired == 1  # the real scale-down at 200 s
+    # a step in the other direction never pairs, however close
+    assert svr.match([(10.0, 1)], [(11.0, -1)], 30.0) == ([], 1)
+
+
+def test_tolerance_is_one_sync_period_plus_one_scrape_interval() -> None:
+    sc = load_scenario(ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml")
+    scrape = sc.metrics.scrape_interval_s  # 15 s
+    assert svr.tolerance_s(sc.autoscaler("hpa"), scrape) == 15.0 + 15.0  # the HPA's sync + the scrape
+    assert svr.tolerance_s(sc.autoscaler("wva"), scrape) == 30.0 + 15.0 + 15.0  # WVA's period before its HPA
+    # objects with their own PromQL run unscaled on kwok; the presets at the benchmark's time scale
+    assert svr.time_scale_of(sc.autoscaler("hpa-object"), 2.0) == 1.0
+    assert svr.time_scale_of(sc.autoscaler("llmd-slo"), 2.0) == 1.0
+    assert svr.time_scale_of(sc.autoscaler("keda"), 2.0) == 2.0
