@@ -46,6 +46,11 @@ class LocalOptions(_Options):
         description="Load generator processes: 1 runs Locust in one process (about 500 req/s here); N > 1 runs "
                     "Locust's master/worker mode with N workers, each sending a deterministic share of the "
                     "schedule (request_id % N), records merged. Give each worker a core of its own.")
+    engine: Literal["serve-engine", "llm-d-inference-sim"] = Field(
+        default="serve-engine",
+        description="The program each engine pod runs: scalearena's serve-engine (the simulator's serving model "
+                    "behind HTTP), or the real llm-d-inference-sim v0.10.2 built by `make kwok-tools`, with the "
+                    "flags the Kubernetes path renders for it (latency.kind: constant only; docs/backends.md).")
 
 
 class KubeOptions(_Options):
@@ -90,7 +95,8 @@ def _sim(o: SimOptions) -> Any:
 def _local(o: LocalOptions) -> Any:
     from .local.backend import LocalBackend
 
-    return LocalBackend(time_scale=o.time_scale, api=o.api, prompt=o.prompt, locust_workers=o.locust_workers)
+    return LocalBackend(time_scale=o.time_scale, api=o.api, prompt=o.prompt, locust_workers=o.locust_workers,
+                        engine=o.engine)
 
 
 def _kube(mode: str) -> Callable[[KubeOptions], Any]:

@@ -154,8 +154,8 @@ class ScriptedPrometheus:
         assert step is not None
         if step.outage:
             raise ConnectionError("scripted outage")
-        if query.startswith("sum(scalearena_router_queue_size"):
-            return [{"metric": {}, "value": [0, str(step.queue)]}]
+        if query.startswith("sum(llm_d_epp_flow_control_queue_size"):  # the gateway's queue (serve-router's
+            return [{"metric": {}, "value": [0, str(step.queue)]}]  # flow-control and scale-from-zero holds)
         variant = query.split('variant="')[1].split('"')[0]
         out = []
         for p in step.pods.get(variant, ()):

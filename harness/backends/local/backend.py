@@ -1,7 +1,8 @@
 """``--cluster local``: a scenario against real processes on this host.
 
 What runs (all on 127.0.0.1, all children of a ``Supervisor``):
-one ``serve-engine`` process per pod, one ``serve-router`` gateway, a real
+one ``serve-engine`` process per pod (or, with ``engine=llm-d-inference-sim``,
+the real llm-d-inference-sim: inference_sim.py), one ``serve-router`` gateway, a real
 Prometheus scraping both through file-SD (and the kube-state-metrics endpoint
 this process serves, kube_state.py), and Locust sending the run's request
 stream open-loop (one process, or a master and ``locust_workers`` workers). The autoscaler is the same policy object as
@@ -52,6 +53,7 @@ from ...control.ports import LoadSample, WallClock
 from ...control.view import forecast_from_requests, scenario_variants
 from ...startup_spec import refuse_sim_only
 from ..locust_process import LocustProcess
+from .inference_sim import SIM, MetricsRelay, SimEngine
 from .kube_state import DeploymentCollector, KubeStateExporter
 from .pods import PENDING, PodSet
 from .prometheus import PrometheusProcess
@@ -64,14 +66,24 @@ class LocalBackend:
     """``Backend`` for ``--cluster local``.
 
     Options (validated and documented in backends/registry.py ``LocalOptions``): ``time_scale``,
-    ``api`` (completions | chat), ``prompt`` (words | field), ``locust_workers`` (load processes).
+    ``api`` (completions | chat), ``prompt`` (words | field), ``locust_workers`` (load processes),
+    ``engine`` (serve-engine | llm-d-inference-sim).
     """
 
     def __init__(self, time_scale: float = 1.0, api: str = "completions", prompt: str = "words",
-                 locust_workers: int = 1) -> None:
+                 locust_workers: int = 1, engine: str = "serve-engine") -> None:
         """Options as validated by backends/registry.py (LocalOptions)."""
         self.time_scale = float(time_scale)
         self.api, self.prompt, self.locust_workers = api, prompt, int(locust_workers)
+        self.engine = engine
+        if engine == SIM and prompt == "field":  # a scalearena extension the sim ignores: it would count 1 token
+            raise UserError("prompt=field passes the prompt length in scalearena_prompt_tokens, which "
+                            f"{SIM} ignores", where="--backend-option prompt", expected=f"prompt=words with engine={SIM}")
+
+    def check(self, scenario: Scenario) -> None:
+        """The UserError a run of ``scenario`` would raise for its engine, before anything starts (runner.check_plans)."""
+        if self.engine == SIM:
+            SimEngine(scenario, self.time_scale)
 
     def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, progress: Any = None) -> None:
         LocalRun(scenario, autoscaler, writer, progress, self).run()
@@ -85,10 +97,11 @@ class LocalRun:
         refuse_sim_only(sc, "local")
         self.sc, self.config, self.writer, self.progress, self.opts = sc, config, writer, progress, opts
         self.scale = opts.time_scale
+        self.sim = SimEngine(sc, self.scale) if opts.engine == SIM else None  # refused here, before any process
         self.dir = Path(writer.dir).resolve()  # children get absolute paths (a relative --out broke file-SD)
         self.sup = Supervisor(self.dir / "logs")
         self.requests = build_requests(sc)
-        self.end_s = sc.duration_s + sc.drain_s
+        self.end_s = sc.window_s  # the run's window (Scenario.window_s)
         self.clock = WallClock(self.scale)
         self.models = list(dict.fromkeys(v.model for v in sc.cluster.variants))
         groups = getattr(config, "rule_groups", None)
@@ -104,6 +117,9 @@ class LocalRun:
                            sc.cluster.gpu_types)
         self.pods.seed = sc.seed  # cold_start phases are drawn per pod from it
         self.pods.kv_transfer = sc.cluster.kv_transfer.model_dump(mode="json")  # P/D engines' hand-off
+        self.pods.sim = self.sim
+        # the sim's series carry no pod label: Prometheus scrapes its slots through the relay, which adds it
+        self.relay = MetricsRelay(lambda port: self.pods.owners.get(port)) if self.sim is not None else None
         self.kube_state = DeploymentCollector([v.name for v in sc.cluster.variants])
         self.ksm = KubeStateExporter(self.kube_state)  # kube-state-metrics of the run's Deployments
         self.router_port = free_port()
@@ -149,6 +165,7 @@ class LocalRun:
         meta.setdefault("cluster", "local")
         meta["time_scale"] = self.scale
         meta["prometheus_url"] = self.prom.url
+        meta["engine"] = self.opts.engine
         old_term = None
         if threading.current_thread() is threading.main_thread():
             old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -162,14 +179,21 @@ class LocalRun:
         finally:
             self.sup.close(grace_s=3.0)
             self.ksm.stop()
+            if self.relay is not None:
+                self.relay.stop()
+            if self.sim is not None:
+                self.sim.close()
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
 
     def _start(self) -> None:
+        relay = self.relay.start() if self.relay is not None else None
         for variant, ports in self.pods.slots.items():  # fixed slots (see pods.PodSet)
             for i, port in enumerate(ports):
-                self.prom.set_engine(f"{variant}-slot{i}", f"{LOOPBACK}:{port}",
-                                     {"variant": variant, "namespace": NAMESPACE}, pod_label=False)
+                labels = {"variant": variant, "namespace": NAMESPACE}
+                if relay is not None:
+                    labels["__metrics_path__"] = MetricsRelay.path(port)
+                self.prom.set_engine(f"{variant}-slot{i}", relay or f"{LOOPBACK}:{port}", labels, pod_label=False)
         self.publish_replicas()
         self.prom.set_kube_state(self.ksm.start())
         self.prom.start()

@@ -6,7 +6,10 @@ replicas; ``reconcile`` makes the processes follow, as a ReplicaSet does:
 * too few live pods (pending + ready) -> spawn engines; a new engine is
   ``pending`` until its /health/ready answers 200 (the simulated cold start
   plus the real process boot), then ``ready`` and registered with the router
-  and with Prometheus' file-SD targets;
+  and with Prometheus' file-SD targets; with ``sim`` set (engine=llm-d-inference-sim,
+  inference_sim.py) each pod runs that program instead, and the PodSet holds it
+  pending until its readiness path answers and its cold start has passed since
+  the spawn (the sim cannot be told its cold start and time scale);
 * too many -> pick victims (pending first, then the most recently ready, as
   the ReplicaSet controller ranks them), mark them ``terminating`` (the
   router stops sending them work), SIGTERM; the engine drains within the
@@ -48,6 +51,8 @@ class Pod:
     warm: bool = False  # started Ready (the run's initial replicas): no start-up phases
     factor: float = 1.0  # slow_cold_start multiplier at its spawn
     gone_wall: float | None = None
+    ready_path: str = "/health/ready"  # what readiness polls
+    hold_until: float = 0.0  # wall time before which the pod is not ready, whatever it answers (sim engine)
 
     @property
     def url(self) -> str:
@@ -78,6 +83,8 @@ class PodSet:
         self.seed = 0  # the scenario's seed (the run sets it): cold_start phases drawn per pod
         self.history: list[Pod] = []  # every pod spawned, for pods.jsonl
         self.kv_transfer: dict[str, Any] = {}  # P/D: the scenario's cluster.kv_transfer (--kv-transfer)
+        self.sim: Any = None  # inference_sim.SimEngine: pods run llm-d-inference-sim (None: serve-engine)
+        self.owners: dict[int, str] = {}  # port -> pod name, replaced whole (the metrics relay's thread reads it)
 
     # -- views -----------------------------------------------------------------------------------
     def of(self, variant: str, *states: str) -> list[Pod]:
@@ -116,24 +123,36 @@ class PodSet:
         one = total_cold_start_s(v, self.seed, name) if v.cold_start is not None else v.startup_s  # startup.py
         factor = self.startup_factor()
         startup = 0.0 if warm else one * factor
+        spawned = time.time()
+        argv, env = (self._engine_argv(v, name, port, startup), None) if self.sim is None else \
+            self.sim.command(variant, name, port)
+        child = self.sup.start(name, argv, env=env)
+        if self.sim is not None:
+            self.sim.started(name, child.proc.pid)  # netns mode: its relay from the slot port
+        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time(),
+                  warm=warm, factor=factor)
+        if self.sim is not None:  # held as serve-engine holds itself: ready no sooner than its cold start
+            pod.ready_path, pod.hold_until = self.sim.ready_path(variant), spawned + startup / self.time_scale
+        self.pods[name] = pod
+        self.owners = {**self.owners, port: name}
+        self.history.append(pod)
+        return pod
+
+    def _engine_argv(self, v: Any, name: str, port: int, startup: float) -> list[str]:
+        """serve-engine's command line for pod ``name`` of variant ``v``."""
         spec = v.engine.model_dump(mode="json")
         argv = [
             sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
             "--model", v.model, "--port", str(port), "--engine-spec", json.dumps(spec), "--gpu", v.gpu,
             "--time-scale", repr(self.time_scale), "--startup-duration", f"{startup}s",
-            "--termination-grace-period", f"{v.termination_grace_s}s", "--pod", name, "--variant", variant,
+            "--termination-grace-period", f"{v.termination_grace_s}s", "--pod", name, "--variant", v.name,
             "--spawned-at", repr(time.time()),
         ]
         if v.gpu in self.gpu_types:
             argv += ["--gpu-spec", json.dumps(self.gpu_types[v.gpu].model_dump(mode="json"))]
         if v.role != "both":
             argv += ["--role", v.role, "--kv-transfer", json.dumps(self.kv_transfer)]
-        self.sup.start(name, argv)
-        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time(),
-                  warm=warm, factor=factor)
-        self.pods[name] = pod
-        self.history.append(pod)
-        return pod
+        return argv
 
     def terminate(self, pod: Pod) -> None:
         v = self.variants[pod.variant]
@@ -199,9 +218,9 @@ class PodSet:
                                            "returncode": child.returncode() if child else None})
                 pod.state = GONE
                 changed = True
-            elif pod.state == PENDING:
+            elif pod.state == PENDING and now >= pod.hold_until:
                 try:
-                    ok = requests.get(pod.url + "/health/ready", timeout=0.2).status_code == 200
+                    ok = requests.get(pod.url + pod.ready_path, timeout=0.2).status_code == 200
                 except requests.RequestException:
                     ok = False
                 if ok:
@@ -217,6 +236,9 @@ class PodSet:
             self.pods[name].gone_wall = now
             del self.pods[name]
             self.sup.forget(name)
+            self.owners = {port: pod for port, pod in self.owners.items() if pod != name}
+            if self.sim is not None:
+                self.sim.gone(name)
         if changed:
             self.on_change()
         return changed
