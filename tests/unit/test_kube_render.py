@@ -97,12 +97,19 @@ def test_scenario_variants_replace_the_overlay_variants() -> None:
 def test_engine_flags_for_constant_latency() -> None:
     sc = load_scenario(EXP2)
     v = sc.cluster.variants[0].model_copy(update={"engine": sc.cluster.variants[0].engine.model_copy(update={
-        "latency": sc.cluster.variants[0].engine.latency.model_copy(update={"ttft_ms": 150.0, "itl_ms": 7.5})})})
+        "latency": sc.cluster.variants[0].engine.latency.model_copy(update={"ttft_ms": 150.0, "itl_ms": 7.0})})})
     args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=False, max_model_len=10240)
     assert "--model=Qwen/Qwen3-0.6B" in args
-    assert "--time-to-first-token=150ms" in args and "--inter-token-latency=7.5ms" in args
+    assert "--time-to-first-token=150ms" in args and "--inter-token-latency=7ms" in args
     vllm_args = engine_args(v, ["--model=Qwen/Qwen3-0.6B"], vllm=True, max_model_len=10240)
     assert not any(a.startswith("--time-to-first-token") for a in vllm_args)
+    # 7.5 ms would run as 7 (llm-d-inference-sim v0.10.2 sleeps whole ms): refused, at time scale 1 too;
+    # vLLM has no latency flags, so the same variant renders there
+    half = v.model_copy(update={"engine": v.engine.model_copy(update={
+        "latency": v.engine.latency.model_copy(update={"itl_ms": 7.5})})})
+    with pytest.raises(UserError, match=r"latency\.itl_ms 7\.5 is not whole milliseconds"):
+        engine_args(half, ["--model=Qwen/Qwen3-0.6B"], vllm=False, max_model_len=10240)
+    assert engine_args(half, ["--model=Qwen/Qwen3-0.6B"], vllm=True, max_model_len=10240)
 
 
 def test_roofline_on_kind_runs_the_scalearena_engine_image() -> None:

@@ -112,7 +112,8 @@ def test_fractional_milliseconds_are_refused_before_and_after_the_time_scale() -
     with pytest.raises(UserError, match=r"--inter-token-latency=20ms would be 6\.66667 ms") as e:
         S.SimEngine(_scenario(), 3.0, binary=BIN)
     assert "1, 2, 4, 5, 10, 20" in e.value.render()
-    with pytest.raises(UserError, match=r"--inter-token-latency=2\.5ms is not whole milliseconds"):
+    # at scale 1 too: the rendered container refuses it (kube/scenario.py engine_args), on kind/kwok as here
+    with pytest.raises(UserError, match=r"latency\.itl_ms 2\.5 is not whole milliseconds"):
         S.SimEngine(_scenario(itl_ms=2.5), 1.0, binary=BIN)
 
 

@@ -83,6 +83,11 @@ def engine_args(v: VariantSpec, template_args: list[str], vllm: bool, max_model_
     args += [f"--max-waiting-queue-length={queue}", "--enable-kvcache", "--force-dummy-tokenizer"]
     if e.kv_cache_blocks:
         args.append(f"--kv-cache-size={e.kv_cache_blocks}")
+    for name, value in (("ttft_ms", lat.ttft_ms), ("itl_ms", lat.itl_ms)):
+        if not float(value).is_integer():  # v0.10.2's RandomNormDuration takes mean.Milliseconds(): 2.5 runs as 2
+            raise UserError(f"variant {v.name}: latency.{name} {plain(value)} is not whole milliseconds; "
+                            "llm-d-inference-sim v0.10.2 sleeps whole milliseconds and would run it shorter",
+                            where=f"variant {v.name} engine.latency.{name}", expected="a whole number of milliseconds")
     args += [f"--time-to-first-token={_ms(lat.ttft_ms)}", f"--inter-token-latency={_ms(lat.itl_ms)}",
              f"--prefill-overhead={_ms(lat.prefill_overhead_ms)}",
              f"--prefill-time-per-token={_ms(lat.prefill_time_per_token_ms)}",
