@@ -78,7 +78,9 @@ class Row:
     tolerance_s: float
     sim: list[Run] = field(default_factory=list)
     real: list[Run] = field(default_factory=list)
-    matched: int = 0
+    matched: int = 0  # simulator steps in a move seen on both sides
+    real_matched: int = 0  # real steps in one
+    moves: int = 0  # moves seen on both sides (a step, or steps of one side within the tolerance)
     sim_steps: int = 0
     real_steps: int = 0
     size_equal: int = 0
@@ -193,19 +195,34 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
                complete=bool(s.get("complete")))
 
 
-def match(sim: list[tuple[float, int]], real: list[tuple[float, int]], tol: float) -> tuple[list[tuple[int, int]], int]:
-    """Pair each simulator step with the nearest unpaired real step in the same direction within ``tol``
-    seconds (in time order); returns the pairs (indices) and how many real steps stayed unpaired."""
+Group = tuple[list[int], list[int]]  # indices of simulator steps, of real steps: one scaling move on both sides
+
+
+def match(sim: list[tuple[float, int]], real: list[tuple[float, int]], tol: float) -> list[Group]:
+    """Scaling moves seen on both sides. First each simulator step takes the nearest unpaired real step in the same
+    direction within ``tol`` seconds (in time order). Then a step left over on either side joins the move of the
+    other side's nearest step in the same direction within ``tol`` while its side's sum stays within the other's
+    (a +4 taken as +2 and +2 fifteen seconds apart is one move). What joins no move is unmatched."""
     used: set[int] = set()
-    pairs: list[tuple[int, int]] = []
+    groups: list[Group] = []
     for i, (ts, d) in enumerate(sim):
         cands = [(abs(tr - ts), j) for j, (tr, dr) in enumerate(real) if j not in used and (dr > 0) == (d > 0)
                  and abs(tr - ts) <= tol]
         if cands:
-            best = min(cands)
-            used.add(best[1])
-            pairs.append((i, best[1]))
-    return pairs, len(real) - len(used)
+            used.add(min(cands)[1])
+            groups.append(([i], [min(cands)[1]]))
+    for mine, other, side in ((sim, real, 0), (real, sim, 1)):
+        taken = {k for g in groups for k in g[side]}
+        for k, (t, d) in enumerate(mine):
+            if k in taken:
+                continue
+            near = [(min(abs(other[o][0] - t) for o in g[1 - side]), n) for n, g in enumerate(groups)
+                    if (mine[g[side][0]][1] > 0) == (d > 0)
+                    and min(abs(other[o][0] - t) for o in g[1 - side]) <= tol
+                    and abs(sum(mine[x][1] for x in g[side]) + d) <= abs(sum(other[o][1] for o in g[1 - side]))]
+            if near:
+                groups[min(near)[1]][side].append(k)
+    return groups
 
 
 def pct(a: float, b: float) -> float | None:
@@ -227,12 +244,15 @@ def compare(sc: Any, labels: list[str], seeds: list[int], out: Path) -> list[Row
                 continue
             row.sim.append(sim)
             row.real.append(real)
-            pairs, unpaired = match(sim.steps, real.steps, row.tolerance_s)
+            groups = match(sim.steps, real.steps, row.tolerance_s)
             row.sim_steps += len(sim.steps)
             row.real_steps += len(real.steps)
-            row.matched += len(pairs)
-            row.size_equal += sum(sim.steps[i][1] == real.steps[j][1] for i, j in pairs)
-            row.lag_s += [real.steps[j][0] - sim.steps[i][0] for i, j in pairs]
+            row.matched += sum(len(g[0]) for g in groups)
+            row.real_matched += sum(len(g[1]) for g in groups)
+            row.size_equal += sum(sum(sim.steps[i][1] for i in g[0]) == sum(real.steps[j][1] for j in g[1])
+                                  for g in groups)
+            row.moves += len(groups)
+            row.lag_s += [min(real.steps[j][0] for j in g[1]) - min(sim.steps[i][0] for i in g[0]) for g in groups]
             if sim.max_ready != real.max_ready:
                 row.misses.append(f"seed {s}: max {sim.max_ready} vs {real.max_ready}")
         judge(row)
@@ -248,8 +268,8 @@ def judge(row: Row) -> None:
         row.misses.append(f"replica-s {d:+.1f} %")
     if row.matched < row.sim_steps:
         row.misses.append(f"{row.sim_steps - row.matched} sim step(s) unmatched")
-    if row.matched < row.real_steps:
-        row.misses.append(f"{row.real_steps - row.matched} real step(s) unmatched")
+    if row.real_matched < row.real_steps:
+        row.misses.append(f"{row.real_steps - row.real_matched} real step(s) unmatched")
     g = pct(mean(r.goodput for r in row.sim), mean(r.goodput for r in row.real))
     if g is not None and abs(g) > TARGETS["goodput_pct"]:
         row.misses.append(f"goodput {g:+.1f} %")
@@ -273,13 +293,13 @@ def _fails(runs: list[Run]) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ("| autoscaler | seeds | replica-s sim / real (Δ) | max sim / real | scale steps matched (sim, real; "
-            "tolerance) | goodput rps sim / real (Δ) | TTFT p50 / p99 ms sim | real | ITL p50 ms sim / real | "
-            "failures sim / real | targets |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    head = ("| autoscaler | seeds | replica-s sim / real (Δ) | max sim / real | scale steps matched: sim, real "
+            "(tolerance) | goodput rps sim / real (Δ) | TTFT p50 / p99 ms sim | real | ITL p50 / p99 ms sim | real | "
+            "failures sim / real | targets |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         if not r.sim:
-            lines.append(f"| {r.autoscaler} | 0 | | | | | | | | | missing: {'; '.join(r.misses)} |")
+            lines.append(f"| {r.autoscaler} | 0 | | | | | | | | | | missing: {'; '.join(r.misses)} |")
             continue
         rs, rr = mean(x.replica_s for x in r.sim), mean(x.replica_s for x in r.real)
         gs, gr = mean(x.goodput for x in r.sim), mean(x.goodput for x in r.real)
@@ -287,11 +307,13 @@ def table(rows: list[Row]) -> str:
         lines.append(
             f"| {r.autoscaler} | {len(r.sim)} | {rs:.0f} / {rr:.0f} ({_f(pct(rs, rr), '{:+.1f} %')}) | "
             f"{'/'.join(str(x.max_ready) for x in r.sim)} / {'/'.join(str(x.max_ready) for x in r.real)} | "
-            f"{r.matched} of {r.sim_steps}, {r.real_steps} (±{r.tolerance_s:.0f} s{lag}; {r.size_equal} same size) | "
+            f"{r.matched} of {r.sim_steps}, {r.real_matched} of {r.real_steps} in {r.moves} moves (±{r.tolerance_s:.0f} s"
+            f"{lag}; {r.size_equal} same size) | "
             f"{gs:.2f} / {gr:.2f} ({_f(pct(gs, gr), '{:+.1f} %')}) | "
             f"{_f(_m(r.sim, 'ttft', 'p50'))} / {_f(_m(r.sim, 'ttft', 'p99'))} | "
             f"{_f(_m(r.real, 'ttft', 'p50'))} / {_f(_m(r.real, 'ttft', 'p99'))} | "
-            f"{_f(_m(r.sim, 'itl', 'p50'), '{:.1f}')} / {_f(_m(r.real, 'itl', 'p50'), '{:.1f}')} | "
+            f"{_f(_m(r.sim, 'itl', 'p50'), '{:.1f}')} / {_f(_m(r.sim, 'itl', 'p99'), '{:.1f}')} | "
+            f"{_f(_m(r.real, 'itl', 'p50'), '{:.1f}')} / {_f(_m(r.real, 'itl', 'p99'), '{:.1f}')} | "
             f"{_fails(r.sim)} / {_fails(r.real)} | {'met' if not r.misses else 'missed: ' + '; '.join(r.misses)} |")
     return "\n".join(lines)
 

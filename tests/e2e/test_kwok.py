@@ -261,3 +261,26 @@ def test_kwok_tools_reports_missing_go(tmp_path: Path) -> None:
                        text=True, timeout=120)
     assert r.returncode == 2, (py, r.stdout, r.stderr)
     assert "go" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_sim_vs_real_short_version_meets_the_targets(tools_built: None, tmp_path: Path) -> None:
+    """The CI's short version of benchmarks/sim_vs_real.py (docs/fidelity.md): hpa (the real HPA controller on
+    prometheus-adapter), seed 1, the sim-vs-real staircase on the simulator and on kwok at time scale 2
+    (220 s of scenario: ~110 s of wall time plus set-up). Fails when hpa misses a target: replica-seconds
+    within 10 %, the same maximum, every scale step paired within 30 s both ways, goodput within 5 %."""
+    import sys
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    env = {**os.environ, "SCALEARENA_KWOK_DIR": str(tmp_path / "kwok")}  # its own cluster, beside the module's
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sim_vs_real.py"), "--autoscalers", "hpa",
+                        "--seeds", "1", "--time-scale", "2", "--out", str(out), "--check"],
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    row = json.loads((out / "sim_vs_real.json").read_text())["rows"][0]
+    assert row["autoscaler"] == "hpa" and row["misses"] == []
+    assert row["sim_steps"] >= 2  # the staircase makes the HPA scale up and back down: something was compared
+    # the gateway's flow-control queue reaches a kube run's timeseries (it holds requests at 6 req/s)
+    ts = pq.read_table(out / "kwok-ts2" / "sim-vs-real" / "hpa" / "seed-1" / "timeseries.parquet").to_pydict()
+    assert max(q for q in ts["router_queue"] if q is not None) > 0

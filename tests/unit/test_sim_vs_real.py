@@ -25,12 +25,22 @@ def test_steps_are_changes_of_the_desired_replicas_inside_the_window() -> None:
 def test_each_sim_step_pairs_with_the_nearest_real_step_of_its_direction_within_tolerance() -> None:
     sim = [(10.0, 1), (40.0, 1), (100.0, -1)]
     real = [(22.0, 1), (45.0, 2), (200.0, -1)]
-    pairs, unpaired = svr.match(sim, real, 30.0)
-    # 10 -> 22 (12 s; 45 is 35 s away), 40 -> 45 (5 s), 100 has no scale-down within 30 s (200 is 100 s away)
-    assert pairs == [(0, 0), (1, 1)]
-    assert unpaired == 1  # the real scale-down at 200 s
+    # 10 -> 22 (12 s; 45 is 35 s away), 40 -> 45 (5 s); 100 has no scale-down within 30 s (200 is 100 s away),
+    # and the real scale-down at 200 s joins no move: both stay unmatched
+    assert svr.match(sim, real, 30.0) == [([0], [0]), ([1], [1])]
     # a step in the other direction never pairs, however close
-    assert svr.match([(10.0, 1)], [(11.0, -1)], 30.0) == ([], 1)
+    assert svr.match([(10.0, 1)], [(11.0, -1)], 30.0) == []
+
+
+def test_one_move_taken_in_two_steps_is_one_move() -> None:
+    # the simulator's +4 at 105 s; the real HPA went +2 at 114 s and +2 at 129 s (24 s after 105): sums 4 = 4
+    assert svr.match([(105.0, 4)], [(114.0, 2), (129.0, 2)], 30.0) == [([0], [0, 1])]
+    # ... and the other way round
+    assert svr.match([(105.0, 2), (120.0, 2)], [(110.0, 4)], 30.0) == [([0, 1], [0])]
+    # a second real step that overshoots the simulator's move (2 + 4 = 6 > 4) is not part of it
+    assert svr.match([(105.0, 4)], [(114.0, 2), (129.0, 4)], 30.0) == [([0], [0])]
+    # nor one beyond the tolerance (140 is 35 s from 105)
+    assert svr.match([(105.0, 4)], [(114.0, 2), (140.0, 2)], 30.0) == [([0], [0])]
 
 
 def test_tolerance_is_one_sync_period_plus_one_scrape_interval() -> None:
