@@ -43,6 +43,16 @@ def test_one_move_taken_in_two_steps_is_one_move() -> None:
     assert svr.match([(105.0, 4)], [(114.0, 2), (140.0, 2)], 30.0) == [([0], [0])]
 
 
+def test_a_step_near_the_windows_end_without_a_partner_is_censored_not_missed() -> None:
+    # WVA's scale-down at 210 s of a 220 s window, tolerance 60 s: the real one may come at up to 270 s, unseen
+    sim, real = [(90.0, 1), (150.0, 1), (210.0, -1)], [(89.0, 1), (149.0, 1)]
+    groups = svr.match(sim, real, 60.0)
+    assert groups == [([0], [0]), ([1], [1])]
+    assert svr.censored(sim, real, groups, 220.0 - 60.0) == 1  # 210 > 160
+    # the same step at 150 s would be a miss: the real side had 70 s of window left to show it
+    assert svr.censored([(90.0, 1), (150.0, -1)], [(89.0, 1)], [([0], [0])], 160.0) == 0
+
+
 def test_tolerance_is_one_sync_period_plus_one_scrape_interval() -> None:
     sc = load_scenario(ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml")
     scrape = sc.metrics.scrape_interval_s  # 15 s
