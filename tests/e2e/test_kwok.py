@@ -266,8 +266,10 @@ def test_kwok_tools_reports_missing_go(tmp_path: Path) -> None:
 def test_sim_vs_real_short_version_meets_the_targets(tools_built: None, tmp_path: Path) -> None:
     """The CI's short version of benchmarks/sim_vs_real.py (docs/fidelity.md): hpa (the real HPA controller on
     prometheus-adapter), seed 1, the sim-vs-real staircase on the simulator and on kwok at time scale 2
-    (220 s of scenario: ~110 s of wall time plus set-up). Fails when hpa misses a target: replica-seconds
-    within 10 %, the same maximum, every scale step paired within 30 s both ways, goodput within 5 %."""
+    (220 s of scenario: ~110 s of wall time plus set-up). Fails when hpa misses a trajectory target: replica-seconds
+    within 10 %, the same maximum, every scale step in a move seen on both sides within 30 s. Goodput is reported,
+    not gated: one seed's goodput on this scenario swings by tens of percent with the phase of the HPA's sync loop
+    (docs/fidelity.md "What the differences are")."""
     import sys
 
     import pyarrow.parquet as pq
