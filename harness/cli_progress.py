@@ -33,9 +33,10 @@ class RunBar:
         self.progress.remove_task(self.task)
 
     def __call__(self, now: float, end: float) -> None:
-        self.progress.update(self.task, completed=min(now, end))
+        self.progress.update(self.task, completed=max(0.0, min(now, end)))
         wall = self.clock() - self.started
         if not self.progress.console.is_terminal and wall - self.said >= QUIET_LINE_S:
             self.said = wall
-            self.progress.console.print(Text(f"  ... {self.label}: {min(now, end):.0f} of {end:.0f} s of scenario "
-                                             f"time after {wall:.0f} s"), highlight=False)
+            where = f"{min(now, end):.0f} of {end:.0f} s of scenario time" if now >= 0 else \
+                f"load starts in {-now:.0f} s of scenario time"  # a kube run samples from before its load's t0
+            self.progress.console.print(Text(f"  ... {self.label}: {where} after {wall:.0f} s"), highlight=False)

@@ -32,3 +32,13 @@ def test_a_log_gets_a_plain_line_every_quiet_interval() -> None:
 
 def test_a_terminal_gets_the_bar_only() -> None:
     assert "of scenario time" not in _run(terminal=True)
+
+
+def test_a_run_sampled_before_its_loads_start_says_so_instead_of_a_negative_time() -> None:
+    out = io.StringIO()
+    now = [0.0]
+    with Progress(console=Console(file=out, force_terminal=False, width=120), auto_refresh=False) as progress:
+        with RunBar(progress, "svr/hpa", 220, clock=lambda: now[0]) as advance:
+            now[0] = 25.0  # a kube run: set-up took 25 s, its first sample is 3 s before the load's t0
+            advance(-3.0, 220)
+    assert "... svr/hpa: load starts in 3 s of scenario time after 25 s" in out.getvalue()
