@@ -123,8 +123,9 @@ class EngineSpec(_Spec):
         default=0.9, gt=0, le=1, description="Share of GPU memory vLLM may use (KV derivation)."
     )
     enable_prefix_caching: bool = Field(
-        default=False, description="vLLM automatic prefix caching: prompt blocks cached by hash chain skip "
-        "prefill (simulator: trace hash_ids or shared-prefix groups; serve-engine: the prompt's token blocks).")
+        default=True, description="vLLM automatic prefix caching: prompt blocks cached by hash chain skip "
+        "prefill (simulator: trace hash_ids or shared-prefix groups; serve-engine: the prompt's token blocks). "
+        "On by default, as in vLLM V1 (--enable-prefix-caching; --no-enable-prefix-caching turns it off).")
     latency: LatencyModel = Field(description="Latency model.")
 
 
