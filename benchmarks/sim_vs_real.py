@@ -149,14 +149,20 @@ def run_sides(sc: Any, labels: list[str], seeds: list[int], scale: float, out: P
     if not (reuse and complete(out / "sim", sc.name, labels, seeds)):
         cli("suite", str(write_suite(out / "suites" / "sim.yaml", scenario, labels, seeds)), "--cluster", "sim",
             "--out", str(out / "sim"), "--no-frontier")
-    groups: dict[float, list[str]] = {}
+    from scalearena.harness.backends.kube.byo import uses_keda
+
+    # one cluster per time scale and per KEDA: KEDA's metrics server takes v1beta1.external.metrics.k8s.io, so a
+    # user's HPA reading External metrics through prometheus-adapter runs where `kwok up` installs no KEDA
+    groups: dict[tuple[float, bool], list[str]] = {}
     for a in labels:
-        groups.setdefault(time_scale_of(sc.autoscaler(a), scale), []).append(a)
-    for ts, group in sorted(groups.items()):
-        folder = out / f"kwok-ts{ts:g}"
+        cfg = sc.autoscaler(a)
+        groups.setdefault((time_scale_of(cfg, scale), uses_keda(cfg)), []).append(a)
+    for (ts, keda), group in sorted(groups.items()):
+        name = f"kwok-ts{ts:g}" + ("-keda" if keda else "")
+        folder = out / name
         if reuse and complete(folder, sc.name, group, seeds):
             continue
-        suite = write_suite(out / "suites" / f"kwok-ts{ts:g}.yaml", scenario, group, seeds)
+        suite = write_suite(out / "suites" / f"{name}.yaml", scenario, group, seeds)
         cli("kwok", "up", "--suite", str(suite), "--time-scale", f"{ts:g}")
         try:
             cli("suite", str(suite), "--cluster", "kwok", "--out", str(folder), "--backend-option", f"time_scale={ts:g}")
@@ -188,11 +194,14 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
     window = float(scen["duration_s"]) + float(scen.get("drain_s") or 0.0)
     table = pq.read_table(folder / "timeseries.parquet")
     use = integrate(table, {"sample_interval_s": scen["metrics"]["sample_interval_s"], "window_s": window})
-    tab = table.select(["t_s", "spec_replicas"]).to_pydict()
+    # desired replicas as the variant's max_replicas caps them: the simulator applies the cap (the cluster has room
+    # for no more), a real HPA object whose maxReplicas is above it writes its own count and the rest stay Pending
+    cap = {v["name"]: v["max_replicas"] for v in scen["cluster"]["variants"]}
+    tab = table.select(["t_s", "variant", "spec_replicas"]).to_pydict()
     per_t: dict[float, float] = {}
-    for t, n in zip(tab["t_s"], tab["spec_replicas"], strict=True):
+    for t, v, n in zip(tab["t_s"], tab["variant"], tab["spec_replicas"], strict=True):
         if t is not None and n is not None:
-            per_t[t] = per_t.get(t, 0.0) + n
+            per_t[t] = per_t.get(t, 0.0) + min(n, cap.get(v, n))
     times = sorted(per_t)
     return Run(seed=int(s["seed"]), time_scale=scale, window_s=window, replica_s=use.ready_mean * use.covered_s,
                max_ready=use.ready_max, steps=steps_of(times, [per_t[t] for t in times], window),
@@ -251,7 +260,7 @@ def compare(sc: Any, labels: list[str], seeds: list[int], out: Path) -> list[Row
         for s in seeds:
             sim = load_run(out / "sim" / sc.name / a / f"seed-{s}")
             real = next((r for d in sorted(out.glob("kwok-ts*"))
-                         if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name[len("kwok-ts"):])))
+                         if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name.split("-")[1][2:])))
                          is not None), None)
             if sim is None or real is None or not real.complete:
                 row.misses.append(f"seed {s}: {'no sim run' if sim is None else 'no complete kwok run'}")

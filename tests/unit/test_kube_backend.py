@@ -241,3 +241,17 @@ def test_loop_uses_virtual_time(tmp_path: Path) -> None:
 
 def test_module_has_no_shell_of_its_own() -> None:
     assert not hasattr(kube_sampling, "Shell")
+
+
+def test_an_hpa_objects_external_metric_is_refused_where_keda_serves_external_metrics() -> None:
+    """sim-vs-real's hpa-object reads model_requests_queued through prometheus-adapter's externalRules; on a
+    cluster where KEDA's metrics server holds v1beta1.external.metrics.k8s.io the real HPA controller never got
+    it ("scaledObject name is not specified", every sync) while the simulator did (docs/fidelity.md)."""
+    from scalearena.harness.backends.kube.byo import refuse_external_behind_keda
+
+    sc = load_scenario(ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml")
+    cfg = sc.autoscaler("hpa-object")
+    refuse_external_behind_keda(cfg, "adapter")  # the adapter serves it: fine
+    with pytest.raises(UserError, match="External metric model_requests_queued would never be served"):
+        refuse_external_behind_keda(cfg, "keda")
+    refuse_external_behind_keda(sc.autoscaler("hpa"), "keda")  # the preset's metrics are Pods metrics: fine

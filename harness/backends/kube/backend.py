@@ -47,7 +47,7 @@ from ...objects.reads import reads_kube_state
 from ...objects.recipes import check_series
 from ...scenario import Scenario
 from ...startup_spec import refuse_sim_only
-from .byo import user_objects, uses_keda
+from .byo import refuse_external_behind_keda, user_objects, uses_keda
 from .cluster import (
     IMAGES,
     KEDA_MANIFEST,
@@ -217,6 +217,7 @@ class KubeBackend:
                 self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             self._cluster_wide(kubectl, autoscaler, kwok)
             external = self._external_metrics(kubectl)
+            refuse_external_behind_keda(autoscaler, external)
             if external != "adapter":  # KEDA serves external metrics here: never fight over its APIService
                 objs = self.plan(scenario, autoscaler, external_metrics=external)
             writer.meta.update(kube_external_metrics=external, time_scale=self.time_scale,

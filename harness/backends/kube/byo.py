@@ -32,6 +32,26 @@ def uses_keda(cfg: Any) -> bool:
     return cfg.kind == "keda" or any(t.autoscaler.kind == "keda" for t in getattr(cfg, "targets", []))
 
 
+def refuse_external_behind_keda(cfg: Any, external_metrics: str) -> None:
+    """A user's HPA with an External metric needs prometheus-adapter to serve v1beta1.external.metrics.k8s.io; where
+    KEDA's metrics server holds that APIService (a cluster with KEDA: only one server per API group), the HPA
+    controller gets "scaledObject name is not specified" for it at every sync and scales on its other metrics
+    alone, while the run would look fine. Found by the sim-vs-real benchmark (docs/fidelity.md); refused here,
+    before anything is applied, as the simulator cannot tell."""
+    if external_metrics != "keda":
+        return
+    for t in getattr(cfg, "targets", []):
+        names = [m.name or m.signal or "?" for m in getattr(t.autoscaler, "metrics", []) or []
+                 if getattr(m, "type", None) == "External"]
+        if t.autoscaler.kind == "hpa" and names:
+            raise UserError(f"{t.source}: External metric {names[0]} would never be served: KEDA's metrics server "
+                            "holds v1beta1.external.metrics.k8s.io on this cluster, so prometheus-adapter's "
+                            "externalRules are unreachable and the HPA would scale on its other metrics alone",
+                            where=f"autoscaler {cfg.label}",
+                            expected="a cluster without KEDA for this run (`scalearena kwok up` / `kind up` with a "
+                                     "suite that needs no KEDA), or the metric as a Pods/Object metric or a ScaledObject")
+
+
 def user_objects(cfg: Any, cluster_objs: list[Obj], manifests: Path) -> list[Obj]:
     """The objects to apply for ``cfg`` (a compiled ``KubernetesConfig``); adds its rule groups to the
     Prometheus ConfigMap among ``cluster_objs``."""
