@@ -48,6 +48,10 @@ ENV_PROMPT = "SCALEARENA_PROMPT"  # words (prompt of N words) | field (extension
 
 PROMPT_TOKENS_FIELD = "scalearena_prompt_tokens"  # explicit prompt length, wins over counting words
 REQUEST_ID_HEADER = "x-request-id"
+# the harness's own readiness request (kube/honesty.py): served like any other, but left out of the gateway's
+# request metrics (EPP latency histograms, objective counters), which the workload's autoscalers read: a 1-token
+# probe's NTPOT (its whole e2e) put llm-d-slo's P90 at 19x its SLO for the first minute of every kwok run
+PROBE_HEADER = "x-scalearena-probe"
 FAIRNESS_HEADER = "x-gateway-inference-fairness-id"  # llm-d flow control's fairness id (the tenant)
 PRIORITY_HEADER = "x-scalearena-priority"  # flow control's priority (llm-d: the InferenceObjective's)
 POD_HEADER = "x-scalearena-pod"

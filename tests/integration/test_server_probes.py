@@ -547,3 +547,23 @@ def test_router_keeps_scraping_when_an_engine_reports_infinity(tmp_path: Path, e
         s.close()
         bad.shutdown()
     assert "Traceback" not in s.stderr()
+
+
+def test_router_leaves_the_harness_probe_out_of_the_request_metrics(router: Server, engine: Server) -> None:
+    """kube/honesty.py's readiness request carries x-scalearena-probe: 1; served, but not in the EPP histograms
+    or objective counters the workload's autoscalers read (its 1-token NTPOT put llm-d-slo's P90 at 19x the SLO)."""
+    from scalearena.workloads.load_handoff import PROBE_HEADER
+
+    def of_b(name: str) -> float:  # model b's series (the router serves a and b)
+        text = requests.get(router.url + "/metrics", timeout=5).text
+        m = re.search(rf'^{re.escape(name)}{{[^}}]*model_name="b"[^}}]*}} (\S+)$', text, re.M)
+        return float(m.group(1)) if m else 0.0
+
+    _register_b(router, engine)
+    count, received = "llm_d_epp_request_ttft_seconds_count", "inference_objective_request_total"
+    before, arrived = of_b(count), of_b(received)
+    r = post(router.url, {"model": "b", "prompt": "a", "max_tokens": 1}, headers={PROBE_HEADER: "1"})
+    assert r.status_code == 200
+    assert (of_b(count), of_b(received)) == (before, arrived)
+    assert post(router.url, {"model": "b", "prompt": "a", "max_tokens": 1}).status_code == 200
+    assert wait_for(lambda: (of_b(count), of_b(received)) == (before + 1, arrived + 1))  # an ordinary one counts

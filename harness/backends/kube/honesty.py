@@ -37,6 +37,7 @@ from typing import Any
 
 from scalearena.contracts.errors import RunFailed
 from scalearena.contracts.series import KSM_REPLICAS
+from scalearena.workloads.load_handoff import PROBE_HEADER
 
 from .cluster import Kubectl
 from .scenario import NAMESPACE
@@ -46,8 +47,9 @@ Http = Callable[[str, bytes | None], tuple[int, str]]
 
 def http(url: str, body: bytes | None = None, timeout_s: float = 10.0) -> tuple[int, str]:
     """(status, text) of a GET (or a JSON POST when ``body`` is given); status 0 when nothing answered."""
+    # a POST is the gateway probe: marked so serve-router leaves it out of the workload's request metrics
     req = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", PROBE_HEADER: "1"})
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 - loopback port-forward URL
             return int(r.status), r.read().decode("utf-8", "replace")

@@ -62,7 +62,7 @@ from aiohttp import web
 
 from scalearena.harness.router import Route, RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
-from scalearena.workloads.load_handoff import POD_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
+from scalearena.workloads.load_handoff import POD_HEADER, PROBE_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
 
 from .http_guard import ConnectionLimits, listen, log, make_app, read_body, setup_logging
 from .metrics_text import parse_engine_metrics
@@ -308,7 +308,8 @@ class RouterServer:
             self.metrics.requests.labels(OTHER_MODEL, "model_not_found").inc()
             raise ApiError(404, "model_not_found", f"The model `{model}` does not exist.", "model")
         spec = self._spec(request, req)
-        self.metrics.arrived(model, spec.input_tokens)
+        if request.headers.get(PROBE_HEADER) != "1":  # the harness's readiness probe is not the workload's
+            self.metrics.arrived(model, spec.input_tokens)
         units = self.prompts.prompt_units(req, PREFIX_BLOCK_TOKENS) if self.cfg.spec.scorers.prefix_cache > 0 else ()
         route = await self._wait_for_route(spec, units)
         ep: Endpoint = route.pod.engine  # type: ignore[union-attr]
@@ -400,7 +401,7 @@ class RouterServer:
                 await resp.write(b"data: " + json.dumps(err).encode() + b"\n\n")
         finally:
             ep.inflight -= 1
-            self.metrics.finished(key, ep.variant, self.now(), ok, body)
+            self.metrics.finished(key, ep.variant, self.now(), ok and request.headers.get(PROBE_HEADER) != "1", body)
             self._forget_series(ep)
         with contextlib.suppress(ConnectionError, RuntimeError):
             await resp.write_eof()
