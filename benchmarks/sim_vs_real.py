@@ -28,7 +28,7 @@ Usage::
 ``--reuse`` keeps every complete run already under ``--out`` (a side whose runs are all there is not run
 again); ``--update-docs`` writes the table into docs/fidelity.md and its summary line into README.md
 (between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
-autoscaler misses a trajectory target (replica-seconds, maximum, moves: the CI's short version,
+autoscaler misses a trajectory target (replica-seconds, maximum, moves; the CI's short version,
 tests/e2e/test_kwok.py), ``--check-goodput`` also when it misses the goodput target, which this host's runs do
 for reasons docs/fidelity.md shows (the real engine's per-token overshoot, the control loops' phase).
 
