@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -94,19 +93,19 @@ class Row:
     at_real_itl: list[Run] = field(default_factory=list)  # diagnostic: the simulator at each real run's ITL
 
 
-def scenario_and_labels(labels: list[str] | None) -> tuple[Any, list[str]]:
-    from scalearena.harness.scenario import load_scenario
+def scenario_and_labels(labels: list[str] | None) -> tuple[Path, Any, list[str]]:
+    """The suite's scenario (its path and the loaded scenario) and the autoscalers to compare (default: the
+    suite's), read with the project's suite loader."""
+    from scalearena.harness.suite import load_suite
 
-    text = SUITE.read_text()
-    scenario = (SUITE.parent / re.search(r"scenario:\s*(\S+)", text).group(1)).resolve()  # type: ignore[union-attr]
-    sc = load_scenario(scenario)
-    known = re.search(r"autoscalers:\s*\[([^\]]*)\]", text).group(1)  # type: ignore[union-attr]
-    default = [a.strip() for a in known.split(",")]
-    chosen = labels or default
+    spec, plans = load_suite(SUITE)
+    sc_path = (SUITE.parent / spec.runs[0].scenario).resolve()
+    sc = plans[0].scenario
+    chosen = labels or list(spec.autoscalers)
     unknown = [a for a in chosen if a not in {c.label for c in sc.autoscalers}]
     if unknown:
         raise SystemExit(f"error: unknown autoscaler(s) {unknown}: the scenario has {[c.label for c in sc.autoscalers]}")
-    return sc, chosen
+    return sc_path, sc, chosen
 
 
 def time_scale_of(cfg: Any, scale: float) -> float:
@@ -144,8 +143,8 @@ def cli(*args: str) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
-def run_sides(sc: Any, labels: list[str], seeds: list[int], scale: float, out: Path, reuse: bool) -> None:
-    scenario = (ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml").resolve()
+def run_sides(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scale: float, out: Path,
+              reuse: bool) -> None:
     if not (reuse and complete(out / "sim", sc.name, labels, seeds)):
         cli("suite", str(write_suite(out / "suites" / "sim.yaml", scenario, labels, seeds)), "--cluster", "sim",
             "--out", str(out / "sim"), "--no-frontier")
@@ -434,13 +433,13 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when an autoscaler misses a trajectory target")
     ap.add_argument("--check-goodput", action="store_true", help="... or the goodput target")
     args = ap.parse_args()
-    sc, labels = scenario_and_labels(args.autoscalers.split(",") if args.autoscalers else None)
+    sc_path, sc, labels = scenario_and_labels(args.autoscalers.split(",") if args.autoscalers else None)
     seeds = [int(s) for s in args.seeds.split(",")]
     if not args.compare_only:
-        run_sides(sc, labels, seeds, args.time_scale, args.out, args.reuse)
+        run_sides(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse)
     rows = compare(sc, labels, seeds, args.out)
     if not args.no_diagnostic:
-        at_real_itl(ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml", rows, args.out)
+        at_real_itl(sc_path, rows, args.out)
     text, line = table(rows), summary_line(rows)
     if any(r.at_real_itl for r in rows):
         text += ("\n\nThe simulator at the real engines' speed (each seed rerun with the mean ITL its kwok run measured; "

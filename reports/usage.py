@@ -209,7 +209,8 @@ def integrate(ts: Timeseries, meta: dict[str, Any]) -> Usage:
     w = sample_weights(times, interval, meta_window(meta))
     usage.covered_s = float(w.sum())
     rows = _rows(ts)
-    inside = (w > 0.0)[at] | (times[at] <= times[0])  # rows the window counts (maxima read only these)
+    counted = (w > 0.0) | (times <= times[0])  # sample times the window counts (maxima read only these)
+    inside = counted[at]
     row_w = w[at]
     variant = ts["variant"]
     for name in sorted({v for v in variant.tolist() if v is not None and v == v}):  # groupby: sorted, nulls dropped
@@ -235,7 +236,6 @@ def integrate(ts: Timeseries, meta: dict[str, Any]) -> Usage:
         usage.variants[vu.name] = vu
 
     per_t = {k: np.bincount(at, weights=np.nan_to_num(rows[k]), minlength=len(times)) for k in ("ready", "billed")}
-    counted = (w > 0.0) | (times <= times[0])
     usage.ready_mean = _weighted_mean(per_t["ready"], w)
     usage.ready_max = int(per_t["ready"][counted].max())
     usage.billed_mean = _weighted_mean(per_t["billed"], w)

@@ -47,9 +47,10 @@ Http = Callable[[str, bytes | None], tuple[int, str]]
 
 def http(url: str, body: bytes | None = None, timeout_s: float = 10.0) -> tuple[int, str]:
     """(status, text) of a GET (or a JSON POST when ``body`` is given); status 0 when nothing answered."""
-    # a POST is the gateway probe: marked so serve-router leaves it out of the workload's request metrics
-    req = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET",
-                                 headers={"Content-Type": "application/json", PROBE_HEADER: "1"})
+    headers = {"Content-Type": "application/json"}
+    if body is not None:  # a POST is the gateway probe: marked so serve-router leaves it out of the request metrics
+        headers[PROBE_HEADER] = "1"
+    req = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 - loopback port-forward URL
             return int(r.status), r.read().decode("utf-8", "replace")
