@@ -23,11 +23,13 @@ cannot be time-scaled (harness/backends/kube/timescale.py) and run at time scale
 Usage::
 
     python benchmarks/sim_vs_real.py [--autoscalers hpa,keda] [--seeds 1,2,3] [--time-scale 2]
-        [--out results/sim-vs-real] [--reuse] [--json PATH] [--update-docs] [--check] [--check-goodput]
+        [--out results/sim-vs-real] [--reuse] [--real-from JSON] [--json PATH] [--update-docs] [--check]
+        [--check-goodput]
 
 ``--reuse`` keeps every complete run already under ``--out`` (a side whose runs are all there is not run
-again); ``--update-docs`` writes the table into docs/fidelity.md and its summary line into README.md
-(between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
+again); ``--real-from`` takes the kwok side from an earlier run's raw figures (benchmarks/data/
+sim_vs_real.json) and runs the simulator only, for a change on the simulator's side; ``--update-docs``
+writes the table into docs/fidelity.md and its summary line into README.md (between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
 autoscaler misses a trajectory target (replica-seconds, maximum, moves; the CI's short version,
 tests/e2e/test_kwok.py), ``--check-goodput`` also when it misses the goodput target, which this host's runs do
 for reasons docs/fidelity.md shows (the real engine's per-token overshoot, the control loops' phase).
@@ -144,10 +146,12 @@ def cli(*args: str) -> None:
 
 
 def run_sides(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scale: float, out: Path,
-              reuse: bool) -> None:
+              reuse: bool, sim_only: bool = False) -> None:
     if not (reuse and complete(out / "sim", sc.name, labels, seeds)):
         cli("suite", str(write_suite(out / "suites" / "sim.yaml", scenario, labels, seeds)), "--cluster", "sim",
             "--out", str(out / "sim"), "--no-frontier")
+    if sim_only:
+        return
     from scalearena.harness.backends.kube.byo import uses_keda
 
     # one cluster per time scale and per KEDA: KEDA's metrics server takes v1beta1.external.metrics.k8s.io, so a
@@ -251,16 +255,25 @@ def pct(a: float, b: float) -> float | None:
     return None if not a else 100.0 * (b - a) / a
 
 
-def compare(sc: Any, labels: list[str], seeds: list[int], out: Path) -> list[Row]:
+def stored_real(path: Path) -> dict[tuple[str, int], Run]:
+    """The real runs of an earlier raw-figures file (``--real-from``), by (autoscaler, seed): the kwok side
+    measured once, compared again with a changed simulator without its hour of real time."""
+    raw = json.loads(path.read_text())
+    return {(row["autoscaler"], int(r["seed"])): Run(**{**r, "steps": [tuple(x) for x in r["steps"]]})
+            for row in raw["rows"] for r in row["real"]}
+
+
+def compare(sc: Any, labels: list[str], seeds: list[int], out: Path,
+            stored: dict[tuple[str, int], Run] | None = None) -> list[Row]:
     rows = []
     for a in labels:
         cfg = sc.autoscaler(a)
         row = Row(a, tolerance_s(cfg, sc.metrics.scrape_interval_s))
         for s in seeds:
             sim = load_run(out / "sim" / sc.name / a / f"seed-{s}")
-            real = next((r for d in sorted(out.glob("kwok-ts*"))
-                         if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name.split("-")[1][2:])))
-                         is not None), None)
+            real = stored.get((a, s)) if stored is not None else next(
+                (r for d in sorted(out.glob("kwok-ts*"))
+                 if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name.split("-")[1][2:]))) is not None), None)
             if sim is None or real is None or not real.complete:
                 row.misses.append(f"seed {s}: {'no sim run' if sim is None else 'no complete kwok run'}")
                 continue
@@ -427,6 +440,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "sim-vs-real")
     ap.add_argument("--reuse", action="store_true", help="keep complete runs already under --out")
     ap.add_argument("--compare-only", action="store_true", help="run nothing: compare what --out holds")
+    ap.add_argument("--real-from", type=Path, default=None,
+                    help="take the kwok side from this earlier raw-figures JSON; run the simulator side only")
     ap.add_argument("--json", type=Path, default=None, help="raw figures (default: OUT/sim_vs_real.json)")
     ap.add_argument("--update-docs", action="store_true")
     ap.add_argument("--no-diagnostic", action="store_true", help="skip the simulator reruns at the real ITL")
@@ -435,9 +450,16 @@ def main() -> int:
     args = ap.parse_args()
     sc_path, sc, labels = scenario_and_labels(args.autoscalers.split(",") if args.autoscalers else None)
     seeds = [int(s) for s in args.seeds.split(",")]
+    stored = None
+    if args.real_from is not None:
+        if not args.real_from.is_file():
+            print(f"error: --real-from {args.real_from}: no such file (expected an earlier sim_vs_real.json)",
+                  file=sys.stderr)
+            return 2
+        stored = stored_real(args.real_from)
     if not args.compare_only:
-        run_sides(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse)
-    rows = compare(sc, labels, seeds, args.out)
+        run_sides(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse, sim_only=stored is not None)
+    rows = compare(sc, labels, seeds, args.out, stored)
     if not args.no_diagnostic:
         at_real_itl(sc_path, rows, args.out)
     text, line = table(rows), summary_line(rows)

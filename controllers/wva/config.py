@@ -134,6 +134,12 @@ class WVAConfig(AutoscalerConfig):
     staleness_s: float = Field(
         default=60.0, gt=0, description="Pod samples older than this make the variant's metrics unavailable."
     )
+    actuation: Literal["hpa", "direct"] = Field(
+        default="hpa",
+        description="hpa: publish wva_desired_replicas for an HPA to apply at its next sync after a scrape "
+                    "(upstream's common path; direct only from 0 replicas); direct: patch the scale subresource "
+                    "at once.",
+    )
     mode: Literal["unconstrained", "constrained"] = Field(
         default="unconstrained",
         description="unconstrained: solve each model alone; constrained: greedy-by-saturation under a GPU budget.",

@@ -46,6 +46,7 @@ class WVA(AutoscalerBase):
     def __init__(self, config: WVAConfig) -> None:
         super().__init__(config)
         self.fast_period_s = config.fast_period_s
+        self.actuation = config.actuation  # harness.control.actuation: how a decision reaches the Deployment
         self.conditions = ConditionBook()
         self.scaling_total: dict[ScalingKey, int] = {}
         self._last_desired: dict[str, int] = {}

@@ -7,7 +7,7 @@ had drifted in the order of the passes and the sample grid). Per tick, in
 the simulator's order at equal times (events.py: decisions before samples):
 the backend's ``tick`` hook (poll processes, fire faults, health checks),
 ``decide`` when the policy's period is due, ``decide_fast`` when the fast
-loop's is, the ``after_decide`` hook (local: start or stop engine processes),
+loop's is, a published target's HPA sync when due, the ``after_decide`` hook (local: start or stop engine processes),
 then a sample when the sample grid is due. Samples stay on the grid
 ``k x sample_every_s`` (no drift, no catch-up burst after a stall). The loop
 ends when the run is over and the load generator has stopped, or
@@ -77,7 +77,8 @@ class WallLoop:
         policy = self.control.policy
         period = policy.period_s if policy is not None else None
         fast = self.control.fast_period_s
-        next_decide = next_fast = 0.0
+        sync = self.control.published.sync_period_s if self.control.published is not None else None
+        next_decide = next_fast = next_sync = 0.0
         next_sample = self.sample_every_s
         if self.sample_at_start:
             t = self.clock.now()
@@ -94,6 +95,9 @@ class WallLoop:
             if fast and t >= next_fast:
                 self.control.decide(fast=True, now=t)
                 next_fast = t + float(fast)
+            if sync and t >= next_sync:  # the actuation HPA of a published target (harness/control/actuation.py)
+                self.control.sync_published(now=t)
+                next_sync = t + sync
             self.hooks.after_decide(t)
             if t >= next_sample:
                 self._sample(t)

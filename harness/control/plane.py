@@ -22,6 +22,7 @@ from typing import Any
 from scalearena.contracts.records import TimeseriesRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, Reason, clamp
 
+from .actuation import PublishedActuation
 from .ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
 from .view import VariantInfo, build_view, oracle_plan
 
@@ -35,8 +36,13 @@ class ControlPlane:
                  metrics: MetricsSource, actuator: Actuator, probe: LoadProbe, writer: Any,
                  forecast: Sequence[ArrivalForecast] = (), gpu_capacity: Mapping[str, int] | None = None,
                  emit_row: Callable[[TimeseriesRecord], None] | None = None,
-                 arrived: Callable[[], Mapping[str, int]] | None = None, plan_oracle: bool = True) -> None:
+                 arrived: Callable[[], Mapping[str, int]] | None = None, plan_oracle: bool = True,
+                 last_scrape: Callable[[float], float | None] | None = None) -> None:
         self.policy, self.label, self.variants = policy, label, tuple(variants)
+        # a policy that publishes its target for an HPA (WVA's default actuation) and a backend that says
+        # when its scrapes were: decisions reach the actuator at the HPA's syncs (``sync_published``)
+        self.published = PublishedActuation(last_scrape) \
+            if last_scrape is not None and getattr(policy, "actuation", "direct") == "hpa" else None
         self.clock, self.metrics, self.actuator, self.probe = clock, metrics, actuator, probe
         self.writer, self.forecast, self.gpu_capacity = writer, forecast, gpu_capacity
         self.emit_row = emit_row or writer.add_timeseries
@@ -90,7 +96,7 @@ class ControlPlane:
                 self.writer.add_decision(now, self.label, dec)
             elif dec.action != "hold":
                 self.writer.add_decision(now, self.label, dec, loop="fast")
-            self._apply(dec, spec)
+            self._apply(dec, spec, now, direct=fast)
         return decisions
 
     def _wake_candidates(self) -> bool:
@@ -101,11 +107,29 @@ class ControlPlane:
         status = self.replicas()
         return any(status[v.name].spec == 0 and queue.get(v.model, 0) > 0 for v in self.variants)
 
-    def _apply(self, dec: Decision, spec: dict[str, int]) -> None:
+    def _apply(self, dec: Decision, spec: dict[str, int], now: float, direct: bool) -> None:
         want = dec.desired_replicas  # already within the variant's bounds (``bounded``)
+        if self.published is not None:
+            # published: the gauge now, the Deployment at an HPA sync; direct only from 0 (the HPA is
+            # disabled there) and on the fast loop, as harness/k8s/controller.py actuates
+            self.published.publish(dec.variant, now, want)
+            direct = direct or spec.get(dec.variant) == 0
+            if not direct:
+                return
         if want != spec.get(dec.variant):
             spec[dec.variant] = want
             self.actuator.scale(dec.variant, want)
+
+    def sync_published(self, now: float | None = None) -> None:
+        """One sync of the actuation HPAs: each writes the scraped target into its Deployment
+        (``harness.control.actuation``). Backends call it every ``published.sync_period_s``."""
+        if self.published is None:
+            return
+        now = self.clock.now() if now is None else now
+        for v in self.variants:
+            want = self.published.sync(v.name, now, self.actuator.replicas(v.name).spec)
+            if want is not None:
+                self.actuator.scale(v.name, want)
 
     # ---- sample -------------------------------------------------------------------------------------
     def sample(self, now: float | None = None) -> list[TimeseriesRecord]:

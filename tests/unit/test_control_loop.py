@@ -1,6 +1,7 @@
 """The wall-clock loop driver (harness/control/loop.py) on virtual time: when it decides, samples and stops."""
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from scalearena.harness.control.loop import LoopHooks, WallLoop
@@ -19,6 +20,7 @@ class FakePlane:
         self.clock, self.policy = clock, policy
         self.calls: list[tuple[str, float]] = []
         self.last_sample = 0.0
+        self.published: Any = None  # a published target's HPA (harness/control/actuation.py): set by a test
 
     @property
     def fast_period_s(self) -> float | None:
@@ -28,6 +30,9 @@ class FakePlane:
         assert now == self.clock.now()
         self.calls.append(("fast" if fast else "decide", now))
         return []
+
+    def sync_published(self, now: float | None = None) -> None:
+        self.calls.append(("sync", now))
 
     def sample(self, now: float | None = None) -> list:
         assert now is not None
@@ -79,6 +84,17 @@ def test_passes_fire_on_their_periods_and_the_end_closes_with_a_sample() -> None
     # within a tick: hook, decide, fast, after_decide, sample (the simulator's order at equal times)
     at30 = [k for k, t in plane.calls if t == 30.0]
     assert at30 == ["tick", "decide", "fast", "after", "sample", "sampled"]
+
+
+def test_a_published_target_is_synced_every_hpa_period_after_the_decisions() -> None:
+    clock, sleep = virtual(scale=2.0)
+    plane = FakePlane(clock)
+    plane.published = SimpleNamespace(sync_period_s=15.0)
+    WallLoop(plane, clock, end_s=60.0, sample_every_s=10.0, load_alive=lambda: False,  # type: ignore[arg-type]
+             tick_s=1.25, hooks=Recorder(plane), sleep=sleep).run()
+    assert times(plane, "sync") == [0.0, 15.0, 30.0, 45.0]  # every 15 s from 0; at 60 the run is over
+    # at 30: decisions, then the HPA's sync, then the sample (the simulator's HPA_SYNC order, events.py)
+    assert [k for k, t in plane.calls if t == 30.0] == ["tick", "decide", "fast", "sync", "after", "sample", "sampled"]
 
 
 def test_a_load_generator_that_overstays_is_cut_off() -> None:

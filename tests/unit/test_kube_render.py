@@ -17,6 +17,7 @@ from scalearena.harness.backends.kube.scenario import (
     engine_args,
     hpa_objects,
     variant_objects,
+    wva_actuation,
     wva_objects,
 )
 from scalearena.harness.scenario import load_scenario
@@ -149,3 +150,16 @@ def test_autoscaler_objects_validate() -> None:
         assert [m["pods"]["target"]["averageValue"] for m in o["spec"]["metrics"]] == ["3", "500m"]
     (so, *_) = keda_objects(sc, sc.autoscaler("keda"))
     assert so["spec"]["triggers"][0]["metadata"]["threshold"] == "3"
+
+
+def test_wva_actuation_follows_its_config_and_the_external_metrics_server() -> None:
+    sc = load_scenario(EXP2)
+    cfg = sc.autoscaler("wva")
+    assert cfg.actuation == "hpa"  # the default: published, as upstream's common path
+    assert wva_actuation(cfg, "prometheus-adapter") == "hpa" and wva_actuation(cfg, "keda") == "keda"
+    direct = cfg.model_copy(update={"actuation": "direct"})
+    assert wva_actuation(direct, "keda") == "direct"
+    # direct: WVA patches the scale subresource itself, no object reads the gauge
+    kinds = {o["kind"] for o in wva_objects(sc, direct, actuation="direct")}
+    assert kinds == {"ConfigMap", "VariantAutoscaling"}
+    assert "HorizontalPodAutoscaler" in {o["kind"] for o in wva_objects(sc, cfg, actuation="hpa")}

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
+
+import pytest
 
 from scalearena.harness.scenario import load_scenario
 
@@ -62,3 +65,21 @@ def test_tolerance_is_one_sync_period_plus_one_scrape_interval() -> None:
     assert svr.time_scale_of(sc.autoscaler("hpa-object"), 2.0) == 1.0
     assert svr.time_scale_of(sc.autoscaler("llmd-slo"), 2.0) == 1.0
     assert svr.time_scale_of(sc.autoscaler("keda"), 2.0) == 2.0
+
+
+def test_real_runs_are_read_back_from_the_committed_raw_figures() -> None:
+    path = ROOT / "benchmarks" / "data" / "sim_vs_real.json"
+    raw = json.loads(path.read_text())
+    stored = svr.stored_real(path)
+    # one run per autoscaler and seed of the kwok side, as the file lists them
+    assert len(stored) == sum(len(row["real"]) for row in raw["rows"]) > 0
+    first = raw["rows"][0]["real"][0]
+    run = stored[(raw["rows"][0]["autoscaler"], int(first["seed"]))]
+    assert run.replica_s == first["replica_s"] and run.steps == [tuple(x) for x in first["steps"]]
+
+
+def test_real_from_a_missing_file_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "argv", ["sim_vs_real.py", "--real-from", str(tmp_path / "none.json")])
+    assert svr.main() == 2
+    assert "--real-from" in capsys.readouterr().err

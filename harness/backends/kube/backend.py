@@ -72,6 +72,7 @@ from .scenario import (
     NAMESPACE,
     hpa_objects,
     variant_objects,
+    wva_actuation,
     wva_controller_settings,
     wva_objects,
 )
@@ -167,8 +168,9 @@ class KubeBackend:
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
                      if o["kind"] not in STATIC_WVA_KINDS and not o["metadata"]["name"].startswith(
                          ("wva-saturation", "wva-scale-to-zero"))]
-            wva_controller_settings(infra, autoscaler, actuator="keda" if external_metrics == "keda" else "hpa")
-            objs += infra + wva_objects(sc, autoscaler, actuation="keda" if external_metrics == "keda" else "hpa")
+            how = wva_actuation(autoscaler, external_metrics)
+            wva_controller_settings(infra, autoscaler, actuator=how)
+            objs += infra + wva_objects(sc, autoscaler, actuation=how)
         elif kind == "hpa":
             objs += render(self.manifests / "autoscalers" / "prometheus-adapter") + hpa_objects(sc, autoscaler)
         elif kind == "keda":

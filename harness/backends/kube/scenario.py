@@ -232,6 +232,15 @@ def wva_objects(sc: Scenario, cfg: AutoscalerConfig, actuation: str = "hpa") -> 
     return objs
 
 
+def wva_actuation(cfg: AutoscalerConfig, external_metrics: str) -> str:
+    """How WVA's decisions reach the Deployments: ``direct`` where the config says so, else through the
+    object that reads the published target: a KEDA ScaledObject where KEDA serves external metrics, an HPA
+    on prometheus-adapter's otherwise (the path the simulator times, harness/control/actuation.py)."""
+    if getattr(cfg, "actuation", "hpa") == "direct":
+        return "direct"
+    return "keda" if external_metrics == "keda" else "hpa"
+
+
 def wva_controller_settings(objs: list[Obj], cfg: AutoscalerConfig, actuator: str = "hpa") -> None:
     """The WVA loop periods and its actuator (``hpa`` or ``keda``) into the controller's ConfigMap
     (WVA_INTERVAL_S / WVA_FAST_INTERVAL_S / WVA_ACTUATOR)."""

@@ -24,7 +24,9 @@ survive Ctrl-C and failures (the runner calls ``RunWriter.abort``).
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import secrets
 import signal
@@ -300,7 +302,14 @@ def local_control_plane(sc: Scenario, config: AutoscalerConfig, writer: Any, req
     models = dict.fromkeys(v.model for v in sc.cluster.variants)
     return ControlPlane(policy or REGISTRY.build(config), config.label, scenario_variants(sc), clock=clock,
                         metrics=metrics, actuator=pods, probe=probe, writer=writer,
-                        forecast=forecast_from_requests(requests, models), gpu_capacity=sc.cluster.gpu_capacity)
+                        forecast=forecast_from_requests(requests, models), gpu_capacity=sc.cluster.gpu_capacity,
+                        last_scrape=functools.partial(scrape_grid, sc.metrics.scrape_interval_s))
+
+
+def scrape_grid(interval_s: float, now: float) -> float:
+    """When Prometheus last scraped, on a grid from the run's start: an approximation (its real offset is a
+    hash of the target), used only to time a published target's HPA (harness/control/actuation.py)."""
+    return math.floor(now / interval_s) * interval_s if now >= 0 else 0.0
 
 
 class LocalHooks(LoopHooks):

@@ -46,6 +46,7 @@ from .events import (
     FAULT,
     FLOW,
     GRACE_END,
+    HPA_SYNC,
     KV_DONE,
     NODE_READY,
     POD_READY,
@@ -129,9 +130,9 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         self._ok_total = {d.name: 0 for d in self.deps}
         # the EPP's request counters per model: received, their prompt tokens, output tokens of ok ones, ok count
         self._objective: dict[str, list[float]] = {}
-        self._slow = [f for f in sc.faults if f.kind == "slow_cold_start"]
-        self._warm = False
+        self._slow, self._warm = [f for f in sc.faults if f.kind == "slow_cold_start"], False
         self._scrape_phase = sc.metrics.scrape_interval_s
+        self._last_scrape: float | None = None  # what a published target's HPA reads (on_hpa_sync)
         for d in self.deps:
             self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
             self.metrics.models[d.name] = d.spec.model
@@ -147,7 +148,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         self.control = ControlPlane(
             policy, config.label, variants, clock=self.clock, metrics=self.metrics, actuator=self,
             probe=self, writer=writer, forecast=forecast, gpu_capacity=sc.cluster.gpu_capacity,
-            arrived=None if listed else lambda: self._arrived, plan_oracle=listed)
+            arrived=None if listed else lambda: self._arrived, plan_oracle=listed, last_scrape=self.scraped_by)
 
     @property
     def t(self) -> float:
@@ -188,6 +189,8 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         if self.control.fast_period_s:
             self._fast_next = 0.0  # booked by arm_fast once a request waits at the gateway
         self.push(sc.metrics.sample_interval_s, SAMPLE)
+        if self.control.published is not None:  # its HPA's syncs start at 0, as the simulated HPA's do
+            self.push(0.0, HPA_SYNC)
         for i, f in enumerate(sc.faults):
             if f.kind == "metrics_outage":
                 self.push(f.start_s, FAULT, ("outage_start", i))
@@ -218,7 +221,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             DECIDE: self.on_decide, DECIDE_FAST: self.on_decide_fast, SAMPLE: self.on_sample, FLOW: self.on_flow,
             KV_DONE: self.on_kv_done,
             NODE_READY: self.on_node_ready, CA_SCAN: self.on_ca_scan, POD_SCHEDULABLE: self.on_schedulable,
-            STANDBY_EXPIRE: self.on_standby_expire,
+            STANDBY_EXPIRE: self.on_standby_expire, HPA_SYNC: self.on_hpa_sync,
         }
         heap, clock = self._heap, self.clock
         t: float
@@ -329,10 +332,21 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
             self.metrics.record_pool(model, t, queued, saturation if endpoints else 1.0,
                                      int(in_flight), _objective(self._objective.get(model)), held)
         self.metrics.end_scrape(t)
+        self._last_scrape = t
         nxt = t + self.sc.metrics.scrape_interval_s
         if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
             nxt = self._scrape_phase
         self.push(nxt, SCRAPE)
+
+    def scraped_by(self, now: float) -> float | None:
+        """The time of the last scrape (events run in time order: it is at or before ``now``)."""
+        return self._last_scrape
+
+    def on_hpa_sync(self, t: float, _: Any) -> None:
+        assert self.control.published is not None  # booked only then
+        if self.metrics.available:  # an outage: prometheus-adapter answers nothing, the HPA holds
+            self.control.sync_published(t)
+        self.push(t + self.control.published.sync_period_s, HPA_SYNC)
 
     def on_decide(self, t: float, _: Any) -> None:
         self.control.decide()
