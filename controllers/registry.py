@@ -80,7 +80,7 @@ def _build_registry() -> Registry:
     from .oracle import Oracle, OracleConfig
     from .planner import Planner, PlannerConfig
     from .predictive import Predictive, PredictiveConfig
-    from .static import Static, StaticConfig
+    from .static import Static, StaticConfig, StaticMeanConfig, StaticPeakConfig
     from .wva.controller import WVA, WVAConfig
 
     r = Registry()
@@ -97,6 +97,10 @@ def _build_registry() -> Registry:
     r.register("predictive", PredictiveConfig, Predictive, "any reactive autoscaler (default hpa) fed the load "
                "forecast one cold start ahead: its load signals scaled by predicted / observed rate")
     r.register("static", StaticConfig, Static, "fixed replica count (no autoscaling)")
+    r.register("static-peak", StaticPeakConfig, Static, "fixed count sized by simulation: the fewest replicas "
+               "meeting the SLO at the workload's peak rate")
+    r.register("static-mean", StaticMeanConfig, Static, "fixed count sized by simulation: the fewest replicas "
+               "meeting the SLO at the workload's mean rate")
     r.register("oracle", OracleConfig, Oracle, "hindsight-optimal provisioning with cold-start lead time")
     for name, recipe in RECIPES.items():  # llm-d's KEDA recipes: shipped objects (controllers/llmd.py)
         r.register(name, CONFIGS[name], RecipePolicy, recipe.summary)

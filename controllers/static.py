@@ -20,6 +20,22 @@ class StaticConfig(AutoscalerConfig):
         default_factory=dict, description="Replicas by variant name, overriding `replicas`."
     )
     period_s: float = Field(default=30.0, gt=0, description="How often the fixed target is re-asserted, seconds.")
+    size: Literal["peak", "mean"] | None = Field(
+        default=None, description="Size the fixed count before the run, by simulation: the fewest replicas meeting "
+        "the SLO at the workload's peak (busiest 60 s) or mean rate (harness/static_sizing.py); replaces `replicas` "
+        "and `per_variant`.")
+
+
+class StaticPeakConfig(StaticConfig):
+    kind: Literal["static-peak"] = Field(  # type: ignore[assignment]
+        default="static-peak", description="Fixed count: the fewest replicas meeting the SLO at the peak rate.")
+    size: Literal["peak", "mean"] | None = Field(default="peak", description="See static.")
+
+
+class StaticMeanConfig(StaticConfig):
+    kind: Literal["static-mean"] = Field(  # type: ignore[assignment]
+        default="static-mean", description="Fixed count: the fewest replicas meeting the SLO at the mean rate.")
+    size: Literal["peak", "mean"] | None = Field(default="mean", description="See static.")
 
 
 class Static(AutoscalerBase):
@@ -28,6 +44,7 @@ class Static(AutoscalerBase):
 
     def __init__(self, config: StaticConfig) -> None:
         super().__init__(config)
+        self.kind = config.kind  # type: ignore[misc]  # static, static-peak or static-mean
         self._initial: dict[str, int] = {}
 
     def decide(self, now: float, view: ClusterView) -> list[Decision]:
@@ -43,7 +60,9 @@ class Static(AutoscalerBase):
                     variant=v.name,
                     current_replicas=v.spec_replicas,
                     desired_replicas=desired,
-                    reasons=(Reason("static", f"fixed at {desired} replicas", {"replicas": desired}),),
+                    reasons=(Reason("static", f"fixed at {desired} replicas" + (
+                        f", sized at the {self.config.size} rate (the run's derived settings)" if self.config.size
+                        else ""), {"replicas": desired}),),
                 )
             )
         return out

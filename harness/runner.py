@@ -115,11 +115,18 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
         # everything after the writer inside the try: importing a backend takes ~0.5 s (local), a simulated
         # run can be over in 0.1 s, and a Ctrl-C or a bad option at any point (the finish included) must
         # still leave a summary.json marked incomplete
-        for setting, how in (getattr(plan.autoscaler, "derived", None) or {}).items():  # a recipe's computed values
+        cfg, derived = plan.autoscaler, dict(getattr(plan.autoscaler, "derived", None) or {})  # a recipe's values
+        if getattr(cfg, "size", None):  # static-peak / static-mean: the count found by simulation
+            from .static_sizing import size_static
+
+            cfg, sized = size_static(plan.scenario, cfg)
+            derived |= sized
+            writer.meta["autoscaler_config"] = cfg.model_dump(mode="json")
+        for setting, how in derived.items():
             writer.add_event(0.0, "derived_setting", setting=setting, value=how)
         atomic_write_json(run_dir / "scenario.json", plan.scenario.model_dump(mode="json"))
         backend = build_backend(cluster, backend_options)
-        backend.run(plan.scenario, plan.autoscaler, writer, progress)
+        backend.run(plan.scenario, cfg, writer, progress)
         return writer.finish()
     except KeyboardInterrupt:
         writer.abort("interrupted")

@@ -341,12 +341,13 @@ def test_the_modern_suite_runs_every_recipe_and_its_comparison_set():
     by_scenario: dict[str, set[str]] = {}
     for p in plans:
         by_scenario.setdefault(p.scenario.name, set()).add(p.label)
-    others = {"planner-constant", "planner-kalman", "apa", "hpa", "keda", "kpa", "wva", "oracle", "static"}
+    others = {"planner-constant", "planner-kalman", "apa", "hpa", "keda", "kpa", "wva", "oracle", "static",
+              "static-peak", "static-mean"}
     aggregated = {"llmd-queue", "llmd-saturation", "llmd-queue-guard", "llmd-token", "llmd-slo"} | others
     assert by_scenario == {"exp1-staircase": aggregated, "diurnal-hour": aggregated, "flash-crowd": aggregated,
                            "azure-code-trace": aggregated, "pd-prefill-heavy": aggregated | {"llmd-token-pd"},
                            "pd-decode-heavy": aggregated | {"llmd-token-pd"}}
-    assert len(plans) == 4 * 14 + 2 * 15
+    assert len(plans) == 4 * 16 + 2 * 17  # 14 autoscalers + static-peak and static-mean; P/D adds llmd-token-pd
     day = next(p.scenario for p in plans if p.scenario.name == "diurnal-hour")
     assert (day.duration_s, day.router.admission.kind) == (3600, "flow_control")
     planners = {p.autoscaler.predictor.kind for p in plans if p.label.startswith("planner")}
