@@ -172,6 +172,7 @@ class _Reading:
     composite: float | None
     error: bool
     active: bool
+    unmatched: frozenset[str] = frozenset()  # triggers whose query matched no series (value 0 by ignoreNullValues)
 
 
 class KEDA(AutoscalerBase):
@@ -221,10 +222,12 @@ class KEDA(AutoscalerBase):
         counts toward fallback (``GetMetricsWithFallback`` runs in GetScaledObjectMetrics only; the poll loop's
         ``getScaledObjectState`` reads the scalers without touching the health counters)."""
         values: dict[str, float | None] = {}
-        errors = []
+        errors, unmatched = [], set()
         for label, t in zip(self._labels, self._triggers, strict=True):
             try:
-                values[label] = read_trigger(view, v, t)
+                values[label], matched = read_trigger(view, v, t)
+                if not matched:
+                    unmatched.add(label)
                 if count:
                     st.failures[label] = 0
             except MetricsUnavailable as e:
@@ -237,7 +240,7 @@ class KEDA(AutoscalerBase):
         if self._formula is None:
             active = any(x is not None and x > t.activation_threshold
                          for x, t in zip(values.values(), self._triggers, strict=True))
-            return _Reading(values, None, error, active), errors
+            return _Reading(values, None, error, active, frozenset(unmatched)), errors
         composite = None
         try:  # a failed trigger is left out of the formula's env, as KEDA does: expr reads it as nil (`x ?? 0`)
             composite = self._formula.evaluate(values)
@@ -246,7 +249,7 @@ class KEDA(AutoscalerBase):
         assert self.config.scaling_modifiers is not None
         # getScaledObjectState: with a formula the object is active only when no trigger failed
         active = not error and composite is not None and composite > self.config.scaling_modifiers.activation_target
-        return _Reading(values, composite, error or composite is None, active), errors
+        return _Reading(values, composite, error or composite is None, active, frozenset(unmatched)), errors
 
     def _fallback_for(self, st: _State, index: int) -> bool:
         """Whether metric ``index`` of the generated HPA is in fallback (failures > failure_threshold)."""
@@ -298,7 +301,8 @@ class KEDA(AutoscalerBase):
 
     def _trigger_reason(self, r: _Reading, errors: list[str], st: _State, in_fallback: bool) -> Reason:
         values = {"triggers": {k: {"query": t.query, "value": r.values[k], "threshold": t.threshold,
-                                   "activation_threshold": t.activation_threshold, "failures": st.failures[k]}
+                                   "activation_threshold": t.activation_threshold, "failures": st.failures[k],
+                                   "matched": k not in r.unmatched}
                                for k, t in zip(self._labels, self._triggers, strict=True)},
                   "composite": r.composite, "active": r.active, "fallback": in_fallback}
         if errors:

@@ -127,12 +127,23 @@ def prometheus_value(result: Any, query: str, ignore_null_values: bool) -> float
     return v
 
 
-def read_trigger(view: ClusterView, v: VariantView, t: Trigger) -> float:
-    """The trigger's value for variant ``v``; ``MetricsUnavailable`` when the read fails."""
+def read_trigger(view: ClusterView, v: VariantView, t: Trigger) -> tuple[float, bool]:
+    """The trigger's value for variant ``v`` and whether it came from a series (False: the query matched
+    nothing or read NaN/Inf, and ``ignoreNullValues`` made it 0); ``MetricsUnavailable`` when the read fails."""
     if t.is_signal:
-        return signal_value(view, v, t.query)
+        return signal_value(view, v, t.query), True
     query = getattr(view.metrics, "query", None)
     if query is None:
         raise MetricsUnavailable("the metrics source cannot run PromQL")
-    return prometheus_value(query(t.query), t.query, t.ignore_null_values)
+    result = query(t.query)
+    value = prometheus_value(result, t.query, t.ignore_null_values)
+    return value, bool(result) and _finite_sample(result[0])
+
+
+def _finite_sample(sample: Any) -> bool:
+    """A vector element whose value reads as a finite number (what ``prometheus_value`` did not substitute)."""
+    try:
+        return math.isfinite(float(sample["value"][1]))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
 

@@ -32,7 +32,7 @@ from scalearena import __version__
 from scalearena.contracts.errors import RunFailed, UserError
 
 from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
-from .cli_progress import RunBar
+from .cli_progress import RunBar, run_lines
 from .executor import EXECUTORS, Executor, make_executor
 from .frontier_spec import FrontierSpec, frontier_option
 from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
@@ -171,9 +171,10 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
         from .fit import oversized
         from .objects import bound_warnings
         from .objects.recipes import queue_warnings
+        from .signal_probe import blind_signals
 
         bounds = [m for a in sc.autoscaler_configs() for m in bound_warnings(a, sc.cluster.variants)]
-        for msg in [*role_blind(sc), *queue_warnings(sc), *bounds]:
+        for msg in [*role_blind(sc), *queue_warnings(sc), *bounds, *blind_signals(sc)]:
             _warn(f"{file}: {msg}")
         for o in oversized(sc):
             _warn(f"{file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for more than "
@@ -297,12 +298,8 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             rec.record(r)
             results.append(r)
             progress.advance(total)
-            mark = {"ok": ("ok", "green"), "bad_input": ("bad input", "red")}.get(r["status"], ("failed", "red"))
-            if r.get("attempts"):
-                mark = (f"{mark[0]} after {r['attempts']} attempts (worker lost)", "yellow")
-            detail = f": {r['error']}" if r["status"] == "failed" else ""  # bad input is printed once at the end
-            line = Text.assemble("  ", mark, f" {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}")
-            progress.console.print(line, highlight=False)
+            for line in run_lines(r):
+                progress.console.print(line, highlight=False)
 
         if executor is not None:
             executor.run(plans, out, done)

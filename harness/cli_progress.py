@@ -40,3 +40,18 @@ class RunBar:
             where = f"{min(now, end):.0f} of {end:.0f} s of scenario time" if now >= 0 else \
                 f"load starts in {-now:.0f} s of scenario time"  # a kube run samples from before its load's t0
             self.progress.console.print(Text(f"  ... {self.label}: {where} after {wall:.0f} s"), highlight=False)
+
+
+def run_lines(r: dict[str, Any]) -> list[Text]:
+    """The lines printed when a run ends: its outcome, then a warning per signal its autoscaler never
+    received (reports/signal_health.py)."""
+    from scalearena.reports.signal_health import blind_text
+
+    mark = {"ok": ("ok", "green"), "bad_input": ("bad input", "red")}.get(r["status"], ("failed", "red"))
+    if r.get("attempts"):
+        mark = (f"{mark[0]} after {r['attempts']} attempts (worker lost)", "yellow")
+    detail = f": {r['error']}" if r["status"] == "failed" else ""  # bad input is printed once at the end
+    lines = [Text.assemble("  ", mark, f" {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}")]
+    for m in (r.get("summary") or {}).get("signals_missing") or ():
+        lines.append(Text.assemble("    ", ("warning", "yellow"), f": {blind_text(m)}"))
+    return lines

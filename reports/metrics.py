@@ -25,6 +25,7 @@ from .provisioning import vs_oracle
 from .recovery import slo_recovery
 from .request_table import RequestTable, as_table
 from .scaling import efficiency_kpis, scaling_kpis
+from .signal_health import signal_health
 from .usage import (
     IDLE_POWER_FRACTION,
     Timeseries,
@@ -282,6 +283,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
                     "slo_recovery": _recovery(requests, slo, duration, meta)},
     }
     summary["efficiency"] = efficiency_kpis(requests, summary["cost"], summary["cost_usd"], summary["energy_kwh"])
+    summary["signals"], summary["signals_missing"] = signal_health(decisions)
     if meta.get("node_pools"):  # cluster.node_pools: the nodes billed, empty ones included
         summary["node_pools"] = meta["node_pools"]
     if (lag := _send_lag(requests)) is not None:

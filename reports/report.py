@@ -36,6 +36,7 @@ from . import run_plots, startup_plots
 from .catalog import BY_ID, cost_metric, cost_tooltip
 from .figures import TimeUnit, page_scripts, time_axis
 from .load import Run, load_results
+from .signal_health import flat_text, missing_text
 from .suite_decide import SUITE_INPUTS
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -99,7 +100,8 @@ def environment() -> Environment:
     # every page that extends base.html inlines the chart code (a page without figures overrides the
     # ``scripts`` block), so no renderer can forget it and ship figures that never draw
     env.globals.update(fmt=fmt, version=__version__, causes=FAILURE_CAUSES, chartjs_version=CHARTJS_VERSION,
-                       chart_scripts=page_scripts)
+                       chart_scripts=page_scripts, missing_text=missing_text,
+                       flat_text=flat_text)
     env.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
     return env
 

@@ -19,6 +19,7 @@ from . import suite_decide, suite_plots, suite_stats, verdict_plots
 from .catalog import BY_ID, Metric, best_index, cost_tooltip, table_metrics
 from .figures import TimeUnit, autoscaler_colors
 from .load import ResultSet, Run, natural_key
+from .signal_health import flat_text, missing_text
 
 
 def suite_colors(rs: ResultSet) -> dict[str, str]:
@@ -122,6 +123,20 @@ def scalar_text(key: str, value: Any) -> Any:
     return value
 
 
+def blind_runs(rs: ResultSet) -> list[dict[str, str]]:
+    """Runs whose autoscaler never received a value for a signal (summary ``signals_missing``) or read one
+    value all run without scaling (``flat_text``), one line per scenario, autoscaler and signal (seeds of
+    one run group say it once), linked to the first run."""
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in sorted(rs.runs, key=lambda r: natural_key(r.key)):
+        lines = [missing_text(m) for m in r.summary.get("signals_missing") or ()] + flat_text(r.summary)
+        for text in lines:
+            out.setdefault((r.scenario, r.autoscaler, text.split(" and it ")[0]), {
+                "run": f"{r.scenario}/{r.autoscaler}", "text": text,
+                "href": "./" + (r.dir / "report.html").relative_to(rs.root).as_posix()})
+    return list(out.values())
+
+
 def suite_context(rs: ResultSet, min_attainment: float | None = None) -> dict[str, Any]:
     """Everything suite.html shows."""
     from .report import page_time_unit
@@ -140,7 +155,7 @@ def suite_context(rs: ResultSet, min_attainment: float | None = None) -> dict[st
     return {"scenarios": sections, "n_runs": len(rs.runs), "autoscalers": sorted(colors.items()), "colors": colors,
             "headings": [{"label": m.label, "unit": m.unit, "id": m.id} for m in metrics], "suite": rs.suite,
             "suite_scalars": scalars, "suite_json": json.dumps(suite, indent=2, sort_keys=True, default=str),
-            "headline": headline, "summary_file": suite_stats.SUMMARY_FILE}
+            "headline": headline, "summary_file": suite_stats.SUMMARY_FILE, "blind": blind_runs(rs)}
 
 
 def summary_json(rs: ResultSet) -> dict[str, Any]:
