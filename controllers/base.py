@@ -132,6 +132,7 @@ class VariantView:
     profile: ReplicaProfile | None = None  # the swept latency table of one replica (None: engine unknown)
     admission: Admission | None = None  # the gateway's saturation test for its pods (None: none, or unknown)
     role: str = "both"  # llm-d.ai/role of its pods: both (aggregated), prefill or decode (P/D disaggregation)
+    termination_grace_s: float | None = None  # the pods' terminationGracePeriodSeconds (None: unknown)
 
 
 @dataclass(frozen=True)

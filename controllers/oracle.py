@@ -7,14 +7,19 @@ arrival rate and the requests' token lengths give, per variant, what one
 replica can serve unsaturated (``oracle_capacity``: KV-limited slots, Little's
 law); the model's demand is then handed out greedily, cheapest capacity
 first (``order``: variantCost per request/s served by default, or plain
-variantCost as WVA orders variants), each variant up to its max.
+variantCost as WVA orders variants), each variant up to its max. A model
+served prefill/decode-disaggregated is handed out twice, every request to
+the prefill pool and to the decode pool, each sized for its half of the
+work (``pools``, ``oracle_capacity``).
 
 Cold start: a replica asked for now is ready ``startup_s`` later, and a
 replica given back now cannot be had again sooner than that. So at time t
-each variant runs the most replicas any bucket in [t, t + startup_s +
-period_s] needs: new replicas arrive in time for the demand they serve and
-no replica is released that would be needed again before a new one could
-start. ``startup_s`` is the variant's (``VariantView.startup_s``) or
+each variant runs the most replicas any bucket in [t - drain, t + startup_s +
+period_s] needs: new replicas arrive in time for the demand they serve, no
+replica is released that would be needed again before a new one could
+start, and none is released under requests that would outlive its grace
+period (drain = the mean service time minus ``termination_grace_s``, 0 for
+short requests: a 2048-token decode of ~59 s outlives a 30 s grace). ``startup_s`` is the variant's (``VariantView.startup_s``) or
 ``default_startup_s``.
 
 Limits: a greedy hand-out, not an integer optimum across variants; bucket
@@ -72,6 +77,7 @@ class OracleConfig(AutoscalerConfig):
 
 
 _Alloc = dict[str, tuple[int, Capacity | None]]
+KUBERNETES_GRACE_S = 30.0  # a pod's terminationGracePeriodSeconds when its spec does not say
 
 
 class Oracle(AutoscalerBase):
@@ -118,7 +124,7 @@ class Oracle(AutoscalerBase):
                    v: VariantView) -> Decision:
         w = self.config.window_s
         end = now + self._lead(v) + self.period_s
-        b0, b1 = math.floor(now / w), math.floor(end / w)
+        b0, b1 = math.floor(max(0.0, now - self._drain(model, fc, variants, v, now)) / w), math.floor(end / w)
         best, best_b, best_rate, best_cap = 0, b0, 0.0, None
         for b in range(b0, b1 + 1):
             alloc, rate = self._allocate(model, fc, variants, b)
@@ -137,6 +143,15 @@ class Oracle(AutoscalerBase):
             reasons.append(Reason("clamp", f"oracle: {best} clamped to [{v.min_replicas}, {v.max_replicas}]",
                                   {"min_replicas": v.min_replicas, "max_replicas": v.max_replicas}))
         return Decision(v.name, v.spec_replicas, desired, tuple(reasons))
+
+    def _drain(self, model: str, fc: ArrivalForecast, variants: list[VariantView], v: VariantView, now: float) -> float:
+        """How far back the replicas still serve what arrived: a request admitted s seconds ago runs for the
+        window's mean service time, and a replica removed under it is killed once the grace period
+        (``termination_grace_s``, Kubernetes' 30 s when unknown) runs out; so the buckets of the last
+        service - grace seconds keep their replicas."""
+        cap = self._allocate(model, fc, variants, math.floor(now / self.config.window_s))[0][v.name][1]
+        grace = KUBERNETES_GRACE_S if v.termination_grace_s is None else v.termination_grace_s
+        return 0.0 if cap is None else max(0.0, cap.service_s - grace)
 
     def capacity_plan(self, variants: Sequence[VariantView], forecast: Sequence[ArrivalForecast],
                       until_s: float) -> dict[str, Any] | None:
@@ -176,20 +191,36 @@ class Oracle(AutoscalerBase):
         rate = (hi - lo) / w
         alloc: _Alloc = {v.name: (0, None) for v in variants}
         if hi > lo:
-            caps = {}
-            for v in variants:
-                caps[v.name] = replica_capacity(v.engine, ins[lo:hi], outs[lo:hi], c.kv_target,
-                                                c.default_ttft_ms, c.default_itl_ms, v.step_model)
-
-            def rank(v: VariantView) -> tuple[float, float, str]:
-                per = v.cost / (caps[v.name].rate_rps * c.utilization)
-                return (per if c.order == "cost_per_capacity" else v.cost, v.cost, v.name)
-
-            left = rate
-            for v in sorted(variants, key=rank):
-                mu = caps[v.name].rate_rps * c.utilization
-                n = min(v.max_replicas, max(0, math.ceil(left / mu - 1e-9)))
-                alloc[v.name] = (n, caps[v.name])
-                left = max(0.0, left - n * mu)
+            for pool, role in pools(variants):
+                caps = {v.name: replica_capacity(v.engine, ins[lo:hi], outs[lo:hi], c.kv_target, c.default_ttft_ms,
+                                                 c.default_itl_ms, v.step_model, role) for v in pool}
+                alloc.update(self._hand_out(pool, caps, rate))
         self._alloc[key] = (alloc, rate)
         return alloc, rate
+
+    def _hand_out(self, pool: list[VariantView], caps: dict[str, Capacity], rate: float) -> _Alloc:
+        """``rate`` handed out over ``pool``, cheapest capacity first (``order``), each variant up to its max."""
+        c, left = self.config, rate
+        out: _Alloc = {}
+
+        def rank(v: VariantView) -> tuple[float, float, str]:
+            per = v.cost / (caps[v.name].rate_rps * c.utilization)
+            return (per if c.order == "cost_per_capacity" else v.cost, v.cost, v.name)
+
+        for v in sorted(pool, key=rank):
+            mu = caps[v.name].rate_rps * c.utilization
+            n = min(v.max_replicas, max(0, math.ceil(left / mu - 1e-9)))
+            out[v.name] = (n, caps[v.name])
+            left = max(0.0, left - n * mu)
+        return out
+
+
+def pools(variants: list[VariantView]) -> list[tuple[list[VariantView], str]]:
+    """The pools one model's demand is handed out over, each with the role its replicas are sized for: with
+    prefill and decode variants, every request is counted on both (the decode pool also takes ``both``
+    variants, as llm-d's decode profile does); otherwise one pool of whole requests."""
+    prefill = [v for v in variants if v.role == "prefill"]
+    decode = [v for v in variants if v.role != "prefill"]
+    if prefill and any(v.role == "decode" for v in decode):
+        return [(prefill, "prefill"), (decode, "decode")]
+    return [(variants, "both")]

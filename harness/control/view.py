@@ -52,6 +52,7 @@ class VariantInfo:
     profile: ReplicaProfile | None = None  # VariantView.profile: the swept per-replica latency table
     admission: Admission | None = None  # VariantView.admission: the gateway's saturation test
     role: str = "both"  # VariantView.role: llm-d.ai/role (both | prefill | decode)
+    termination_grace_s: float | None = None  # VariantView.termination_grace_s
 
 
 def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def variant_info(spec: Any, gpu: Any, index: int, admission: Admission | None = 
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
         engine=(engine := engine_settings(spec, gpu, f"cluster.variants[{index}].engine")),
         step_model=step_model(engine, gpu), profile=replica_profile(engine, gpu), admission=admission,
-        role=spec.role,
+        role=spec.role, termination_grace_s=spec.termination_grace_s,
     )
 
 
@@ -104,7 +105,7 @@ def _plan_views(variants: Sequence[VariantInfo]) -> list[VariantView]:
         name=i.name, model=i.model, gpu=i.gpu, gpus_per_replica=i.gpus_per_replica, cost=i.cost,
         min_replicas=i.min_replicas, max_replicas=i.max_replicas, spec_replicas=0, ready=0, pending=0,
         terminating=0, pods=(), metrics_available=True, startup_s=i.startup_s, engine=i.engine,
-        step_model=i.step_model) for i in variants]
+        step_model=i.step_model, role=i.role, termination_grace_s=i.termination_grace_s) for i in variants]
 
 
 def oracle_plan(variants: Sequence[VariantInfo], forecast: Sequence[ArrivalForecast]) -> dict[str, Any] | None:
@@ -279,7 +280,7 @@ def build_view(now: float, variants: Sequence[VariantInfo], replicas: Mapping[st
             ready=len(st.ready), pending=st.pending, terminating=st.terminating, pods=pods,
             metrics_available=available, target_exists=st.target_exists, startup_s=info.startup_s,
             engine=info.engine, step_model=info.step_model, starting=st.starting, profile=info.profile,
-            admission=info.admission, role=info.role,
+            admission=info.admission, role=info.role, termination_grace_s=info.termination_grace_s,
         ))
     return ClusterView(now=now, variants=tuple(out), metrics=metrics, router_queue=dict(router_queue or {}),
                        gpu_capacity=gpu_capacity, forecast=forecast)

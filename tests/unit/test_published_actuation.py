@@ -19,11 +19,12 @@ from scalearena.controllers.base import Decision, Reason
 from scalearena.harness.backends.sim import Simulation
 from scalearena.harness.control.actuation import POD_STEP, PublishedActuation
 from scalearena.harness.control.plane import ControlPlane
-from scalearena.harness.control.ports import ReplicaStatus, VirtualClock
+from scalearena.harness.control.ports import VirtualClock
 from scalearena.harness.control.view import VariantInfo
 from scalearena.harness.scenario import scenario_from_data
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import build_requests
+from tests.unit.test_control_plane_fast import Ports, Writer
 
 ROOT = Path(__file__).resolve().parents[2]
 PHASE = 0.94
@@ -94,38 +95,15 @@ class Policy:
     decide_fast = decide
 
 
-class Ports:
-    def __init__(self, spec: int) -> None:
-        self.spec = {"a": spec}
-        self.scaled: list[tuple[str, int]] = []
-
-    def replicas(self, variant: str) -> ReplicaStatus:
-        return ReplicaStatus(self.spec[variant], (), 0, 0)
-
-    def scale(self, variant: str, replicas: int) -> None:
-        self.scaled.append((variant, replicas))
-        self.spec[variant] = replicas
-
-    def router_queue(self) -> dict[str, int]:
-        return {"m": 1}
-
-    def evaluate_at(self, now: float) -> None:
-        pass
-
-    def latest_pod_samples(self, variant: str) -> list[Any]:
-        return []
-
-
-class Writer:
-    def add_decision(self, *_: Any, **__: Any) -> None:
-        pass
-
-    def add_timeseries(self, row: Any) -> None:
-        pass
+def _ports(spec: int) -> Ports:
+    """test_control_plane_fast's fake, variant a at ``spec`` replicas and one request queued for model m."""
+    ports = Ports()
+    ports.spec, ports.queue = {"a": spec}, {"m": 1}
+    return ports
 
 
 def _plane(spec: int) -> tuple[ControlPlane, Policy, Ports]:
-    policy, ports = Policy(), Ports(spec)
+    policy, ports = Policy(), _ports(spec)
     variants = [VariantInfo("a", "m", "A100-80GB", 1, 1.0, 0, 40)]
     plane = ControlPlane(policy, "spy", variants, clock=VirtualClock(), metrics=ports, actuator=ports,  # type: ignore[arg-type]
                          probe=ports, writer=Writer(), last_scrape=grid)
@@ -154,7 +132,7 @@ def test_from_zero_and_on_the_fast_loop_the_control_plane_scales_directly() -> N
 
 
 def test_a_policy_without_published_actuation_scales_at_once() -> None:
-    policy, ports = Policy(), Ports(1)
+    policy, ports = Policy(), _ports(1)
     policy.actuation = "direct"  # type: ignore[misc]
     policy.want = 2
     plane = ControlPlane(policy, "spy", [VariantInfo("a", "m", "A100-80GB", 1, 1.0, 0, 40)], clock=VirtualClock(),

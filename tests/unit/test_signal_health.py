@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from scalearena.cli import main
 from scalearena.reports.signal_health import flat_text, missing_text, signal_health
@@ -56,15 +56,20 @@ def test_multimetric_without_gpu_utilization_is_flagged() -> None:
     assert [m["signal"] for m in missing] == ["gpu_raw"]  # kv_mean had a value; p99 is not required
 
 
+def _run_byo(out: Path, duration_s: int, override: str) -> Result:
+    """``scalearena run`` of the byo-objects example, shortened to ``duration_s`` without drain, one --set more."""
+    r = CliRunner().invoke(main, ["run", str(ROOT / "workloads/scenarios/byo-objects.yaml"), "--out", str(out),
+                                  "--set", f"duration_s={duration_s}", "--set", "drain_s=0", "--set", override])
+    assert r.exit_code == 0, r.output
+    return r
+
+
 def test_a_user_hpa_in_the_wrong_namespace_is_flagged_in_summary_json(tmp_path: Path) -> None:
     """The byo-objects example with NAMESPACE=llm-d: the adapter rule's query selects
     namespace="llm-d", where the run exports namespace="scalearena", so the External metric has no
     rows in any sync; the hpa preset beside it reads its signals and is not flagged."""
     out = tmp_path / "out"
-    r = CliRunner().invoke(main, ["run", str(ROOT / "workloads/scenarios/byo-objects.yaml"), "--out", str(out),
-                                  "--set", "duration_s=60", "--set", "drain_s=0",
-                                  "--set", "autoscalers.1.env.NAMESPACE=llm-d"])
-    assert r.exit_code == 0, r.output
+    r = _run_byo(out, 60, "autoscalers.1.env.NAMESPACE=llm-d")
     mine = json.loads((out / "byo-objects" / "my-hpa" / "summary.json").read_text())
     preset = json.loads((out / "byo-objects" / "hpa" / "summary.json").read_text())
     assert preset["signals_missing"] == []
@@ -99,10 +104,7 @@ def test_llmd_queue_behind_a_rejecting_router_reads_zero_all_run(tmp_path: Path)
     """byo-objects' router rejects at saturation (admission: saturation), so no request ever waits at the
     gateway: the queue recipe's epp-queue-size reads 0 in every poll and it never scales."""
     out = tmp_path / "out"
-    r = CliRunner().invoke(main, ["run", str(ROOT / "workloads/scenarios/byo-objects.yaml"), "--out", str(out),
-                                  "--set", "duration_s=120", "--set", "drain_s=0",
-                                  "--set", "autoscalers=[{kind: llmd-queue}]"])
-    assert r.exit_code == 0, r.output
+    _run_byo(out, 120, "autoscalers=[{kind: llmd-queue}]")
     summary = json.loads((out / "byo-objects" / "llmd-queue" / "summary.json").read_text())
     assert summary["scaling_actions"] == 0 and summary["signals_missing"] == []
     assert any(line.startswith("llmd-queue read epp-queue-size as 0 in all") for line in flat_text(summary))
