@@ -14,7 +14,7 @@ FRONTIER ?=
 # FRONTIER=1: also run the oracle frontier (the bound of the report's regret; docs/metrics.md)
 SEEDS ?= 5
 
-.PHONY: bench test perf fidelity lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
+.PHONY: bench test perf fidelity bound lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
 
 # The simulator's compiled core (harness/native.py: mypyc over these modules, the .py files stay the
 # reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
@@ -93,6 +93,11 @@ perf: $(BUILT)
 # under results/sim-vs-real are kept (--reuse); UPDATE_DOCS=1 writes the table into docs/fidelity.md and README.
 fidelity: $(BUILT) kwok-tools
 	$(BIN)/python benchmarks/sim_vs_real.py --reuse $(if $(UPDATE_DOCS),--update-docs)
+
+# Is the oracle frontier a bound? Every autoscaler on every shipped scenario and generated long-prompt, P/D and
+# bursty workloads (workloads/suites/bound.yaml); exits 1 naming each autoscaler beyond noise below it.
+bound: $(BUILT)
+	$(BIN)/python benchmarks/bound_check.py --out $(if $(filter results/sim,$(OUT)),results/bound,$(OUT))
 
 lint: $(STAMP)
 	$(BIN)/ruff check scalearena contracts harness controllers workloads reports paper tests benchmarks

@@ -19,7 +19,7 @@ class FrontierSpec(StrictSpec):
     enabled: bool = Field(default=False, description="Run the oracle frontier for every scenario, sweep point "
                           "and seed of the suite (simulator only; --frontier/--no-frontier override).")
     utilization: list[Annotated[float, Field(gt=0, le=MAX_UTILIZATION)]] = Field(
-        default_factory=lambda: [1.25, 1.0, 0.9, 0.75, 0.5], min_length=1,
+        default_factory=lambda: [2.0, 1.25, 1.0, 0.9, 0.75, 0.5], min_length=1,
         description="Oracle utilization settings to run (share of a replica's unsaturated capacity planned "
                     "busy, 0 < u <= 4; below 1: headroom, above 1: fewer replicas than the load needs).")
     floor: bool = Field(default=True, description="Also run the floor: every variant at its min_replicas "

@@ -60,7 +60,7 @@ def to_point(rs: ResultSet, runs: list[Run], cost: Metric) -> Point:
     return Point(name=runs[0].autoscaler, cost=_mean(runs, cost), gpu_hours=_mean(runs, BY_ID["gpu_hours"]),
                  attainment=_mean(runs, BY_ID["slo_attainment"]), goodput_rps=_mean(runs, BY_ID["goodput_rps"]),
                  bound=is_bound(rs, runs[0]), complete=all(r.summary.get("complete") is not False for r in runs),
-                 n=len(runs))
+                 n=len(runs), requests=sum(int(r.summary.get("requests_total") or 0) for r in runs))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ states every rule:
 * the **bound** (``Frontier``): the lower convex hull of the hindsight points in (attainment, cost),
   flat at the floor's cost below the floor's attainment (no run is billed less than every variant at
   its min_replicas), undefined above the best attainment a hindsight point reached;
-* **regret** of a point = its GPU-hours minus the bound's GPU-hours at its attainment (``Regret``:
-  n/a with the reason where the bound is undefined); a point more than ``NOISE`` below the bound
+* **regret** of a point = its GPU-hours minus the bound's GPU-hours at its attainment, taken at the
+  low end of the attainment's 95 % Wilson interval over its requests (``wilson_low``: a run that met
+  the SLO on all of 1201 requests is consistent with 99.7 %, so a frontier point at 99.8 % bounds it);
+  n/a with the reason where the bound is undefined (``Regret``); a point more than ``NOISE`` below the bound
   is a **bound violation**, shown as such (it means the bound is not one there), one within it is
   on the bound (regret 0);
 * the **Pareto front**: deployable points no other deployable point dominates (cost no higher and
@@ -28,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from .stats import wilson_low
 
 DEFAULT_TARGET = 0.95  # SLO attainment a run must reach to be a candidate (scenario/suite setting, CLI override)
 BOUND_KINDS = frozenset({"oracle"})  # autoscalers that read the future: bounds, never deployable picks
@@ -49,6 +53,7 @@ class Point:
     bound: bool = False  # hindsight: shown as the bound, never picked
     complete: bool = True
     n: int = 1  # seeds averaged into this point
+    requests: int = 0  # requests its attainment is a share of, all seeds together (0: unknown)
     floor: bool = False  # every variant at min_replicas all run long: nothing is billed less
     frontier: bool = False  # an oracle-frontier run (harness/frontier.py), not one of the compared autoscalers
 
@@ -146,9 +151,11 @@ def regret(p: Point, frontier: Frontier) -> Regret:
     hull = frontier.hull()
     if not hull:
         return Regret("no_bound", note="no oracle run")
-    bound = frontier.at(p.attainment)
+    # the bound at the lowest attainment the point is consistent with: 1201 of 1201 requests is also 99.7 %
+    attainment = wilson_low(p.attainment, p.requests) if p.requests else p.attainment
+    bound = frontier.at(attainment)
     if bound is None:
-        if p.attainment > hull[-1][0]:
+        if attainment > hull[-1][0]:
             return Regret("beyond", note=f"attainment above the bound's best ({hull[-1][0]:.1%})")
         return Regret("below", note=f"below the bound's lowest point ({hull[0][0]:.1%}; run --frontier)")
     r = p.gpu_hours - bound

@@ -49,7 +49,7 @@ def test_single_objective_study_finds_the_cheapest_static_fleet_meeting_the_targ
     # the bound: the oracle frontier on the study's seed (u=1 is the oracle reference run) and #1499's number;
     # the floor (1 replica, the minimum) serves everything here, as one replica does: 1 x 60 s = 1/60 GPU-h
     bound = meta["frontier"]
-    assert [p["setting"] for p in bound["points"]] == ["floor", "u=1.25", "u=1", "u=0.9", "u=0.75", "u=0.5"]
+    assert [p["setting"] for p in bound["points"]] == ["floor", "u=2", "u=1.25", "u=1", "u=0.9", "u=0.75", "u=0.5"]
     floor = bound["points"][0]["summary"]
     assert floor["slo_attainment"]["both"] == 1.0 and floor["gpu_hours"] == pytest.approx(1 / 60, rel=1e-9)
     assert len(bound["perfect_system"]) == 1

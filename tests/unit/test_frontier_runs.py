@@ -54,7 +54,7 @@ def test_utilization_beyond_four_is_refused() -> None:
 def test_spec_shorthand_defaults_and_bad_values() -> None:
     assert FrontierSpec.model_validate(True) == FrontierSpec(enabled=True)
     spec = FrontierSpec(enabled=True)
-    assert spec.utilization == [1.25, 1.0, 0.9, 0.75, 0.5] and spec.floor
+    assert spec.utilization == [2.0, 1.25, 1.0, 0.9, 0.75, 0.5] and spec.floor
     with pytest.raises(ValidationError, match="utilization.0"):
         FrontierSpec(utilization=[0])
     with pytest.raises(ValidationError):

@@ -115,3 +115,20 @@ def test_the_bound_is_convex_rising_and_under_every_hindsight_point(raw: list[tu
     if lo >= hull[0][0]:
         assert b_mid <= (b_lo + b_hi) / 2 + 1e-9  # convex above the floor
     assert f.at(top + 0.01) is None  # undefined above the best attainment reached
+
+
+def test_the_bound_is_read_at_the_low_end_of_the_attainment_interval() -> None:
+    """The modern suite's pd-prefill-heavy: the frontier reached 99.84 % at 0.719 GPU-h and 100 % only at
+    1.064; static met the SLO on 1201 of 1201 requests for 0.90 GPU-h. At A = 1.0 the bound is 1.064 and
+    static sat 0.164 below it (beyond 5 % noise: a violation); its Wilson low end is 0.996812, between the
+    floor-side vertex (0.9536, 0.7125) and (0.9984, 0.7194): 0.7125 + 0.0069 x (0.996812 - 0.9536) / 0.0448
+    = 0.71916, so regret = 0.90 - 0.71916 = +0.1808."""
+    f = Frontier((hp("floor", 0.3744, 0.60, floor=True), hp("u=1.25", 0.9536, 0.7125), hp("u=1", 0.9984, 0.7194),
+                  hp("u=0.5", 1.0, 1.0639)))
+    without_n = regret(Point("static", 1.8, 0.90, 1.0), f)
+    assert (without_n.status, without_n.gpu_hours) == ("violation", pytest.approx(0.90 - 1.0639))
+    r = regret(Point("static", 1.8, 0.90, 1.0, requests=1201), f)
+    assert (r.status, r.gpu_hours) == ("ok", pytest.approx(0.1808, abs=2e-4))
+    # beyond the frontier's best only when the low end is: 60 of 60 requests (low end 0.9398) reads the hull
+    assert regret(Point("few", 1.8, 0.90, 1.0, requests=60), Frontier(f.points[:3])).status == "ok"
+    assert regret(Point("many", 1.8, 0.90, 1.0, requests=10**6), Frontier(f.points[:3])).status == "beyond"

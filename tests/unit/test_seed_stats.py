@@ -134,3 +134,18 @@ def test_suite_page_and_summary_file_carry_the_intervals(tmp_path):
     assert "6.000" in html and "± 2.484" in html  # goodput's format {:.3f}, mean and half width
     assert "Differences between autoscalers over 3 seeds" in html
     assert [r.key for r in load_results(root).runs][:1] == ["stairs/a/seed-1"]
+
+
+def test_wilson_low_is_scipys_wilson_interval() -> None:
+    """reports/stats.py writes the closed form by hand (scipy.stats costs a second to import); scipy is the
+    independent reference. By hand for 1201 of 1201: z = 1.959964, z^2/n = 0.0031986; centre 1 + 0.0015993,
+    spread z x sqrt(0 + 0.0031986 / 4804) = 1.959964 x 0.00081598 = 0.0015993 -> (1.0015993 - 0.0015993) /
+    1.0031986 = 0.996812."""
+    from scipy.stats import binomtest
+
+    from scalearena.reports.stats import wilson_low
+
+    assert wilson_low(1.0, 1201) == pytest.approx(0.996812, abs=1e-6)
+    for k, n in ((1201, 1201), (1199, 1201), (600, 1201), (1, 10), (7, 9), (511, 3600)):
+        assert wilson_low(k / n, n) == pytest.approx(binomtest(k, n).proportion_ci(method="wilson").low, abs=1e-12)
+    assert wilson_low(0.5, 0) == 0.5  # no requests known: the share itself
