@@ -29,6 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from scalearena import __version__
+from scalearena.contracts.cli_params import ANY_JOBS, JOBS, OutDir, check_jobs
 from scalearena.contracts.errors import RunFailed, UserError
 
 from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
@@ -344,11 +345,11 @@ def _print_table(results: list[dict[str, Any]]) -> None:
 @_cluster_option
 @click.option("--autoscaler", "autoscaler_names", multiple=True,
               help="Autoscaler label or kind to run (repeatable); default: the scenario's list, else all.")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", type=OutDir(), default=None,
               help="Results folder; default a fresh results/runs/<scenario>-<UTC timestamp>.")
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (sim only); default all cores.")
+@click.option("--jobs", type=JOBS, default=None, help="Parallel runs (sim only); default all cores.")
 @_backend_option
 def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str | None, seed: int | None,
         overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...]) -> None:
@@ -367,10 +368,11 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
 @main.command()
 @click.argument("suite_file", metavar="SUITE", type=click.Path(dir_okay=False))
 @_cluster_option
-@click.option("--out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", type=OutDir(), default=None,
               help="Results folder; default results/<suite>.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a field in every scenario.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel runs (sim only); default all cores.")
+@click.option("--jobs", type=ANY_JOBS, default=None,
+              help="Parallel runs (sim only; at most 4 per core, or 4096 on Ray); default all cores.")
 @_backend_option
 @_executor_options
 @frontier_option("the suite file's `frontier:`")
@@ -379,6 +381,8 @@ def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, 
     """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator (or on Ray)."""
     from .runner import default_jobs
     from .suite import load_suite
+
+    check_jobs(jobs, executor_kind)
 
     spec, plans = load_suite(suite_file, list(overrides))
     out_dir = Path(out) if out else Path("results") / spec.name

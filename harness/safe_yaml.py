@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.files import read_regular
 from scalearena.contracts.limits import MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 
@@ -87,18 +88,9 @@ def _guarded(load: Any, text: str, where: str) -> Any:
 
 
 def read_text(path: str | Path) -> str:
-    """A user file's UTF-8 text, refused past ``MAX_YAML_BYTES``; every failure a UserError naming it."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError("file not found", where=str(path), expected="a readable YAML file")
-    try:
-        size = p.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise UserError(f"file is {size:,} bytes", where=str(path),
-                            expected=f"at most {MAX_YAML_BYTES:,} bytes")
-        raw = p.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read: {e.strerror or e}", where=str(path)) from None
+    """A user file's UTF-8 text, refused past ``MAX_YAML_BYTES`` or when it is no regular file (contracts/files.py);
+    every failure a UserError naming it."""
+    raw = read_regular(path, MAX_YAML_BYTES, "a readable YAML file")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:

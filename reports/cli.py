@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from scalearena.contracts.cli_params import JOBS
 from scalearena.contracts.errors import UserError
 
 
@@ -47,7 +48,7 @@ def _fail(err: UserError) -> None:
 
 @click.command("report")
 @click.argument("results_dir", type=click.Path(path_type=Path))
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+@click.option("--jobs", "-j", type=JOBS, default=None,
               help="Processes rendering run reports in parallel (default: one per CPU).")
 @click.option("--force", is_flag=True, help="Render every page, even those whose inputs did not change.")
 @click.option("--min-attainment", type=click.FloatRange(0.0, 1.0), default=None,

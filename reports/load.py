@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.files import read_regular
 from scalearena.contracts.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS
 
 
@@ -33,6 +34,8 @@ def natural_key(text: str) -> list[Any]:
 
 
 _SEED_DIR = re.compile(r"seed-(\d+)")
+MAX_JSON_BYTES = 64 * 1024 * 1024  # a summary.json or suite.json (a few KB to a few MB written here)
+MAX_JSONL_BYTES = 1024 * 1024 * 1024  # decisions.jsonl / pods.jsonl of a week-long run
 
 
 @dataclass
@@ -102,7 +105,8 @@ def _read_jsonl(path: Path) -> list[Any]:
     if not path.is_file():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = read_regular(path, MAX_JSONL_BYTES, "a JSON-lines file written by scalearena").decode("utf-8", "replace")
+    for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
@@ -150,9 +154,10 @@ def _read_parquet(path: Path, columns: tuple[str, ...], only: tuple[str, ...] | 
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    raw = read_regular(path, MAX_JSON_BYTES, "a JSON file written by scalearena")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:  # ValueError: bad JSON, bytes that are not UTF-8
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bytes that are not UTF-8
         raise UserError(f"cannot read JSON: {type(e).__name__}: {e}", where=str(path)) from None
     if not isinstance(data, dict):
         raise UserError("expected a JSON object", where=str(path))

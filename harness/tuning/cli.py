@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from scalearena.contracts.cli_params import OutDir, check_jobs
 from scalearena.contracts.errors import UserError
 from scalearena.reports.verdict import Verdict
 
@@ -85,7 +86,7 @@ def best_text(v: Verdict, t: Tuning) -> str:
                    "default the scenario's attainment_target, else 0.95.")
 @click.option("--param", "params", multiple=True, metavar="NAME=LOW:HIGH[:log]",
               help="Change a parameter's range, NAME=A,B,C for choices, NAME=VALUE to pin it (repeatable).")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", type=OutDir(), default=None,
               help="Study folder (study.db, trials, report); default results/tune/<scenario>-<autoscaler>.")
 @click.option("--jobs", type=int, default=None, help="Trials run at once; default all cores (Ray: its CPUs).")
 @click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe", show_default=True,
@@ -103,6 +104,7 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
          overrides: tuple[str, ...], executor_kind: str, address: str | None, report: bool,
          with_frontier: bool | None) -> None:
     """Tune one autoscaler's parameters on SCENARIO with Optuna: the cheapest configuration meeting the SLO."""
+    check_jobs(jobs, executor_kind)
     from scalearena.controllers.registry import REGISTRY
 
     objs = parse_objectives(objectives)

@@ -152,7 +152,7 @@ def test_summary_table_shows_the_reports_cost_unit(capsys):
 def test_jobs_below_one_is_refused_before_anything_runs(tmp_path, command):
     # --jobs 0 ran one job silently; now click refuses it (exit 2) before the scenario is even read
     r = scalearena(command, str(tmp_path / "never-read.yaml"), "--jobs", "0", "--out", str(tmp_path / "out"))
-    assert r.returncode == 2 and "'--jobs': 0 is not in the range x>=1" in r.stderr
+    assert r.returncode == 2 and "'--jobs': 0 is outside 1.." in r.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -20,12 +20,12 @@ import asyncio
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import click
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.files import read_regular
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -294,7 +294,8 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
         raise click.BadParameter("needs --admin-token-file (the admin API is off without a token)",
                                  param_hint="--admin-port")
     if o["admin_token_file"]:
-        token = Path(o["admin_token_file"]).read_text(encoding="utf-8").strip()
+        raw = read_regular(o["admin_token_file"], 4096, "a file holding the admin token")
+        token = raw.decode("utf-8", "replace").strip()
         if len(token) < 16:
             raise click.BadParameter("the token must be at least 16 characters", param_hint="--admin-token-file")
     cfg = RouterServerConfig(spec=spec, port=o["port"], host=o["host"], endpoints_file=o["endpoints_file"],

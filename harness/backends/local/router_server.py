@@ -60,6 +60,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from scalearena.contracts.errors import UserError
+from scalearena.contracts.files import read_regular
 from scalearena.harness.router import Route, RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import POD_HEADER, PROBE_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
@@ -193,10 +195,10 @@ class RouterServer:
                 mtime = os.stat(path).st_mtime_ns
                 if mtime != self._file_mtime:
                     self._file_mtime = mtime
-                    with open(path, encoding="utf-8") as f:
-                        await self.set_endpoints(endpoint_entries(json.load(f)))
-            except (OSError, json.JSONDecodeError):
-                pass  # half-written or missing: next round
+                    raw = read_regular(path, 64 * 1024 * 1024, "the endpoints file")
+                    await self.set_endpoints(endpoint_entries(json.loads(raw)))
+            except (OSError, json.JSONDecodeError, UserError):
+                pass  # half-written, missing or no regular file: next round
             except (ValueError, RecursionError) as e:  # the watch goes on: the next write may be good
                 log.info("ignored %s: %s", path, e)
             await asyncio.sleep(0.05)

@@ -1,0 +1,54 @@
+"""Reading a file a user named: only a regular file, and only up to a size.
+
+``/dev/zero`` as a summary or a token file read until MemoryError; a FIFO in its place blocked for ever
+(issue 31). So a user's file is opened without blocking (``O_NONBLOCK``: opening a FIFO for reading
+otherwise waits for a writer), checked to be a regular file on the descriptor itself (``fstat``: no
+window for a swap between a check and the open), and read to at most ``limit`` bytes (a ``/proc`` file
+reports size 0, so the size is checked on what was read too). Every refusal is a ``UserError`` naming the
+file and what was expected.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import UserError
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: str | Path, limit: int, what: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them; ``what`` names the file's role in
+    the error ("a YAML file")."""
+    where = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise UserError("file not found", where=where, expected=what) from None
+    except OSError as e:
+        raise UserError(f"cannot open: {e.strerror or e}", where=where, expected=what) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UserError(f"is {_kind(mode)}, not a regular file", where=where, expected=what)
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise UserError(f"cannot read: {e.strerror or e}", where=where, expected=what) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise UserError(f"larger than {limit:,} bytes", where=where, expected=f"{what} of at most {limit:,} bytes")
+    return b"".join(chunks)
