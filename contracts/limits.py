@@ -30,6 +30,7 @@ MAX_KV_BLOCKS = 100_000_000
 MAX_FACTOR = 1_000.0  # multipliers (slow cold start, flash crowd, time factor under load)
 MAX_COST = 1e9  # cost per replica-hour
 MAX_SEED = 2**63 - 1
+MAX_SEEDS = 1_000  # seeds one run is repeated with (a suite's seeds:, tune --seeds)
 MAX_MAGNITUDE = 2**63  # any other number: beyond this it is a typo or an attack, not a setting
 LOOP_FIELDS = ("period_s", "fast_period_s")  # plus every *interval_s: periodic loops
 MAX_YAML_BYTES = 16 * 1024 * 1024  # a scenario or suite file

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from scalearena import __version__
@@ -33,7 +32,7 @@ from scalearena.contracts.cli_params import ANY_JOBS, JOBS, OutDir, check_jobs
 from scalearena.contracts.errors import RunFailed, UserError
 
 from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
-from .cli_progress import RunBar, run_lines
+from .cli_progress import RunBar, print_table, run_lines
 from .executor import EXECUTORS, Executor, make_executor
 from .frontier_spec import FrontierSpec, frontier_option
 from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
@@ -270,7 +269,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             if any(r["status"] == "ok" for r in results):
                 if report:
                     _write_report(out)
-                _print_table(results)
+                print_table(results)
         except KeyboardInterrupt as e:
             interrupted = interrupted or e
             err_console.print(Text("report not written (interrupted)"))
@@ -320,26 +319,6 @@ def _write_report(out: Path) -> None:
         _warn(f"report not written: {type(e).__name__}: {e}")
 
 
-def _print_table(results: list[dict[str, Any]]) -> None:
-    rows = sorted((r for r in results if r["status"] == "ok"), key=lambda r: r["dir"])
-    if not rows:
-        return
-    from scalearena.reports.catalog import cost_metric
-
-    cost = cost_metric([r["summary"] for r in rows])  # the report's one cost unit: USD if priced, else GPU-hours
-    t = Table("run", "goodput rps", "throughput rps", "failures", "TTFT p99 ms", "replicas mean",
-              "cost USD" if cost.id == "cost_usd" else "GPU-hours")
-    t.columns[0].overflow = "fold"
-    for r in rows:
-        s = r["summary"]
-        p99 = s["ttft_ms"]["p99"]
-        t.add_row(Text(r["dir"]), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
-                  str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
-                  f"{s['replicas']['mean']:.2f}", cost.format(cost.value(s)))
-    # piped output (CI logs) gets a wide table instead of rich's 80-column default
-    Console(width=None if sys.stdout.isatty() else 150).print(t)
-
-
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @_cluster_option
@@ -376,18 +355,26 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
 @_backend_option
 @_executor_options
 @frontier_option("the suite file's `frontier:`")
+@click.option("--tuned", "tuned_trials", type=click.IntRange(min=1), default=None, metavar="TRIALS",
+              help="First tune every tunable autoscaler (TRIALS trials on a training seed) and run it as "
+                   "<name>-tuned beside its defaults (docs/tuning.md).")
 def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, ...], jobs: int | None,
-          backend_options: tuple[str, ...], executor_kind: str, address: str | None, with_frontier: bool | None) -> None:
+          backend_options: tuple[str, ...], executor_kind: str, address: str | None, with_frontier: bool | None,
+          tuned_trials: int | None) -> None:
     """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator (or on Ray)."""
     from .runner import default_jobs
     from .suite import load_suite
 
     check_jobs(jobs, executor_kind)
-
     spec, plans = load_suite(suite_file, list(overrides))
     out_dir = Path(out) if out else Path("results") / spec.name
     options = parse_option_flags(backend_options)
     ex = _executor(executor_kind, cluster, jobs or default_jobs(cluster), address)
+    if tuned_trials is not None:
+        from .tuning.tuned_suite import with_tuned
+
+        plans = with_tuned(plans, out_dir, tuned_trials, cluster, jobs or default_jobs(cluster), ex,
+                           lambda line: err_console.print(Text(line)))
     on = spec.frontier.enabled if with_frontier is None else with_frontier
     sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), spec.name, os.path.abspath(suite_file),
                       backend_options=options, executor=ex, frontier=spec.frontier if on else None))

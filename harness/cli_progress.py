@@ -6,11 +6,14 @@ time instead: how far the run is in scenario time and how long it has taken.
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
 from rich.progress import Progress
+from rich.table import Table
 from rich.text import Text
 
 QUIET_LINE_S = 20.0  # wall seconds between two plain progress lines when there is no terminal
@@ -55,3 +58,23 @@ def run_lines(r: dict[str, Any]) -> list[Text]:
     for m in (r.get("summary") or {}).get("signals_missing") or ():
         lines.append(Text.assemble("    ", ("warning", "yellow"), f": {blind_text(m)}"))
     return lines
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    rows = sorted((r for r in results if r["status"] == "ok"), key=lambda r: r["dir"])
+    if not rows:
+        return
+    from scalearena.reports.catalog import cost_metric
+
+    cost = cost_metric([r["summary"] for r in rows])  # the report's one cost unit: USD if priced, else GPU-hours
+    t = Table("run", "goodput rps", "throughput rps", "failures", "TTFT p99 ms", "replicas mean",
+              "cost USD" if cost.id == "cost_usd" else "GPU-hours")
+    t.columns[0].overflow = "fold"
+    for r in rows:
+        s = r["summary"]
+        p99 = s["ttft_ms"]["p99"]
+        t.add_row(Text(r["dir"]), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
+                  str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
+                  f"{s['replicas']['mean']:.2f}", cost.format(cost.value(s)))
+    # piped output (CI logs) gets a wide table instead of rich's 80-column default
+    Console(width=None if sys.stdout.isatty() else 150).print(t)

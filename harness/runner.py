@@ -116,6 +116,7 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
         # run can be over in 0.1 s, and a Ctrl-C or a bad option at any point (the finish included) must
         # still leave a summary.json marked incomplete
         cfg, derived = plan.autoscaler, dict(getattr(plan.autoscaler, "derived", None) or {})  # a recipe's values
+        derived |= plan.notes  # suite --tuned: what was tuned, where
         if getattr(cfg, "size", None):  # static-peak / static-mean: the count found by simulation
             from .static_sizing import size_static
 

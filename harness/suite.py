@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from scalearena.contracts.errors import UserError
-from scalearena.contracts.limits import StrictSpec
+from scalearena.contracts.limits import MAX_SEED, MAX_SEEDS, StrictSpec
 
 from .frontier_spec import FrontierSpec
 from .scenario import Scenario, apply_overrides, read_yaml, scenario_from_data
@@ -46,9 +46,10 @@ class SuiteSpec(StrictSpec):
     autoscalers: list[str] | Literal["all"] = Field(
         default="all", description="Default autoscalers for every run: labels/kinds, or 'all' registered ones."
     )
-    seeds: list[int] | None = Field(
-        default=None, description="Seeds to repeat every run with (seed-<n>/ folders); null = each scenario's seed."
-    )
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_SEEDS,
+        description=f"Seeds to repeat every run with (seed-<n>/ folders; each 0..2^63-1, at most {MAX_SEEDS}); "
+                    "null = each scenario's seed.")
     attainment_target: float | None = Field(
         default=None, ge=0, le=1, description="SLO-attainment target of the report's verdict for every scenario "
         "that sets none; null = 0.95.")
@@ -67,6 +68,9 @@ class RunPlan:
     # the autoscaler's colour on the suite page: the worker that ran the plan then writes the run's
     # report.html at once (runner.run_plan), while other runs go on; None: no page (frontier, tuning)
     page_color: str | None = None
+    # settings found before the run (suite --tuned: the tuned values and where they sit in their ranges),
+    # written to the run's events as derived settings, as a static pool's sizing is
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

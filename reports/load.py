@@ -34,6 +34,7 @@ def natural_key(text: str) -> list[Any]:
 
 
 _SEED_DIR = re.compile(r"seed-(\d+)")
+TUNING_DIR = "tuning"  # OUT/tuning/: the studies of `suite --tuned` (harness/tuning/tuned_suite.py)
 MAX_JSON_BYTES = 64 * 1024 * 1024  # a summary.json or suite.json (a few KB to a few MB written here)
 MAX_JSONL_BYTES = 1024 * 1024 * 1024  # decisions.jsonl / pods.jsonl of a week-long run
 
@@ -177,6 +178,8 @@ def load_results(out_dir: str | Path) -> ResultSet:
     runs = []
     for path in sorted(root.rglob("summary.json")):
         rel = path.parent.relative_to(root).as_posix()
+        if suite is not None and rel.startswith(TUNING_DIR + "/"):
+            continue  # suite --tuned's studies: their trials are not the suite's runs
         runs.append(Run(path.parent, rel, read_json(path)))
     if not runs:
         raise UserError("no runs found (no summary.json below it)", where=str(out_dir))

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from scalearena.contracts.cli_params import OutDir, check_jobs
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_SEEDS
 from scalearena.reports.verdict import Verdict
 
 from .. import frontier
@@ -32,9 +33,11 @@ from .trials import Outcome, outcome, plans
 err = Console(stderr=True)
 
 
-def _positive(value: int, flag: str) -> int:
+def _positive(value: int, flag: str, most: int | None = None) -> int:
     if value < 1:
         raise UserError(f"{flag} {value}: must be at least 1")
+    if most is not None and value > most:
+        raise UserError(f"{flag} {value}: at most {most:,}")
     return value
 
 
@@ -117,10 +120,11 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
         raise UserError(f"{base.label} has nothing to search", expected="a --param NAME=LOW:HIGH")
     oracle = None if base.kind == "oracle" else next((a for a in sc.autoscalers if a.kind == "oracle"),
                                                     REGISTRY.default_config("oracle"))
+    n_seeds, n_trials = _positive(seeds, "--seeds", MAX_SEEDS), _positive(trials, "--trials")
     out_dir = Path(out) if out else Path("results") / "tune" / f"{sc.name}-{base.label}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    t = Tuning(sc, base, oracle, space, objs, target, [sc.seed + i for i in range(_positive(seeds, "--seeds"))],
-               out_dir, _positive(trials, "--trials"), sampler, sampler_seed,
+    t = Tuning(sc, base, oracle, space, objs, target, [sc.seed + i for i in range(n_seeds)], out_dir, n_trials,
+               sampler, sampler_seed,
                frontier.FrontierSpec(enabled=True) if with_frontier is not False else None)
     if executor_kind == "local" and address is not None:
         raise UserError("--address is for --executor ray", expected="--executor ray --address ADDR")

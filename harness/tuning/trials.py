@@ -57,13 +57,20 @@ def as_written(cfg: AutoscalerConfig) -> AutoscalerConfig:
     return cfg.model_copy(update=reset)
 
 
-def plans(sc: Scenario, cfg: AutoscalerConfig, folder: str, seeds: list[int]) -> list[RunPlan]:
-    """The runs of one configuration: ``folder/seed-<s>`` for each seed, the scenario holding only ``cfg``."""
+def holding(sc: Scenario, cfg: AutoscalerConfig) -> tuple[Scenario, AutoscalerConfig]:
+    """``sc`` holding only ``cfg``, and ``cfg`` as it runs there: a recipe's or a user's objects read again
+    with its (sampled, tuned) ``env``, whose placeholders may have changed."""
     written = as_written(cfg)
     one = sc.model_copy(update={"autoscalers": [written]})
     if written is not cfg:
-        one = compile_objects(one, None)  # its placeholders may have changed: read the objects again
+        one = compile_objects(one, None)
         cfg = one.autoscalers[0]
+    return one, cfg
+
+
+def plans(sc: Scenario, cfg: AutoscalerConfig, folder: str, seeds: list[int]) -> list[RunPlan]:
+    """The runs of one configuration: ``folder/seed-<s>`` for each seed, the scenario holding only ``cfg``."""
+    one, cfg = holding(sc, cfg)
     return [RunPlan(one.model_copy(update={"seed": s}), cfg, f"{folder}/seed-{s}") for s in seeds]
 
 

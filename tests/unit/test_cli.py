@@ -133,17 +133,17 @@ def test_local_without_prometheus_fails_before_any_progress(scenario_file, tmp_p
 
 
 def test_summary_table_shows_the_reports_cost_unit(capsys):
-    from scalearena.harness.cli import _print_table
+    from scalearena.harness.cli_progress import print_table
 
     def row(name: str, usd: float | None) -> dict:
         s = {"goodput_rps": 5.383, "throughput_rps": 5.522, "failures": {"rejected": 44}, "ttft_ms": {"p99": 2146.2},
              "replicas": {"mean": 8.18}, "cost": 1.466, "gpu_hours": 1.466, "cost_usd": usd}
         return {"dir": name, "status": "ok", "summary": s}
 
-    _print_table([row("a/hpa", 10.09), row("a/wva", 7.03)])  # priced: USD, as the pages show (was variant-cost 1.47)
+    print_table([row("a/hpa", 10.09), row("a/wva", 7.03)])  # priced: USD, as the pages show (was variant-cost 1.47)
     out = capsys.readouterr().out
     assert "cost USD" in out and "10.09" in out and "7.03" in out and "1.47" not in out
-    _print_table([row("a/hpa", 10.09), row("a/wva", None)])  # one run without prices: GPU-hours for all
+    print_table([row("a/hpa", 10.09), row("a/wva", None)])  # one run without prices: GPU-hours for all
     out = capsys.readouterr().out
     assert "GPU-hours" in out and "1.466" in out and "10.09" not in out
 

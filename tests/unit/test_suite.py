@@ -51,3 +51,17 @@ def test_unknown_autoscaler_lists_allowed_names(tmp_path, scenario_dict):
     p = write_yaml(tmp_path / "suite.yaml", {"name": "s", "autoscalers": ["hpaa"], "runs": [{"scenario": "sc.yaml"}]})
     with pytest.raises(UserError, match="unknown autoscaler 'hpaa'.*expected one of .*hpa"):
         load_suite(p)
+
+
+@pytest.mark.parametrize(("seeds", "message"), [
+    ([-1], "seeds.0: Input should be greater than or equal to 0"),
+    ([2**64], "seeds.0: Input should be less than or equal to 9223372036854775807"),
+    (list(range(1001)), "seeds: List should have at most 1000 items"),
+    ([], "seeds: List should have at least 1 item"),
+])
+def test_seeds_are_bounded_like_a_scenarios_seed(tmp_path, scenario_dict, seeds, message):
+    """A suite's seeds: passed validation with -1, 2**64 and 10**100 (issue 31) and failed in the run."""
+    write_yaml(tmp_path / "sc.yaml", scenario_dict)
+    p = write_yaml(tmp_path / "suite.yaml", {"name": "s", "seeds": seeds, "runs": [{"scenario": "sc.yaml"}]})
+    with pytest.raises(UserError, match=message):
+        load_suite(p)

@@ -95,6 +95,7 @@ def test_objectives_default_and_bad_names() -> None:
     (["--param", "nope=1:2"], "error: --param nope=1:2: wva has no parameter 'nope'"),
     (["--trials", "0"], "error: --trials 0: must be at least 1"),
     (["--seeds", "0"], "error: --seeds 0: must be at least 1"),
+    (["--seeds", str(2**63)], "error: --seeds 9223372036854775808: at most 1,000"),  # was a MemoryError
     (["--jobs", "0"], "error: --jobs 0: must be at least 1"),  # was taken as "all cores"
 ])
 def test_bad_tune_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
