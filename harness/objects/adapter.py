@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from scalearena.contracts.series import CATALOGUE
 from scalearena.controllers.hpa.engine import TARGET_PODS
 
+from ..promql.shape import check_shape
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -119,6 +121,7 @@ def label_for(resources: Resources, resource: str, group: str = "") -> str | Non
 
 def _name_matchers(series_query: str) -> tuple[str | None, list[tuple[str, str]]]:
     """The exact metric name of a series selector, or its ``__name__`` matchers (op, value)."""
+    check_shape(series_query)
     node = pp.parse(series_query)
     if not isinstance(node, pp.VectorSelector):
         raise ValueError(f"seriesQuery {series_query!r} is not a series selector")

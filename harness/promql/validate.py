@@ -16,6 +16,7 @@ import promql_parser as pp
 from .errors import PromQLParseError, UnsupportedPromQL
 from .functions import MATH_FUNCTIONS, RANGE_FUNCTIONS
 from .position import describe, error_position
+from .shape import check_shape
 
 SUPPORTED_FUNCTIONS = frozenset(
     {*RANGE_FUNCTIONS, *MATH_FUNCTIONS, "quantile_over_time", "histogram_quantile", "clamp", "clamp_min",
@@ -37,6 +38,7 @@ def position_of(query: str, word: str, occurrence: int = 0, *, call: bool = True
 
 
 def parse_supported(query: str) -> Any:
+    check_shape(query)  # before the parser sees it: its cost grows faster than the text (shape.py)
     try:
         node = pp.parse(query)
     except ValueError as e:
