@@ -40,6 +40,7 @@ from .values import (
     Value,
     Vector,
     drop_name,
+    go_div,
     go_max,
     go_min,
 )
@@ -309,11 +310,15 @@ def _clamp_like(name: str, vec: Vector, params: list[float], t: int) -> Vector:
         return Vector(Sample(drop_name(s.labels), go_max(params[0], s.value), t) for s in vec)
     if name == "clamp_max":
         return Vector(Sample(drop_name(s.labels), go_min(params[0], s.value), t) for s in vec)
-    if name == "round":
-        inv = 1.0 / (params[0] if params else 1.0)
-        return Vector(Sample(drop_name(s.labels), math.floor(s.value * inv + 0.5) / inv
-                             if math.isfinite(s.value * inv) else s.value, t) for s in vec)
+    if name == "round":  # funcRound: floor(v * inv + 0.5) / inv in IEEE floats (round(x, 0): inv = +Inf, NaN)
+        inv = go_div(1.0, params[0] if params else 1.0)
+        return Vector(Sample(drop_name(s.labels), go_div(_go_floor(s.value * inv + 0.5), inv), t) for s in vec)
     raise AssertionError(f"function {name} passed validation but has no implementation")
+
+
+def _go_floor(x: float) -> float:
+    """Go's math.Floor: infinities and NaN are their own floor (Python's math.floor raises on them)."""
+    return float(math.floor(x)) if math.isfinite(x) else x
 
 
 def _check_unique(vector: Vector) -> None:

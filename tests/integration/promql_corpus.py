@@ -255,7 +255,7 @@ _EDGES = [
     "delta(edge_values{kind=\"neg\"}[2m])", "idelta(edge_values{kind=\"neg\"}[1m])",
     "edge_values", "sum(edge_values)", "max(edge_values)", "min(edge_values)", "avg(edge_values)",
     "edge_values > 10", "edge_values > bool 10", "10 < edge_values", "edge_values == edge_values",
-    "abs(edge_values)", "ceil(edge_values / 7)", "floor(edge_values / 7)", "clamp(edge_values, -5, 50)",
+    "abs(edge_values)", "round(edge_values, 0)", "round(edge_values / 7, 0.5)", "round(edge_values)", "ceil(edge_values / 7)", "floor(edge_values / 7)", "clamp(edge_values, -5, 50)",
     "clamp_min(edge_values, 3)", "max_over_time(edge_values[2m])", "min_over_time(edge_values[2m])",
     "avg_over_time(edge_values[3m])", "sum_over_time(edge_values[1m])", "quantile_over_time(0.75, edge_values[3m])",
     "scalar(edge_values{kind=\"neg\"}) * 2", "scalar(edge_values)", "vector(scalar(sum(edge_values{kind=\"neg\"})))",

@@ -170,3 +170,16 @@ def test_outside_the_subset_is_a_user_error_with_the_position(query: str, kind: 
     assert isinstance(info.value, UserError)
     assert info.value.position == position
     assert words in str(info.value) and f"character {position}" in str(info.value)
+
+
+def test_round_follows_funcround_in_ieee_floats() -> None:
+    """Prometheus' funcRound: floor(v x (1 / to_nearest) + 0.5) / (1 / to_nearest) in Go floats, where 1 / 0 is +Inf
+    (round(x, 0) failed the run with ZeroDivisionError, issue 31). By hand: -1.5 -> floor(-1.0) = -1; 2.5 -> 3;
+    to the nearest 0.5: 1.26 -> floor(3.02) / 2 = 1.5; to 0: v x Inf = +-Inf, floor(+-Inf) / Inf = NaN, and
+    0 x Inf = NaN; an infinite sample stays infinite at to_nearest 1 (Inf / 1)."""
+    e = _engine(x__a=[(0, -1.5)], x__b=[(0, 2.5)], y__c=[(0, 1.26)], z__z=[(0, 0.0)], w__w=[(0, math.inf)])
+    assert _by(e.query("round(x)", 0)) == {"a": -1.0, "b": 3.0}
+    assert _by(e.query("round(y, 0.5)", 0)) == {"c": 1.5}
+    zero = _by(e.query("round(x, 0)", 0)) | _by(e.query("round(z, 0)", 0))
+    assert set(zero) == {"a", "b", "z"} and all(math.isnan(v) for v in zero.values())
+    assert _by(e.query("round(w)", 0)) == {"w": math.inf}
