@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scalearena.contracts.series import CATALOGUE
 from scalearena.controllers.hpa.engine import TARGET_PODS
 
+from ..promql.regex import compiled, label_match, search
 from ..promql.shape import check_shape
 
 
@@ -134,7 +135,7 @@ def _name_matchers(series_query: str) -> tuple[str | None, list[tuple[str, str]]
 
 
 def _op_ok(op: str, pattern: str, name: str) -> bool:
-    full = re.fullmatch(pattern, name) is not None
+    full = label_match(pattern, name)
     return {"Equal": name == pattern, "NotEqual": name != pattern, "Re": full, "NotRe": not full}.get(op, False)
 
 
@@ -145,15 +146,15 @@ def candidate_series(rule: DiscoveryRule, extra_names: list[str]) -> list[str]:
     keep = [n for n in pool if all(_op_ok(op, v, n) for op, v in ops)]
     for f in rule.seriesFilters:
         if f.is_:
-            keep = [n for n in keep if re.search(f.is_, n)]
+            keep = [n for n in keep if search(f.is_, n)]
         if f.isNot:
-            keep = [n for n in keep if not re.search(f.isNot, n)]
+            keep = [n for n in keep if not search(f.isNot, n)]
     return keep
 
 
 def metric_name(rule: DiscoveryRule, series: str) -> str | None:
     """What the adapter calls ``series`` under this rule (None: ``name.matches`` does not match)."""
-    pattern = re.compile(rule.name.matches or ".*")
+    pattern = compiled(rule.name.matches or ".*")
     m = pattern.search(series)
     if m is None:
         return None

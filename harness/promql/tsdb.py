@@ -12,13 +12,12 @@ staleness marker, as Prometheus writes one when a target stops exposing it.
 """
 from __future__ import annotations
 
-import re
 import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 
+from .regex import label_match
 from .values import NAME, Labels, make_labels
 
 # Prometheus' staleness marker: a NaN with this exact bit pattern (model/value/value.go StaleNaN).
@@ -34,10 +33,6 @@ def to_ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
-@lru_cache(maxsize=512)
-def _regex(pattern: str) -> re.Pattern[str]:
-    # Prometheus anchors label regexes: =~"a.*" means ^(?:a.*)$ (model/labels/regexp.go).
-    return re.compile(f"(?:{pattern})\\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +49,7 @@ class LabelMatcher:
             return v == self.value
         if self.op == "!=":
             return v != self.value
-        hit = _regex(self.value).match(v) is not None
+        hit = label_match(self.value, v)  # RE2, anchored as Prometheus does (regex.py)
         return hit if self.op == "=~" else not hit
 
 

@@ -183,3 +183,19 @@ def test_round_follows_funcround_in_ieee_floats() -> None:
     zero = _by(e.query("round(x, 0)", 0)) | _by(e.query("round(z, 0)", 0))
     assert set(zero) == {"a", "b", "z"} and all(math.isnan(v) for v in zero.values())
     assert _by(e.query("round(w)", 0)) == {"w": math.inf}
+
+
+def test_label_regexes_run_in_linear_time_and_anchor_as_prometheus() -> None:
+    """=~ is RE2 anchored as ^(?s:pattern)$ (model/labels/regexp.go): "(a+)+" against 50,000 a's and a b
+    backtracked for ever in Python's re (issue 31); the dot matches a newline as (?s) says."""
+    from scalearena.harness.promql.regex import label_match
+
+    db = TSDB()
+    db.append("x", {"pod": "a" * 50_000 + "b"}, 0, 1.0)
+    db.append("x", {"pod": "aaa"}, 0, 2.0)
+    e = PromQLEngine(db)
+    assert list(_by(e.query('x{pod=~"(a+)+"}', 0)).values()) == [2.0]  # the long one does not match (a b at its end)
+    assert label_match("a.*", "abc") and not label_match("a.*", "xabc")  # anchored at both ends
+    assert label_match("a.b", "a\nb")  # (?s)
+    with pytest.raises(UserError, match=r"regular expression '\(': missing \)"):
+        label_match("(", "x")
