@@ -67,8 +67,9 @@ class PromQLEngine:
 
     @staticmethod
     def check(query: str) -> None:
-        """Raise the PromQLError a query would raise, without evaluating it (config validation)."""
-        validate.parse_supported(query)
+        """Raise the PromQLError a query an autoscaler or a rule reads would raise, without evaluating it (config
+        validation): also refused when it returns a range vector or a string, which nothing can read."""
+        validate.check_read(query)
 
     def parse(self, query: str) -> Any:
         """The checked AST of a query (cached): a parse error or an unsupported construct raises here."""

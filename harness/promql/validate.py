@@ -23,6 +23,7 @@ SUPPORTED_FUNCTIONS = frozenset(
      "clamp_max", "round", "vector", "scalar", "time", "timestamp", "absent", "sort", "sort_desc"}
 )
 SUPPORTED_AGGREGATIONS = frozenset({"sum", "avg", "min", "max", "count", "group", "topk", "bottomk", "quantile"})
+MAX_SUBQUERY_STEPS = 11_000  # Prometheus' limit on points per series of a range query (web/api/v1/api.go)
 # promql-parser's lexer errors that only the end of the text raises
 _AT_END = frozenset({"unclosed left parenthesis", "unexpected end of input inside braces",
                      "unexpected end of input inside brackets"})
@@ -41,7 +42,11 @@ def parse_supported(query: str) -> Any:
     check_shape(query)  # before the parser sees it: its cost grows faster than the text (shape.py)
     try:
         node = pp.parse(query)
-    except ValueError as e:
+    except BaseException as e:  # promql-parser's Rust panics arrive as pyo3's PanicException (a BaseException)
+        if type(e).__name__ == "PanicException":
+            raise PromQLParseError(f"PromQL parse error: {str(e).splitlines()[0]}", query=query) from None
+        if not isinstance(e, ValueError):
+            raise
         message = str(e)
         unknown = re.search(r"unknown function with name '([^']+)'", message)
         pos = position_of(query, unknown.group(1)) if unknown else None
@@ -55,6 +60,12 @@ def parse_supported(query: str) -> Any:
         raise PromQLParseError(f"PromQL parse error: {message}", query=query, position=pos) from None
     _check_subset(query, node)
     return node
+
+
+def check_read(query: str) -> None:
+    """A query an autoscaler or a recording rule reads (config validation): parsed within the subset, and
+    an instant vector or a scalar."""
+    _top_level(query, parse_supported(query))
 
 
 def _check_subset(query: str, root: Any) -> None:
@@ -96,4 +107,22 @@ def _unsupported(node: Any) -> tuple[str | None, str | None]:
         return "@", "the @ modifier is outside the supported PromQL subset"
     if isinstance(node, pp.VectorSelector) and node.matchers.or_matchers:
         return "or", "`or` inside a label selector is outside the supported PromQL subset"
+    if isinstance(node, pp.SubqueryExpr) and node.step is not None and node.step.total_seconds() > 0:
+        steps = node.range.total_seconds() / node.step.total_seconds()
+        if steps > MAX_SUBQUERY_STEPS:
+            return ":", (f"a subquery of {steps:,.0f} steps ({node.range} at {node.step}), more than the "
+                         f"{MAX_SUBQUERY_STEPS:,} points Prometheus returns per series")
     return None, None
+
+
+def _top_level(query: str, root: Any) -> None:
+    """What an HPA metric, a KEDA trigger and a recording rule read must be an instant vector or a scalar
+    (Prometheus refuses a rule of another type: "invalid expression type ... must be Scalar or instant Vector")."""
+    node = root
+    while isinstance(node, pp.ParenExpr):
+        node = node.expr
+    kind = ("a range vector" if isinstance(node, pp.MatrixSelector | pp.SubqueryExpr)
+            else "a string" if isinstance(node, pp.StringLiteral) else None)
+    if kind:
+        raise UnsupportedPromQL(f"the query returns {kind}; an autoscaler or a rule reads an instant vector or a "
+                                "scalar (e.g. wrap a range in rate() or avg_over_time())", query=query, position=0)

@@ -61,6 +61,11 @@ CASES = [
     ("function outside the subset", so("predict_linear(x[5m], 60)"),
      "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.query: function predict_linear() is outside the "
      "supported PromQL subset at character 0 of"),
+    ("query returning a range vector", so("vllm:num_requests_waiting[5m]"),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.query: the query returns a range vector; an autoscaler "
+     "or a rule reads an instant vector or a scalar"),
+    ("query nested past 64 levels", so("(" * 65 + "x" + ")" * 65),
+     "so.yaml: ScaledObject/my-so: spec.triggers.0.metadata.query: nested more than 64 levels deep at character 64"),
     ("unresolved ${VAR} (block style)", so().replace("scaleTargetRef: {name: va}",
                                                      "scaleTargetRef:\n    name: ${TARGET}"),
      "so.yaml: ScaledObject/my-so: spec.scaleTargetRef.name: ${TARGET} has no value (line 8)"),
