@@ -108,7 +108,7 @@ def _unsupported(node: Any) -> tuple[str | None, str | None]:
     if isinstance(node, pp.VectorSelector) and node.matchers.or_matchers:
         return "or", "`or` inside a label selector is outside the supported PromQL subset"
     if isinstance(node, pp.SubqueryExpr) and node.step is not None and node.step.total_seconds() > 0:
-        steps = node.range.total_seconds() / node.step.total_seconds()
+        steps = (node.range.total_seconds() if node.range is not None else 0.0) / node.step.total_seconds()
         if steps > MAX_SUBQUERY_STEPS:
             return ":", (f"a subquery of {steps:,.0f} steps ({node.range} at {node.step}), more than the "
                          f"{MAX_SUBQUERY_STEPS:,} points Prometheus returns per series")
