@@ -1,10 +1,11 @@
 """``static``: a fixed replica count per variant — the no-autoscaler baseline."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from scalearena.contracts.limits import MAX_REPLICAS
 from scalearena.contracts.tunable import tune
 
 from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, clamp
@@ -16,7 +17,7 @@ class StaticConfig(AutoscalerConfig):
         default=None, ge=0, description="Replicas per variant; null keeps each variant's initial replicas.",
         json_schema_extra=tune(1, 20),
     )
-    per_variant: dict[str, int] = Field(
+    per_variant: dict[str, Annotated[int, Field(ge=0, le=MAX_REPLICAS)]] = Field(
         default_factory=dict, description="Replicas by variant name, overriding `replicas`."
     )
     period_s: float = Field(default=30.0, gt=0, description="How often the fixed target is re-asserted, seconds.")

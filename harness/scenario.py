@@ -266,6 +266,12 @@ class Scenario(_Spec):
         for f in self.faults:
             if isinstance(f, PodCrash) and f.variant and f.variant not in names:
                 raise ValueError(f"fault names unknown variant {f.variant!r}")
+        for a in self.autoscalers:  # a static pool's count of a variant the cluster does not have was ignored
+            counts = getattr(a, "per_variant", None) if a.kind.startswith("static") else None
+            unknown = sorted(set(counts) - names) if isinstance(counts, dict) else []
+            if unknown:
+                raise ValueError(f"autoscaler {a.label!r}: per_variant names no variant of the cluster: "
+                                 f"{', '.join(map(repr, unknown))} (have {', '.join(sorted(names))})")
         self._check_work()
         return self
 

@@ -110,3 +110,16 @@ def test_paper_scenarios_pin_the_emulator_queue_limit():
     for name in names:
         for v in yaml.safe_load((root / "scenarios" / f"{name}.yaml").read_text())["cluster"]["variants"]:
             assert v["engine"]["max_waiting_queue"] == 1000, (name, v["name"])
+
+
+@pytest.mark.parametrize(("per_variant", "message"), [
+    ({"nope": 3}, "per_variant names no variant of the cluster: 'nope'"),
+    ({"VARIANT": -2}, "per_variant.VARIANT: Input should be greater than or equal to 0"),
+])
+def test_a_static_pools_counts_name_real_variants_and_are_not_negative(scenario_dict, per_variant, message):
+    """Both were accepted: an unknown name silently ignored, a negative count clamped (issue 31 item 4)."""
+    variant = scenario_dict["cluster"]["variants"][0]["name"]
+    scenario_dict["autoscalers"] = [{"kind": "static", "per_variant": {
+        (variant if k == "VARIANT" else k): v for k, v in per_variant.items()}}]
+    with pytest.raises(UserError, match=message.replace("VARIANT", variant)):
+        scenario_from_data(scenario_dict, "x.yaml")
