@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_REPLICAS
 from scalearena.controllers.hpa import HPAConfig
 from scalearena.controllers.hpa.behavior import Behavior, ScalingPolicy, ScalingRules
 from scalearena.controllers.hpa.engine import TARGET_PODS, ExternalMetric, PodsMetric
@@ -130,11 +131,20 @@ class HPABehavior(_M):
 
 
 class HPASpec(_M):
+    # int32 fields the API server refuses as anything but an integer (pydantic's lax mode read `true` as 1)
     scaleTargetRef: CrossRef
-    minReplicas: int | None = Field(default=None, ge=0)
-    maxReplicas: int = Field(ge=1)
+    minReplicas: int | None = Field(default=None, ge=0, le=MAX_REPLICAS, strict=True)
+    maxReplicas: int = Field(ge=1, le=MAX_REPLICAS, strict=True)
     metrics: list[MetricSource] = Field(default_factory=list)
     behavior: HPABehavior | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> HPASpec:
+        # k8s.io/kubernetes pkg/apis/autoscaling/validation: validateHorizontalPodAutoscalerSpec
+        if self.minReplicas is not None and self.maxReplicas < self.minReplicas:
+            raise ValueError(f"maxReplicas {self.maxReplicas}: must be greater than or equal to minReplicas "
+                             f"({self.minReplicas})")
+        return self
 
 
 class HPAObject(BaseModel):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_REPLICAS
 from scalearena.controllers.keda import KEDAConfig
 
 from ..schema_help import validated
@@ -85,9 +86,9 @@ class ScaledObjectSpec(_M):
     pollingInterval: int = Field(default=30, gt=0)
     cooldownPeriod: int = Field(default=300, ge=0)
     initialCooldownPeriod: int = Field(default=0, ge=0)
-    idleReplicaCount: int | None = Field(default=None, ge=0)
-    minReplicaCount: int = Field(default=0, ge=0)
-    maxReplicaCount: int = Field(default=100, ge=1)
+    idleReplicaCount: int | None = Field(default=None, ge=0, le=MAX_REPLICAS, strict=True)  # int32: no `true`
+    minReplicaCount: int = Field(default=0, ge=0, le=MAX_REPLICAS, strict=True)
+    maxReplicaCount: int = Field(default=100, ge=1, le=MAX_REPLICAS, strict=True)
     fallback: FallbackSpec | None = None
     advanced: Advanced | None = None
     triggers: list[TriggerSpec] = Field(min_length=1)

@@ -149,6 +149,13 @@ def test_hpa_metrics_become_the_adapter_queries(tmp_path: Path) -> None:
     ({"hpa.yaml": hpa(PODS, extra="  minReplica: 2\n"), "a.yaml": ADAPTER}, "spec.minReplica: unknown field"),
     ({"hpa.yaml": hpa(PODS), "a.yaml": ADAPTER.replace("max by", "maxx by")},
      "spec.metrics.0.pods: PromQL parse error"),
+    # the API server's rules (pkg/apis/autoscaling/validation) and int32 fields, which were accepted (issue 31)
+    ({"hpa.yaml": hpa(PODS, extra="  minReplicas: 9\n"), "a.yaml": ADAPTER},
+     "spec: maxReplicas 8: must be greater than or equal to minReplicas (9)"),
+    ({"hpa.yaml": hpa(PODS).replace("maxReplicas: 8", "maxReplicas: true"), "a.yaml": ADAPTER},
+     "spec.maxReplicas: Input should be a valid integer"),
+    ({"hpa.yaml": hpa(PODS).replace("maxReplicas: 8", "maxReplicas: 5000"), "a.yaml": ADAPTER},
+     "spec.maxReplicas: Input should be less than or equal to 1000"),
 ])
 def test_errors_name_file_object_and_field(tmp_path: Path, files: dict[str, str], message: str) -> None:
     with pytest.raises(UserError) as e:
