@@ -32,10 +32,48 @@ MAX_COST = 1e9  # cost per replica-hour
 MAX_SEED = 2**63 - 1
 MAX_SEEDS = 1_000  # seeds one run is repeated with (a suite's seeds:, tune --seeds)
 MAX_MAGNITUDE = 2**63  # any other number: beyond this it is a typo or an attack, not a setting
-LOOP_FIELDS = ("period_s", "fast_period_s")  # plus every *interval_s: periodic loops
+LOOP_FIELDS = ("period_s", "fast_period_s")  # plus every *interval_s: periodic loops (a step each interval)
+REFRESH_FIELDS = ("refresh_s",)  # state refreshed lazily when read: a minimum interval, no steps of their own
 MAX_YAML_BYTES = 16 * 1024 * 1024  # a scenario or suite file
 MAX_YAML_NODES = 1_000_000  # values after alias expansion (a "billion laughs" file is refused)
 MAX_YAML_DEPTH = 64  # nesting of mappings and lists
+
+
+def is_loop(name: str) -> bool:
+    """Whether a field named ``name`` is a periodic loop's interval (one step of the run per interval)."""
+    return name in LOOP_FIELDS or name.endswith("interval_s")
+
+
+def loop_intervals(data: Any, prefix: str = "") -> dict[str, float]:
+    """Every periodic loop's interval in a dumped config (``model_dump``), by dotted path: the scrape, sample,
+    node pools' and each autoscaler's (period, fast period, KEDA polling, planner intervals, ...)."""
+    out: dict[str, float] = {}
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for k, v in items:
+        path = f"{prefix}{k}" if not prefix or prefix.endswith(" ") else f"{prefix}.{k}"
+        if isinstance(v, dict | list):
+            out.update(loop_intervals(v, path))
+        elif isinstance(k, str) and is_loop(k) and isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            out[path] = float(v)
+    return out
+
+
+def work_problem(peaks: list[float | None], duration_s: float, window_s: float, loops: dict[str, float]) -> str | None:
+    """What exceeds the limits of a run's work, derived from several fields each within its own limit: a
+    workload's peak rate (flash_crowd base x factor), the requests (peak rate x duration_s, all workloads), and
+    each periodic loop's steps over the window (``loop_intervals``)."""
+    for i, p in enumerate(peaks):
+        if p is not None and p > MAX_RATE_RPS:
+            return f"workload {i} peaks at {p:,.0f} requests/s; the limit is {MAX_RATE_RPS:,.0f}"
+    requests = sum(p for p in peaks if p is not None) * duration_s
+    if requests > MAX_REQUESTS:
+        return (f"the workload would send up to {requests:,.0f} requests (peak rate x duration_s); "
+                f"the limit is {MAX_REQUESTS:,}")
+    for name, interval in loops.items():
+        if window_s / interval > MAX_STEPS:
+            return (f"{name} {interval:g} s over {window_s:g} s is {window_s / interval:,.0f} steps; "
+                    f"the limit is {MAX_STEPS:,}")
+    return None
 
 
 def unit_problem(name: str, value: float) -> str | None:
@@ -50,7 +88,7 @@ def unit_problem(name: str, value: float) -> str | None:
         return f"{value:g} s is longer than the limit of {MAX_DURATION_S:g} s (a week)"
     if name.endswith("_ms") and abs(value) > MAX_DURATION_S * 1000:
         return f"{value:g} ms is longer than the limit of {MAX_DURATION_S * 1000:g} ms (a week)"
-    if (name in LOOP_FIELDS or name.endswith("interval_s")) and 0 < value < MIN_INTERVAL_S:
+    if (is_loop(name) or name in REFRESH_FIELDS) and 0 < value < MIN_INTERVAL_S:
         return f"{value:g} s is shorter than the limit of {MIN_INTERVAL_S:g} s for a periodic loop"
     if name.endswith("_rps") and value > MAX_RATE_RPS:
         return f"{value:g} requests/s exceeds the limit of {MAX_RATE_RPS:g}"

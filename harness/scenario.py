@@ -26,9 +26,9 @@ from scalearena.contracts.limits import (
     MAX_COST,
     MAX_GPUS_PER_REPLICA,
     MAX_REPLICAS,
-    MAX_REQUESTS,
     MAX_SEED,
-    MAX_STEPS,
+    loop_intervals,
+    work_problem,
 )
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.registry import REGISTRY
@@ -276,22 +276,13 @@ class Scenario(_Spec):
         return self
 
     def _check_work(self) -> None:
-        """Refuse, before generating anything, a run whose requests or loop steps exceed the limits."""
-        span = self.window_s
-        peaks = [w.arrivals.peak_rps for w in self.workloads]
-        requests = sum(p for p in peaks if p is not None) * self.duration_s
-        if requests > MAX_REQUESTS:
-            raise ValueError(f"the workload would send up to {requests:,.0f} requests (peak rate x duration_s); "
-                             f"the limit is {MAX_REQUESTS:,}")
-        loops: dict[str, float | None] = {"metrics.scrape_interval_s": self.metrics.scrape_interval_s,
-                 "metrics.sample_interval_s": self.metrics.sample_interval_s}
-        for a in self.autoscalers:
-            loops[f"autoscaler {a.label} period_s"] = getattr(a, "period_s", None)
-            loops[f"autoscaler {a.label} fast_period_s"] = getattr(a, "fast_period_s", None)
-        for name, interval in loops.items():
-            if interval and span / interval > MAX_STEPS:
-                raise ValueError(f"{name} {interval:g} s over {span:g} s is {span / interval:,.0f} steps; "
-                                 f"the limit is {MAX_STEPS:,}")
+        """Refuse, before generating anything, a run whose rate, requests or loop steps exceed the limits: the
+        scenario's own loops (scrape, sample, node pools) and each autoscaler's, found by field name."""
+        loops = {**loop_intervals(self.model_dump(exclude={"autoscalers"})), **{
+            k: v for a in self.autoscalers for k, v in loop_intervals(a.model_dump(), f"autoscaler {a.label} ").items()}}
+        problem = work_problem([w.arrivals.peak_rps for w in self.workloads], self.duration_s, self.window_s, loops)
+        if problem:
+            raise ValueError(problem)
 
     @property
     def window_s(self) -> float:
@@ -403,3 +394,4 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None, seed: in
 
 
 ScenarioAdapter = TypeAdapter(Scenario)
+

@@ -79,6 +79,13 @@ def test_unreadable_yaml_is_one_error(tmp_path: Path, content: bytes, fragment: 
         (("workload", "input_tokens", "value"), 10**9, "input_tokens"),
         (("faults",), [{"kind": "metrics_outage", "start_s": 50, "end_s": 10}], "end_s 10 must be after start_s 50"),
         (("seed",), 2**70, "seed"),
+        # derived costs (issue 31): each field within its own limit, their product or steps not
+        (("workload", "arrivals"), {"kind": "flash_crowd", "base_rps": 10000, "factor": 1000, "start_s": 10,
+                                    "duration_s": 5}, "workload 0 peaks at 10,000,000 requests/s; the limit is 10,000"),
+        (("router", "refresh_s"), 1e-9, "router.refresh_s: 1e-09 s is shorter than the limit of 0.01 s"),
+        # KEDA polling at 0.01 s (the minimum interval) over a week: 604,800 / 0.01 = 60,480,000 steps (and the
+        # drain's) > 5,000,000; it used to validate and then hang
+        (("autoscalers", 0), {"kind": "keda", "polling_interval_s": 0.01}, "autoscaler keda polling_interval_s 0.01 s"),
     ],
 )
 def test_absurd_values_are_refused_by_the_schema(tmp_path, scenario_dict, path, value, fragment) -> None:
@@ -86,6 +93,8 @@ def test_absurd_values_are_refused_by_the_schema(tmp_path, scenario_dict, path, 
     for k in path[:-1]:
         node = node.setdefault(k, {}) if isinstance(node, dict) else node[k]
     node[path[-1]] = value
+    if path == ("autoscalers", 0) and value.get("kind") == "keda":
+        scenario_dict["duration_s"] = 604_800  # a week: the most a scenario may last
     p = tmp_path / "absurd.yaml"
     p.write_text(yaml.safe_dump(scenario_dict).replace("1.0e+12", "1e12"))
     one_error(invoke("validate", str(p)), str(p), fragment)
