@@ -567,3 +567,26 @@ def test_router_leaves_the_harness_probe_out_of_the_request_metrics(router: Serv
     assert (of_b(count), of_b(received)) == (before, arrived)
     assert post(router.url, {"model": "b", "prompt": "a", "max_tokens": 1}).status_code == 200
     assert wait_for(lambda: (of_b(count), of_b(received)) == (before + 1, arrived + 1))  # an ordinary one counts
+
+
+def _hostile(url: str, path: str, method: str, token: str | None = None) -> list[tuple[str, int]]:
+    """Issue 31 item 8: requests that got HTTP 500 with a traceback: a JSON integer of 5,000 digits, a body
+    marked gzip that is not, a non-UTF-8 Authorization header; and Expect: 100-continue, which must still work."""
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    js = {"Content-Type": "application/json", **auth}
+    big = b'{"model": "b", "prompt": "x", "max_tokens": ' + b"9" * 5000 + b"}"
+    cases = [("5,000-digit integer", {"data": big, "headers": js}),
+             ("gzip that is not", {"data": b"not gzip at all", "headers": {"Content-Encoding": "gzip", **js}}),
+             ("Expect: 100-continue", {"data": b'{"model": "b", "prompt": "x", "max_tokens": 1}' if not token
+                                       else b'{"endpoints": []}', "headers": {"Expect": "100-continue", **js}})]
+    out = [(name, requests.request(method, url + path, timeout=10, **kw).status_code) for name, kw in cases]
+    r = requests.get(url + "/admin/state", headers={"Authorization": b"Bearer \xff\xfe"}, timeout=10)
+    return [*out, ("non-UTF-8 Authorization", r.status_code)]
+
+
+def test_hostile_bodies_and_headers_get_a_client_error_never_a_500(engine: Server, router: Server) -> None:
+    # engine: 400, 400, 200 (1 token), 404 (no admin API); router: 400, 400, 200 (no endpoints), 401
+    assert [s for _, s in _hostile(engine.url, "/v1/completions", "POST")] == [400, 400, 200, 404]
+    assert [s for _, s in _hostile(router.url, "/admin/endpoints", "PUT", TOKEN)] == [400, 400, 200, 401]
+    for server in (engine, router):
+        assert "Traceback" not in server.stderr(), server.stderr()[-2000:]

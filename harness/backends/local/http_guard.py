@@ -21,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
 from .openai_api import ApiError, error_response
 
@@ -145,6 +146,8 @@ async def read_body(request: web.Request) -> bytes:
         return await asyncio.wait_for(request.read(), limits.body_timeout_s)
     except TimeoutError:
         raise ApiError(408, "timeout", f"request body not received within {limits.body_timeout_s:g} s") from None
+    except (HttpProcessingError, RequestPayloadError, zlib.error, ValueError) as e:  # a Content-Encoding it lacks
+        raise ApiError(400, "invalid_request_error", f"the body cannot be decoded: {type(e).__name__}") from None
 
 
 class Listener:
@@ -160,7 +163,10 @@ class Listener:
 
 async def listen(app: web.Application, host: str, port: int, name: str) -> Listener:
     """Start serving ``app`` on host:port (0: any free port); print where it listens."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True)
+    # auto_decompress off: a body marked Content-Encoding gzip that is not made aiohttp's parser store an error
+    # that it re-raised and logged as "Unhandled exception" after the 400 went out; the engines, like vLLM's
+    # server, read the body as sent (a compressed body is then not JSON: 400)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True, auto_decompress=False)
     await runner.setup()
     registry, timeout_s = app[_REGISTRY], app[_LIMITS].header_timeout_s
     server = runner.server

@@ -183,7 +183,7 @@ def parse_request(raw: bytes, chat: bool) -> ParsedRequest:
 
     try:
         body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except ValueError as e:  # not JSON, not UTF-8, or an integer past Python's 4,300 digits
         raise ApiError(400, "invalid_request_error", f"the body is not valid JSON: {e}") from None
     except RecursionError:  # e.g. 100,000 nested arrays in a 200 KB body: the decoder's stack, not a 500
         raise ApiError(400, "invalid_request_error", "the body is nested too deeply") from None

@@ -265,8 +265,8 @@ class RouterServer:
 
     def _authorize(self, request: web.Request) -> None:
         token = self.cfg.admin_token or ""
-        given = request.headers.get("Authorization", "")
-        if not (token and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())):
+        given = request.headers.get("Authorization", "")  # bytes that are not UTF-8 arrive as surrogates
+        if not (token and hmac.compare_digest(given.encode("utf-8", "surrogateescape"), f"Bearer {token}".encode())):
             raise ApiError(401, "authentication_error", "admin API: missing or wrong bearer token")
 
     async def handle_put_endpoints(self, request: web.Request) -> web.Response:
