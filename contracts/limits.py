@@ -34,6 +34,7 @@ MAX_SEEDS = 1_000  # seeds one run is repeated with (a suite's seeds:, tune --se
 MAX_MAGNITUDE = 2**63  # any other number: beyond this it is a typo or an attack, not a setting
 LOOP_FIELDS = ("period_s", "fast_period_s")  # plus every *interval_s: periodic loops (a step each interval)
 REFRESH_FIELDS = ("refresh_s",)  # state refreshed lazily when read: a minimum interval, no steps of their own
+MIN_REFRESH_S = 0.001  # the router's metric snapshot: 1 ms (a served router polls its engines that often at most)
 MAX_YAML_BYTES = 16 * 1024 * 1024  # a scenario or suite file
 MAX_YAML_NODES = 1_000_000  # values after alias expansion (a "billion laughs" file is refused)
 MAX_YAML_DEPTH = 64  # nesting of mappings and lists
@@ -88,8 +89,10 @@ def unit_problem(name: str, value: float) -> str | None:
         return f"{value:g} s is longer than the limit of {MAX_DURATION_S:g} s (a week)"
     if name.endswith("_ms") and abs(value) > MAX_DURATION_S * 1000:
         return f"{value:g} ms is longer than the limit of {MAX_DURATION_S * 1000:g} ms (a week)"
-    if (is_loop(name) or name in REFRESH_FIELDS) and 0 < value < MIN_INTERVAL_S:
+    if is_loop(name) and 0 < value < MIN_INTERVAL_S:
         return f"{value:g} s is shorter than the limit of {MIN_INTERVAL_S:g} s for a periodic loop"
+    if name in REFRESH_FIELDS and 0 < value < MIN_REFRESH_S:
+        return f"{value:g} s is shorter than the limit of {MIN_REFRESH_S:g} s for a refresh"
     if name.endswith("_rps") and value > MAX_RATE_RPS:
         return f"{value:g} requests/s exceeds the limit of {MAX_RATE_RPS:g}"
     if "replicas" in name and value > MAX_REPLICAS:

@@ -82,7 +82,7 @@ def test_unreadable_yaml_is_one_error(tmp_path: Path, content: bytes, fragment: 
         # derived costs (issue 31): each field within its own limit, their product or steps not
         (("workload", "arrivals"), {"kind": "flash_crowd", "base_rps": 10000, "factor": 1000, "start_s": 10,
                                     "duration_s": 5}, "workload 0 peaks at 10,000,000 requests/s; the limit is 10,000"),
-        (("router", "refresh_s"), 1e-9, "router.refresh_s: 1e-09 s is shorter than the limit of 0.01 s"),
+        (("router", "refresh_s"), 1e-9, "router.refresh_s: 1e-09 s is shorter than the limit of 0.001 s"),
         # KEDA polling at 0.01 s (the minimum interval) over a week: 604,800 / 0.01 = 60,480,000 steps (and the
         # drain's) > 5,000,000; it used to validate and then hang
         (("autoscalers", 0), {"kind": "keda", "polling_interval_s": 0.01}, "autoscaler keda polling_interval_s 0.01 s"),
