@@ -108,9 +108,13 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
     from .compare import parse_tolerances
     from .compare_config import RunFilter
     from .compare_output import append_step_summary, markdown, text_table, write_compare_html
+    from .results import check_writable
 
     only = RunFilter(scenarios, autoscalers, run_keys)
     try:
+        for out in (html_path, markdown_path):  # before any work: a device or FIFO is no output
+            if out is not None:
+                check_writable(Path(out))
         result = run_compare(baseline, current, parse_tolerances(tolerances), allow_incomplete, only=only)
     except UserError as e:
         _fail(e)

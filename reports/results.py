@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from scalearena.contracts.errors import UserError
 from scalearena.contracts.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS, RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision
 
@@ -40,7 +42,23 @@ from .parquet_stream import ROW_GROUP_ROWS, ParquetStream
 from .request_table import ParquetRequests
 
 
+def check_writable(path: Path) -> None:
+    """``path`` is new or a regular file (or a link, which a rename replaces, not its target); else a
+    UserError: a command checks its output paths with this before it does any work."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise UserError("is not a regular file; refusing to replace it", where=str(path),
+                        expected="a new path or a regular file to overwrite")
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it). Only a regular file or a new
+    path is written: renaming over a device or a FIFO would replace it (``compare --html /dev/full`` as root
+    replaced the device), so those are a UserError naming the path."""
+    check_writable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -52,3 +52,22 @@ def test_validate_and_report_refuse_special_files_with_one_line(tmp_path: Path) 
         r = scalearena("report", str(out))
         assert r.returncode == 2, r.stderr
         assert "summary.json: is a " in r.stderr and "not a regular file" in r.stderr
+
+
+def test_an_output_path_that_is_a_fifo_or_device_is_refused_before_any_work(tmp_path: Path) -> None:
+    """compare --html /dev/full (as root) replaced the device with a regular file, and --html onto a FIFO replaced
+    the FIFO (issue 31 item 3): outputs go only to new paths or regular files, checked before comparing."""
+    fifo = tmp_path / "out.html"
+    os.mkfifo(fifo)
+    base = str(ROOT / "baselines" / "sim")
+    r = scalearena("compare", base, base, "--html", str(fifo))
+    assert r.returncode == 2 and "out.html: is not a regular file; refusing to replace it" in r.stderr
+    assert r.stdout == ""  # refused before the comparison printed anything
+    assert fifo.is_fifo()  # still the FIFO
+    from scalearena.reports.results import atomic_write_bytes
+
+    with pytest.raises(UserError, match="is not a regular file"):
+        atomic_write_bytes(fifo, b"x")
+    atomic_write_bytes(tmp_path / "new.html", b"x")  # a new path and a regular file are fine
+    atomic_write_bytes(tmp_path / "new.html", b"y")
+    assert (tmp_path / "new.html").read_bytes() == b"y"
