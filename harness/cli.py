@@ -246,7 +246,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     check_plans(plans, cluster, options)  # every run's objects render (a missing image registry too): before output
     for msg in dict.fromkeys(m for p in plans for m in bound_warnings(p.autoscaler, p.scenario.cluster.variants)):
         _warn(msg)
-    prepare_out(out)
+    prepare_out(out, name)
     plans = with_pages(plans) if report else plans  # each worker writes its run's page as the run ends
     rec = SuiteRecorder(out, name, cluster, plans, source)
     results: list[dict[str, Any]] = []

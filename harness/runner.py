@@ -277,9 +277,18 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
         return ex.run(plans, out, on_done)
 
 
-def prepare_out(out: Path) -> None:
+def prepare_out(out: Path, name: str | None = None) -> None:
     """Create the results folder and prove it writable before any run starts; remove an earlier suite's
-    oracle frontier (OUT/frontier.json), which must not outlive the runs it bounded."""
+    oracle frontier (OUT/frontier.json), which must not outlive the runs it bounded. A folder holding another
+    suite's or scenario's results (its suite.json names another ``name``) is refused: the runs would mix."""
+    held = out / "suite.json"
+    if name is not None and held.is_file():
+        from scalearena.reports.load import read_json
+
+        other = read_json(held).get("suite")
+        if isinstance(other, str) and other != name:
+            raise UserError(f"holds the results of {other!r}; writing {name!r} there would mix the two",
+                            where=f"--out {out}", expected="a fresh --out folder (or remove the old one)")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".scalearena-write-test-{os.getpid()}"

@@ -48,3 +48,16 @@ def test_jobs_within_the_cap_is_taken() -> None:
     from scalearena.contracts.cli_params import JOBS
 
     assert JOBS.convert(str(CAP), None, None) == CAP and JOBS.convert(1, None, None) == 1
+
+
+def test_an_out_folder_of_another_scenario_is_refused_the_same_one_reused(tmp_path: Path) -> None:
+    """run --out into the folder of another scenario mixed the two (issue 31 item 3); rerunning the same
+    scenario (or suite) into its own folder is how make bench works and stays allowed."""
+    out = tmp_path / "o"
+    short = ("--set", "duration_s=30", "--autoscaler", "hpa", "--out", str(out))
+    assert scalearena("run", SCENARIO, *short).returncode == 0
+    assert scalearena("run", SCENARIO, *short).returncode == 0  # the same scenario again
+    r = scalearena("run", str(ROOT / "workloads/scenarios/exp2-cost-aware.yaml"), *short)
+    assert r.returncode == 2
+    assert "holds the results of 'exp1-staircase'; writing 'exp2-cost-aware' there would mix the two" in r.stderr
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["exp1-staircase"]
