@@ -16,12 +16,9 @@ autoscalers whose queries a user writes. Built-in presets read named signals tha
 from __future__ import annotations
 
 import itertools
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.series import NAMESPACE
-from scalearena.reports.results import RunWriter
 from scalearena.reports.signal_health import signal_health
 
 PROBE_S = 120.0  # eight 15 s HPA syncs: enough reads that one empty scrape is not "never"
@@ -34,24 +31,21 @@ def probed(cfg: Any) -> bool:
     return cfg.kind == "keda" and any(not t.is_signal for t in getattr(cfg, "triggers", ()))
 
 
+def probe_length(sc: Any) -> float:
+    return min(PROBE_S, sc.duration_s)
+
+
 def probe_signals(sc: Any, cfg: Any) -> list[dict[str, Any]]:
     """The signals ``cfg`` never received a value for over the first ``PROBE_S`` s of ``sc`` on the simulator
     (``signal_health``'s missing rows)."""
-    from scalearena.harness.backends.sim import Simulation
+    from scalearena.harness.backends.sim import scratch_run
     from scalearena.workloads.generate import iter_requests
 
-    probe_s = min(PROBE_S, sc.duration_s)
+    probe_s = probe_length(sc)
     probe = sc.model_copy(update={"duration_s": probe_s, "drain_s": 0.0, "faults": []})
     requests = itertools.takewhile(lambda r: r.arrival_s < probe_s, iter_requests(probe))
-    with tempfile.TemporaryDirectory(prefix="scalearena-probe-") as tmp:
-        writer = RunWriter(Path(tmp), {"slo": sc.slo.model_dump(mode="json"), "duration_s": probe_s})
-        try:
-            Simulation(probe, cfg, writer, requests).run()
-        except BaseException:
-            writer.abort("probe failed")
-            raise
-        writer.finish()
-    return signal_health(writer.decisions)[1]
+    _, decisions = scratch_run(probe, cfg, requests, {"slo": sc.slo.model_dump(mode="json"), "duration_s": probe_s})
+    return signal_health(decisions)[1]
 
 
 def blind_signals(sc: Any) -> list[str]:
@@ -60,7 +54,7 @@ def blind_signals(sc: Any) -> list[str]:
     models = " or ".join(repr(m) for m in dict.fromkeys(v.model for v in sc.cluster.variants))
     for cfg in sc.autoscaler_configs():
         if probed(cfg):
-            out += [f"autoscaler {cfg.label!r}: {m['signal']} had no value in the first {min(PROBE_S, sc.duration_s):g} s "
+            out += [f"autoscaler {cfg.label!r}: {m['signal']} had no value in the first {probe_length(sc):g} s "
                     f"on the simulator ({m['reads']} reads: {m['why'] or 'no value'}); its queries select no series of "
                     f"this scenario, which exports namespace {NAMESPACE!r}, model_name {models} and one Deployment "
                     "per variant, named after it (docs/autoscalers.md#signals-that-never-arrive)"

@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import functools
 import random
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from scalearena.reports.results import RunWriter
 from scalearena.reports.verdict import DEFAULT_TARGET
 from scalearena.workloads.base import RequestSpec
 
@@ -94,7 +91,7 @@ def probe_length(rate: float) -> float:
 def simulate(sc: Any, counts: dict[str, int], requests: list[RequestSpec], probe_s: float) -> float:
     """SLO attainment of ``requests`` on ``sc``'s cluster at fixed ``counts`` (every other variant at 0), warm."""
     from scalearena.controllers.static import StaticConfig
-    from scalearena.harness.backends.sim import Simulation
+    from scalearena.harness.backends.sim import scratch_run
 
     variants = [v.model_copy(update={"min_replicas": (n := counts.get(v.name, 0)), "max_replicas": max(n, 1),
                                      "initial_replicas": n}) for v in sc.cluster.variants]
@@ -102,11 +99,8 @@ def simulate(sc: Any, counts: dict[str, int], requests: list[RequestSpec], probe
         "cluster": sc.cluster.model_copy(update={"variants": variants, "warm_start": True}),
         "duration_s": probe_s, "drain_s": float(sc.client.timeout_s), "faults": [], "autoscalers": []})
     cfg = StaticConfig(per_variant={v.name: counts.get(v.name, 0) for v in variants})
-    with tempfile.TemporaryDirectory(prefix="scalearena-sizing-") as tmp:
-        writer = RunWriter(Path(tmp), {"slo": sc.slo.model_dump(mode="json"), "window_s": probe.window_s,
-                                       "duration_s": probe_s})
-        Simulation(probe, cfg, writer, requests).run()
-        summary = writer.finish()
+    summary, _ = scratch_run(probe, cfg, requests, {"slo": sc.slo.model_dump(mode="json"),
+                                                    "window_s": probe.window_s, "duration_s": probe_s})
     return float(summary["slo_attainment"]["both"])
 
 
@@ -151,8 +145,9 @@ def size_model(variants: list[Any], meets: Callable[[dict[str, int]], bool]) -> 
 
     found: list[tuple[float, int, dict[str, int]]] = []  # (cost, GPUs, counts) of each candidate that meets it
 
+    by = {v.name: v for v in variants}
+
     def keep(counts: dict[str, int]) -> None:
-        by = {v.name: v for v in variants}
         found.append((sum(n * by[k].cost for k, n in counts.items()),
                       sum(n * by[k].gpus_per_replica for k, n in counts.items()), counts))
 

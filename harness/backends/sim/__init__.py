@@ -27,6 +27,28 @@ what the control plane reads and changes of them).
 """
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from scalearena.reports.results import RunWriter
+
 from .loop import SimBackend, Simulation
 
-__all__ = ["SimBackend", "Simulation"]
+__all__ = ["SimBackend", "Simulation", "scratch_run"]
+
+
+def scratch_run(sc: Any, cfg: Any, requests: Iterable[Any], meta: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                                           list[dict[str, Any]]]:
+    """Simulate ``sc`` under ``cfg`` with ``requests`` in a temporary folder that is removed afterwards; the
+    summary and the decisions. For runs whose figures are all that is wanted: the static pools' sizing probes
+    (harness/static_sizing.py) and validate's signal probe (harness/signal_probe.py)."""
+    with tempfile.TemporaryDirectory(prefix="scalearena-scratch-") as tmp:
+        writer = RunWriter(Path(tmp), meta)
+        try:
+            Simulation(sc, cfg, writer, requests).run()
+        except BaseException:
+            writer.abort("scratch run failed")
+            raise
+        return writer.finish(), writer.decisions
