@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from scalearena.reports.verdict import DEFAULT_TARGET
+from scalearena.reports.verdict import target_of
 from scalearena.workloads.base import RequestSpec
 
 PEAK_WINDOW_S = 60.0  # the window of the peak rate: a minute, the scale autoscalers react on
@@ -172,7 +172,7 @@ def size_static(sc: Any, cfg: Any) -> tuple[Any, dict[str, str]]:
     """``cfg`` (a static config with ``size``) with ``per_variant`` found for ``sc``, and how, per variant."""
     from scalearena.workloads.generate import iter_requests
 
-    target = sc.attainment_target if sc.attainment_target is not None else DEFAULT_TARGET
+    target = target_of(sc.attainment_target)
     loads = read_load(iter_requests(sc), sc.seed)
     per_variant: dict[str, int] = {v.name: 0 for v in sc.cluster.variants}
     derived: dict[str, str] = {}

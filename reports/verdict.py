@@ -36,6 +36,11 @@ from .stats import wilson_low
 DEFAULT_TARGET = 0.95  # SLO attainment a run must reach to be a candidate (scenario/suite setting, CLI override)
 BOUND_KINDS = frozenset({"oracle"})  # autoscalers that read the future: bounds, never deployable picks
 _EPS = 1e-12  # an attainment equal to the target up to float noise meets it
+
+
+def target_of(attainment_target: float | None) -> float:
+    """A scenario's attainment target: its own ``attainment_target``, else ``DEFAULT_TARGET``."""
+    return DEFAULT_TARGET if attainment_target is None else float(attainment_target)
 # How far below the bound a point may sit and still count as on it: 5 % of the bound's GPU-hours, at least
 # 0.001 GPU-h (3.6 GPU-seconds). The bound joins a few simulated settings; oracle runs at settings between
 # them (u = 1.1, 0.8, 0.6 on the paper suite's six scenario points) landed up to 4.6 % below the default

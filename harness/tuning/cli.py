@@ -19,7 +19,7 @@ from rich.text import Text
 from scalearena.contracts.cli_params import OutDir, check_jobs
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_SEEDS
-from scalearena.reports.verdict import Verdict
+from scalearena.reports.verdict import Verdict, target_of
 
 from .. import frontier
 from ..executor import EXECUTORS, Executor, make_executor
@@ -112,8 +112,7 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
 
     objs = parse_objectives(objectives)
     sc = load_scenario(scenario, list(overrides))
-    target = check_target(min_attainment if min_attainment is not None else
-                          (sc.attainment_target if sc.attainment_target is not None else 0.95))
+    target = check_target(min_attainment if min_attainment is not None else target_of(sc.attainment_target))
     base = sc.autoscaler(name)
     space = build_space(base, list(params))
     if not space.params:

@@ -45,6 +45,11 @@ def position(t: Tunable, value: Any) -> str:
     return f"{value:g} ({share:.0%} of {t.low:g}..{t.high:g}){edge}"
 
 
+def _point(p: RunPlan) -> str:
+    """The plan's sweep point as a folder name part ("" without a sweep)."""
+    return "/".join(f"{k}-{v}" for k, v in sorted(p.sweep.items()))
+
+
 def _groups(plans: list[RunPlan]) -> dict[tuple[str, str, str], list[RunPlan]]:
     """The suite's plans of each tunable autoscaler, by scenario, sweep point and label (its seeds)."""
     out: dict[tuple[str, str, str], list[RunPlan]] = {}
@@ -52,8 +57,7 @@ def _groups(plans: list[RunPlan]) -> dict[tuple[str, str, str], list[RunPlan]]:
         cfg = p.autoscaler
         if cfg.kind in UNTUNED or not build_space(cfg, []).params:
             continue
-        point = "/".join(f"{k}-{v}" for k, v in sorted(p.sweep.items()))
-        out.setdefault((p.scenario.name, point, cfg.label), []).append(p)
+        out.setdefault((p.scenario.name, _point(p), cfg.label), []).append(p)
     return out
 
 
@@ -68,8 +72,7 @@ def tune_one(group: list[RunPlan], out: Path, trials: int, target: float, execut
     first = min(group, key=lambda p: p.scenario.seed)
     sc, base = first.scenario, first.autoscaler
     space = build_space(base, [])
-    point = "/".join(f"{k}-{v}" for k, v in sorted(first.sweep.items()))
-    folder = out / TUNING_DIR / sc.name / point / base.label if point else out / TUNING_DIR / sc.name / base.label
+    folder = out / TUNING_DIR / sc.name / _point(first) / base.label
     folder.mkdir(parents=True, exist_ok=True)
     seed = sc.seed + TRAIN_OFFSET
     t = Tuning(sc, base, None, space, parse_objectives([]), target, [seed], folder, trials)
@@ -115,12 +118,9 @@ def with_tuned(plans: list[RunPlan], out: Path, trials: int, cluster: str, jobs:
     """``plans`` and, after them, the tuned runs (``--tuned``); the studies run on ``executor`` or on a local
     pool of ``jobs`` workers. Simulator only: a study is hundreds of runs."""
     from scalearena.contracts.errors import UserError
-    from scalearena.reports.verdict import DEFAULT_TARGET
+    from scalearena.reports.verdict import target_of
 
     from ..executor import make_executor
-
-    def target(p: RunPlan) -> float:  # the scenario's own, as the suite's verdict reads it
-        return DEFAULT_TARGET if p.scenario.attainment_target is None else float(p.scenario.attainment_target)
 
     if cluster != "sim":
         raise UserError(f"--tuned tunes on the simulator, not --cluster {cluster}", expected="--cluster sim")
@@ -128,7 +128,7 @@ def with_tuned(plans: list[RunPlan], out: Path, trials: int, cluster: str, jobs:
         raise UserError(f"--trials {trials}: must be at least 1")
     ex = executor or make_executor("local", jobs, "sim")
     try:
-        return plans + tuned_plans(plans, out, trials, target, ex, say)
+        return plans + tuned_plans(plans, out, trials, lambda p: target_of(p.scenario.attainment_target), ex, say)
     finally:
         if executor is None:
             ex.close()
