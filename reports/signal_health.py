@@ -107,10 +107,24 @@ def blind_text(m: dict[str, Any]) -> str:
             f"without that signal (reason: {m.get('why') or 'none given'})")
 
 
-def flat_text(summary: dict[str, Any]) -> list[str]:
+def flat_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Signals that read one value all run, when the autoscaler never scaled: the policy could not have
     reacted to anything, which is worth a line even though the signal exists."""
     if summary.get("scaling_actions"):
         return []
-    return [f"{r['autoscaler']} read {r['signal']} as {r['constant']:g} in all {r['valid']} reads and never scaled"
-            for r in summary.get("signals") or () if r.get("constant") is not None and r.get("valid", 0) > 1]
+    return [r for r in summary.get("signals") or () if r.get("constant") is not None and r.get("valid", 0) > 1]
+
+
+def flat_line(r: dict[str, Any]) -> str:
+    return f"{r['autoscaler']} read {r['signal']} as {r['constant']:g} in all {r['valid']} reads and never scaled"
+
+
+def flat_text(summary: dict[str, Any]) -> list[str]:
+    """``flat_rows`` as the run page prints them."""
+    return [flat_line(r) for r in flat_rows(summary)]
+
+
+def blind_lines(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """(signal, line) for every signal of a run that was missing or flat (the suite page's box)."""
+    return ([(str(m.get("signal")), missing_text(m)) for m in summary.get("signals_missing") or ()]
+            + [(str(r.get("signal")), flat_line(r)) for r in flat_rows(summary)])

@@ -19,7 +19,7 @@ from . import suite_decide, suite_plots, suite_stats, verdict_plots
 from .catalog import BY_ID, Metric, best_index, cost_tooltip, table_metrics
 from .figures import TimeUnit, autoscaler_colors
 from .load import ResultSet, Run, natural_key
-from .signal_health import flat_text, missing_text
+from .signal_health import blind_lines
 
 
 def suite_colors(rs: ResultSet) -> dict[str, str]:
@@ -125,13 +125,12 @@ def scalar_text(key: str, value: Any) -> Any:
 
 def blind_runs(rs: ResultSet) -> list[dict[str, str]]:
     """Runs whose autoscaler never received a value for a signal (summary ``signals_missing``) or read one
-    value all run without scaling (``flat_text``), one line per scenario, autoscaler and signal (seeds of
+    value all run without scaling (``flat_rows``), one line per scenario, autoscaler and signal (seeds of
     one run group say it once), linked to the first run."""
     out: dict[tuple[str, str, str], dict[str, str]] = {}
     for r in sorted(rs.runs, key=lambda r: natural_key(r.key)):
-        lines = [missing_text(m) for m in r.summary.get("signals_missing") or ()] + flat_text(r.summary)
-        for text in lines:
-            out.setdefault((r.scenario, r.autoscaler, text.split(" and it ")[0]), {
+        for signal, text in blind_lines(r.summary):
+            out.setdefault((r.scenario, r.autoscaler, signal), {
                 "run": f"{r.scenario}/{r.autoscaler}", "text": text,
                 "href": "./" + (r.dir / "report.html").relative_to(rs.root).as_posix()})
     return list(out.values())
