@@ -101,30 +101,36 @@ def fallback_value(fb: Fallback, target: float, current: int) -> float:
 
 def prometheus_value(result: Any, query: str, ignore_null_values: bool) -> float:
     """``ExecutePromQuery``'s reading of an instant query's ``data.result``."""
+    return prometheus_reading(result, query, ignore_null_values)[0]
+
+
+def prometheus_reading(result: Any, query: str, ignore_null_values: bool) -> tuple[float, bool]:
+    """``prometheus_value`` and whether it came from a series (False: none matched, or it read NaN / Inf, and
+    the value is the 0 that ``ignoreNullValues`` or NaN's conversion puts in its place)."""
     if not isinstance(result, list) or any(not isinstance(s, dict) for s in result):
         raise MetricsUnavailable(f"prometheus query {query} did not return a vector")
     if not result:
         if ignore_null_values:
-            return 0.0
+            return 0.0, False
         raise MetricsUnavailable("prometheus metrics 'prometheus' target may be lost, the result is empty")
     if len(result) > 1:
         raise MetricsUnavailable(f"prometheus query {query} returned multiple elements")
     value = result[0].get("value") or []
     if len(value) < 2:
         if not value and ignore_null_values:
-            return 0.0
+            return 0.0, False
         raise MetricsUnavailable(f"prometheus query {query} didn't return enough values")
     try:
         v = float(value[1])
     except (TypeError, ValueError):
         raise MetricsUnavailable(f"prometheus query {query} returned {value[1]!r}") from None
     if math.isnan(v):
-        return 0.0
+        return 0.0, False
     if math.isinf(v):
         if ignore_null_values:
-            return 0.0
+            return 0.0, False
         raise MetricsUnavailable(f"prometheus query returns {v}")
-    return v
+    return v, True
 
 
 def read_trigger(view: ClusterView, v: VariantView, t: Trigger) -> tuple[float, bool]:
@@ -135,15 +141,4 @@ def read_trigger(view: ClusterView, v: VariantView, t: Trigger) -> tuple[float, 
     query = getattr(view.metrics, "query", None)
     if query is None:
         raise MetricsUnavailable("the metrics source cannot run PromQL")
-    result = query(t.query)
-    value = prometheus_value(result, t.query, t.ignore_null_values)
-    return value, bool(result) and _finite_sample(result[0])
-
-
-def _finite_sample(sample: Any) -> bool:
-    """A vector element whose value reads as a finite number (what ``prometheus_value`` did not substitute)."""
-    try:
-        return math.isfinite(float(sample["value"][1]))
-    except (KeyError, IndexError, TypeError, ValueError):
-        return False
-
+    return prometheus_reading(query(t.query), t.query, t.ignore_null_values)
