@@ -32,6 +32,7 @@ from scalearena.contracts.limits import (
 )
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.registry import REGISTRY
+from scalearena.controllers.static import StaticConfig
 from scalearena.workloads.spec import WorkloadSpec
 
 from .disagg_spec import ROLE_DESCRIPTION, DisaggregationSpec, KVTransferSpec, Role, check_roles
@@ -267,8 +268,7 @@ class Scenario(_Spec):
             if isinstance(f, PodCrash) and f.variant and f.variant not in names:
                 raise ValueError(f"fault names unknown variant {f.variant!r}")
         for a in self.autoscalers:  # a static pool's count of a variant the cluster does not have was ignored
-            counts = getattr(a, "per_variant", None) if a.kind.startswith("static") else None
-            unknown = sorted(set(counts) - names) if isinstance(counts, dict) else []
+            unknown = sorted(set(a.per_variant) - names) if isinstance(a, StaticConfig) else []
             if unknown:
                 raise ValueError(f"autoscaler {a.label!r}: per_variant names no variant of the cluster: "
                                  f"{', '.join(map(repr, unknown))} (have {', '.join(sorted(names))})")
