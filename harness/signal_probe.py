@@ -26,9 +26,9 @@ PROBE_S = 120.0  # eight 15 s HPA syncs: enough reads that one empty scrape is n
 
 def probed(cfg: Any) -> bool:
     """Whether ``cfg`` reads queries a user wrote (a ``kubernetes`` autoscaler, or ``keda`` with PromQL)."""
-    if cfg.kind == "kubernetes" and not getattr(cfg, "recipe", None):
+    if cfg.kind == "kubernetes":  # an llm-d recipe has its own kind (llmd-queue, ...): shipped queries
         return True
-    return cfg.kind == "keda" and any(not t.is_signal for t in getattr(cfg, "triggers", ()))
+    return cfg.kind == "keda" and any(not t.is_signal for t in cfg.triggers or ())
 
 
 def probe_length(sc: Any) -> float:
