@@ -131,3 +131,30 @@ def test_the_makefile_rebuilds_when_a_compiled_module_changes() -> None:
     assert listed is not None
     files = set(listed.group(1).split())
     assert {str(native.source(m).relative_to(ROOT)) for m in (*native.MODULES, *native.TYPED)} <= files
+
+
+def test_the_build_says_what_it_waits_for_on_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from scalearena.harness import native_build
+
+    before = []  # what stderr held when the compiler started
+
+    def compiler(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        # the mypyc step, faked: it writes the (empty) extension files into the build's lib folder, cmd[3]
+        before.append(capsys.readouterr().err)
+        for name in (native._SHARED, *native._FULL):
+            f = native._ext(name, Path(cmd[3]).parent)
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(native_build.subprocess, "run", compiler)
+    monkeypatch.setattr(native_build, "OUT", tmp_path / "native")
+    assert native_build.main([]) == 0
+    assert before == ["native: building the compiled simulator core with mypyc (harness/native.py; first run only,"
+                      " and again when one of its modules changes; ~20 s)...\n"]
+    err = capsys.readouterr().err.splitlines()  # after the compiler: one line, done and its time
+    assert len(err) == 1
+    assert re.fullmatch(rf"native: built in \d+\.\d s: compiled \(mypyc [^,]+, {len(native.MODULES)} modules\), "
+                        rf"in {re.escape(str(tmp_path / 'native'))}", err[0]), err
+    assert native.check(tmp_path / "native")[0]
