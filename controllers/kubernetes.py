@@ -86,6 +86,16 @@ class KubernetesConfig(AutoscalerConfig):
         min_length=1, description="YAML files of Kubernetes objects and Prometheus rules, relative to the scenario.")
     env: dict[str, str] = Field(
         default_factory=dict, description="Values for ${VAR} / $VAR placeholders in the files (envsubst).")
+    deployments: dict[str, str] = Field(
+        default_factory=dict, description="Your Deployment names onto the scenario's variants (DEPLOYMENT: VARIANT; "
+        "`--target`): scaleTargetRef.name and deployment=\"...\" matchers naming one are rewritten to the variant.")
+    model_names: dict[str, str] = Field(
+        default_factory=dict, description="The model names your queries select onto the scenario's models (SERVED: "
+        "MODEL; `--model-name`): model_name matchers, matchLabels and modelID naming one are rewritten. The "
+        "objects' own namespace always maps onto the scenario's (harness/objects/mapping.py).")
+    epp_names: dict[str, str] = Field(
+        default_factory=dict, description="Your EPP service / InferencePool names onto the scenario's models (NAME: "
+        "MODEL; `--epp`): service and inference_pool matchers naming one select that model's EPP.")
     tune: dict[str, EnvTune] = Field(
         default_factory=dict, description="Placeholders `scalearena tune` may search, by env key, with their range "
         "(e.g. THETA_UP: {low: 0.4, high: 0.8}); the env value is the default.")

@@ -32,6 +32,7 @@ from scalearena.contracts.cli_params import ANY_JOBS, JOBS, OutDir, check_jobs
 from scalearena.contracts.errors import RunFailed, UserError
 
 from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
+from .cli_objects import objects_autoscaler, objects_options
 from .cli_progress import RunBar, print_table, run_lines
 from .executor import EXECUTORS, Executor, make_executor
 from .frontier_spec import FrontierSpec, frontier_option
@@ -138,7 +139,8 @@ def _cluster_option(f: Any) -> Any:
 @_cluster_option
 @click.option("--gateway", type=click.Choice(["serve-router", "epp"]), default=None,
               help="kind/cluster: the gateway the run would use (what series it exposes).")
-def validate(file: str, cluster: str, gateway: str | None) -> None:
+@objects_options
+def validate(file: str, cluster: str, gateway: str | None, **objects: tuple[str, ...]) -> None:
     """Check a scenario or suite YAML file; exit 2 naming the field on error (also a recipe that reads series
     the cluster does not expose)."""
     from .objects.recipes import check_series
@@ -147,8 +149,11 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
 
     if cluster in KUBE_CLUSTERS:  # the flag, else $SCALEARENA_GATEWAY, as a run resolves it
         gateway = getattr(resolve_options(cluster, {"gateway": gateway} if gateway else {}), "gateway", None)
-    data = read_yaml(file)
+    data, added = read_yaml(file), objects_autoscaler(**objects)
     if isinstance(data, dict) and "runs" in data:
+        if added:
+            raise UserError("--objects applies to a scenario, not a suite", where=file,
+                            expected="a scenario file (or the objects in the suite's scenarios' autoscalers:)")
         spec, plans = load_suite(file)
         for p in plans:
             check_series(p.autoscaler, cluster, gateway, file)
@@ -156,25 +161,24 @@ def validate(file: str, cluster: str, gateway: str | None) -> None:
         click.echo(f"ok: suite {spec.name!r}: {len(plans)} runs "
                    f"({len({p.scenario.name for p in plans})} scenarios){traces}")
     else:
-        sc = load_scenario(file)
+        sc = load_scenario(file, add_autoscalers=added)
         for a in sc.autoscaler_configs():
             check_series(a, cluster, gateway, file)
         traces = _check_traces([sc])
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
                    f"{sc.duration_s:g} s, autoscalers: {names}{traces}")
-        for a in sc.autoscalers:  # a kubernetes autoscaler: which object scales which variant
-            for t in getattr(a, "targets", []):
-                obj = t.source.rsplit(": ", 1)[-1]  # source: "<file>: <Kind>/<name>"
-                click.echo(f"  {a.label}: {obj} -> variant {t.variant} ({t.autoscaler.kind})")
         from .disagg_spec import role_blind
         from .fit import oversized
         from .objects import bound_warnings
         from .objects.recipes import queue_warnings
-        from .signal_probe import blind_signals
+        from .signal_probe import probe_report
 
+        listing, blind = probe_report(sc)  # per object: its variant and each query, with whether it found series
+        for line in listing:
+            click.echo(line)
         bounds = [m for a in sc.autoscaler_configs() for m in bound_warnings(a, sc.cluster.variants)]
-        for msg in [*role_blind(sc), *queue_warnings(sc), *bounds, *blind_signals(sc)]:
+        for msg in [*role_blind(sc), *queue_warnings(sc), *bounds, *blind]:
             _warn(f"{file}: {msg}")
         for o in oversized(sc):
             _warn(f"{file}: {o.too_long} of {o.requests} requests for model {o.model!r} ask for more than "
@@ -330,14 +334,16 @@ def _write_report(out: Path) -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a scenario field.")
 @click.option("--jobs", type=JOBS, default=None, help="Parallel runs (sim only); default all cores.")
 @_backend_option
+@objects_options
 def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str | None, seed: int | None,
-        overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...]) -> None:
+        overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...],
+        **objects: tuple[str, ...]) -> None:
     """Run one scenario with one or more autoscalers."""
     from .runner import fresh_run_dir
     from .scenario import load_scenario
     from .suite import plans_for_scenario
 
-    sc = load_scenario(scenario, list(overrides), seed)
+    sc = load_scenario(scenario, list(overrides), seed, objects_autoscaler(**objects))
     plans = plans_for_scenario(sc, list(autoscaler_names) or None)
     out_dir = Path(out) if out else fresh_run_dir(sc.name)
     sys.exit(_run_all(plans, out_dir, cluster, _jobs(jobs, cluster), sc.name, os.path.abspath(scenario),

@@ -11,13 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import (
-    Field,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scalearena.contracts.errors import UserError
@@ -384,8 +378,12 @@ def _resolve_paths(sc: Scenario, base_dir: Path | None) -> Scenario:
     return Scenario.model_validate(data)
 
 
-def load_scenario(path: str | Path, overrides: list[str] | None = None, seed: int | None = None) -> Scenario:
+def load_scenario(path: str | Path, overrides: list[str] | None = None, seed: int | None = None,
+                  add_autoscalers: list[dict[str, Any]] | None = None) -> Scenario:
+    """The scenario of ``path`` with ``--set`` overrides, the seed and the autoscalers ``--objects`` adds."""
     data = read_yaml(path)
+    if add_autoscalers and isinstance(data, dict):
+        data["autoscalers"] = [*(data.get("autoscalers") or []), *add_autoscalers]
     if overrides:
         data = apply_overrides(data, overrides, where=str(path))
     if seed is not None and isinstance(data, dict):

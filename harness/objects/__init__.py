@@ -26,16 +26,35 @@ from .adapter import AdapterConfig
 from .hpa import translate_hpa
 from .keda import translate_scaled_object
 from .load import Doc, check_env_used, load_documents
+from .mapping import map_documents
 
-__all__ = ["bound_warnings", "compile_documents", "compile_objects", "rule_groups"]
+__all__ = ["bound_warnings", "check_mapping", "compile_documents", "compile_objects", "rule_groups"]
 
 
 def compile_objects(cfg: KubernetesConfig, base_dir: Path | None, variants: dict[str, str]) -> KubernetesConfig:
     """``cfg`` with ``targets`` and ``rule_groups`` filled from its files; ``variants`` maps each scenario
     variant to its model. Every problem is a UserError naming the file, object and field."""
-    compiled = compile_documents(cfg, load_documents(cfg.objects, cfg.env, base_dir), variants)
+    check_mapping(cfg, variants)
+    docs = map_documents(load_documents(cfg.objects, cfg.env, base_dir), cfg.deployments, cfg.model_names,
+                         cfg.epp_names)
+    compiled = compile_documents(cfg, docs, variants)
     check_env_used(set(cfg.env), cfg.objects, base_dir, f"autoscaler {cfg.label}")
     return compiled
+
+
+def check_mapping(cfg: KubernetesConfig, variants: dict[str, str]) -> None:
+    """Every ``deployments`` value is a variant and every ``model_names`` value a model the scenario serves."""
+    where = f"autoscaler {cfg.label}"
+    for dep, variant in cfg.deployments.items():
+        if variant not in variants:
+            raise UserError(f"deployments.{dep}: no variant {variant!r}{did_you_mean(variant, list(variants))}",
+                            where=where, expected="a cluster.variants name: " + ", ".join(variants))
+    models = list(dict.fromkeys(variants.values()))
+    for field, mapping in (("model_names", cfg.model_names), ("epp_names", cfg.epp_names)):
+        for name, model in mapping.items():
+            if model not in models:
+                raise UserError(f"{field}.{name}: no model {model!r}{did_you_mean(model, models)}",
+                                where=where, expected="a model the scenario's variants serve: " + ", ".join(models))
 
 
 def compile_documents(cfg: KubernetesConfig, docs: list[Doc], variants: dict[str, str]) -> KubernetesConfig:
@@ -127,7 +146,9 @@ def target_variant(d: Doc, variants: dict[str, str]) -> str:
                         expected="Deployment")
     name = str(ref["name"])
     if name not in variants:
-        raise UserError(f"spec.scaleTargetRef.name: no variant {name!r}{did_you_mean(name, list(variants))}",
+        hint = did_you_mean(name, list(variants)) or (f"; map your Deployment onto a variant with --target "
+                                                      f"{name}={next(iter(variants))} (deployments: in the scenario)")
+        raise UserError(f"spec.scaleTargetRef.name: no variant {name!r}{hint}",
                         where=d.where, expected="a cluster.variants name: " + ", ".join(variants))
     return name
 

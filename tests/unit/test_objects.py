@@ -349,7 +349,8 @@ def test_validate_checks_the_objects_offline(tmp_path: Path) -> None:
     bad = scalearena("validate", str(tmp_path / "s.yaml"))
     assert bad.returncode == 2
     assert bad.stderr.strip() == f"error: {tmp_path / 'hpa.yaml'}: HorizontalPodAutoscaler/my-hpa: " \
-        "spec.scaleTargetRef.name: no variant 'va' (expected a cluster.variants name: va-qwen)"
+        "spec.scaleTargetRef.name: no variant 'va'; map your Deployment onto a variant with --target va=va-qwen " \
+        "(deployments: in the scenario) (expected a cluster.variants name: va-qwen)"
 
 
 def test_the_objects_read_the_in_memory_engine_with_their_rules(tmp_path: Path) -> None:

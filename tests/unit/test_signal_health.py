@@ -64,12 +64,12 @@ def _run_byo(out: Path, duration_s: int, override: str) -> Result:
     return r
 
 
-def test_a_user_hpa_in_the_wrong_namespace_is_flagged_in_summary_json(tmp_path: Path) -> None:
-    """The byo-objects example with NAMESPACE=llm-d: the adapter rule's query selects
-    namespace="llm-d", where the run exports namespace="scalearena", so the External metric has no
-    rows in any sync; the hpa preset beside it reads its signals and is not flagged."""
+def test_a_user_hpa_selecting_another_model_is_flagged_in_summary_json(tmp_path: Path) -> None:
+    """The byo-objects example with MODEL=Qwen/Qwen3-0.6B and no --model-name mapping: the External
+    metric's selector asks model_name="Qwen/Qwen3-0.6B", where the run exports model_name="qwen3-0.6b",
+    so it has no rows in any sync; the hpa preset beside it reads its signals and is not flagged."""
     out = tmp_path / "out"
-    r = _run_byo(out, 60, "autoscalers.1.env.NAMESPACE=llm-d")
+    r = _run_byo(out, 60, "autoscalers.1.env.MODEL=Qwen/Qwen3-0.6B")
     mine = json.loads((out / "byo-objects" / "my-hpa" / "summary.json").read_text())
     preset = json.loads((out / "byo-objects" / "hpa" / "summary.json").read_text())
     assert preset["signals_missing"] == []
@@ -112,17 +112,23 @@ def test_llmd_queue_behind_a_rejecting_router_reads_zero_all_run(tmp_path: Path)
 
 
 def test_validate_warns_for_objects_whose_queries_select_nothing(tmp_path: Path) -> None:
-    """The shipped byo-objects example validates clean; the same file with NAMESPACE=llm-d validates (exit 0)
-    with one warning per signal of my-hpa that the simulator's first 120 s never gave a value."""
+    """The shipped byo-objects example validates clean; the same file with MODEL=Qwen/Qwen3-0.6B (a model name
+    the scenario does not serve, not mapped) validates (exit 0) with one warning per signal of my-hpa that the
+    simulator's first 120 s never gave a value, and the listing marks that query NO SERIES."""
     good = CliRunner().invoke(main, ["validate", str(ROOT / "workloads/scenarios/byo-objects.yaml")])
     assert good.exit_code == 0 and "warning" not in good.output, good.output
     text = (ROOT / "workloads/scenarios/byo-objects.yaml").read_text()
     bad = tmp_path / "byo.yaml"
-    bad.write_text(text.replace("../../manifests", str(ROOT / "manifests")).replace("NAMESPACE: scalearena",
-                                                                                     "NAMESPACE: llm-d"))
+    bad.write_text(text.replace("../../manifests", str(ROOT / "manifests")).replace("MODEL: qwen3-0.6b",
+                                                                                     "MODEL: Qwen/Qwen3-0.6B"))
     r = CliRunner().invoke(main, ["validate", str(bad)])
     assert r.exit_code == 0, r.output
     warned = [line for line in r.output.splitlines() if line.startswith("warning:")]
     assert any("autoscaler 'my-hpa': external:model_requests_queued had no value in the first 120 s" in w
                for w in warned), r.output
-    assert all("exports namespace 'scalearena', model_name 'qwen3-0.6b'" in w for w in warned)
+    assert all("exports namespace 'scalearena', model_name 'qwen3-0.6b', EPP service 'qwen3-0.6b-epp'" in w
+               and "--model-name SERVED=MODEL" in w
+               for w in warned)
+    assert ('external:model_requests_queued: sum(model:requests_queued:sum{model_name="Qwen/Qwen3-0.6B",'
+            'namespace="scalearena"})  [NO SERIES: read 9 times, never a value]') in r.output  # 120 s / 15 s + 1
+

@@ -1,8 +1,9 @@
 """A ``kind: kubernetes`` autoscaler on CLUSTER=kind|cluster: the user's files, applied as written.
 
 The objects of the files (HorizontalPodAutoscaler, ScaledObject) go to the cluster unchanged
-apart from the envsubst the user's ``env:`` asks for (harness/objects/load.py), so the cluster
-runs exactly what the simulator evaluated. Their companions are put where the stack reads them:
+apart from the envsubst the user's ``env:`` asks for (harness/objects/load.py) and the mapping of
+their namespace, Deployment and model names onto the scenario's (harness/objects/mapping.py), so
+the cluster runs exactly what the simulator evaluated. Their companions are put where the stack reads them:
 the prometheus-adapter configuration (a plain config or its ConfigMap) becomes the data of the
 adapter's ConfigMap of manifests/autoscalers/prometheus-adapter, and the rule groups
 (PrometheusRule objects and rule files; there is no prometheus-operator here) become a rule
@@ -20,6 +21,7 @@ import yaml
 from scalearena.contracts.errors import UserError
 
 from ...objects.load import load_documents
+from ...objects.mapping import map_documents
 from .render import render
 from .scenario import NAMESPACE
 
@@ -58,7 +60,8 @@ def user_objects(cfg: Any, cluster_objs: list[Obj], manifests: Path) -> list[Obj
     out: list[Obj] = []
     adapter: dict[str, list[Any]] = {}
     docs = [d for env in (getattr(cfg, "instances", None) or [cfg.env])  # an llm-d recipe: one set per variant
-            for d in load_documents(cfg.objects, env, None)]
+            for d in map_documents(load_documents(cfg.objects, env, None), getattr(cfg, "deployments", {}),
+                                   getattr(cfg, "model_names", {}), getattr(cfg, "epp_names", {}))]
     for d in docs:
         if d.category in ("hpa", "scaledobject"):
             md = d.data.setdefault("metadata", {})
