@@ -241,7 +241,7 @@ def run_context(run: Run, color: str | None = None) -> dict[str, Any]:
               for e in (raw_events if isinstance(raw_events, list) else [])]
     return {"r": run, "s": s, "kpis": _kpis(s), "variants": variants, "color": color,
             "time_unit": "min" if unit[0] == 60.0 else "s", "usd": cost_metric([s]).id == "cost_usd",
-            "figures": figures,
+            "lead": figures[0], "figures": figures[1:],  # lead: replicas and load, on the first screen
             "decision_rows": rows, "truncated": truncated, "counts": counts, "events": events,
             "scaling": scaling_rows(s, unit[0]),
             "startup_rows": startup_plots.phase_table(run.pods)}

@@ -72,7 +72,7 @@ def timeline(pods: list[dict[str, Any]], end_s: float, unit: TimeUnit) -> dict[s
              "borderWidth": 0, "grouped": False, "barPercentage": 0.8, "categoryPercentage": 1.0, "key": f"p:{n}",
              "tip": "span"} for n in order]
     scales = {"x": axis(unit[1], min=0, max=round(end_s / div, 3)),
-              "y": {"type": "category", "labels": [str(p["pod"]) for p in shown], "ticks": {"font": {"size": 10}},
+              "y": {"type": "category", "labels": [str(p["pod"]) for p in shown], "ticks": {"font": {"size": 12}},
                     "grid": {"display": False}}}
     more = f" (first {len(shown)} of {len(rows)})" if len(rows) > len(shown) else ""
     legend = [legend_item(n.replace("_", " "), PHASE_COLORS.get(n, "#999999"), "box", f"p:{n}") for n in order]

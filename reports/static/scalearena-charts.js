@@ -42,7 +42,7 @@
   d.font.size = 12;
   d.color = "#1f2328";
   d.plugins.legend.display = false;
-  d.plugins.title.font = { weight: "bold", size: 13 };
+  d.plugins.title.font = { weight: "bold", size: 14 };
   d.interaction = { mode: "nearest", axis: "x", intersect: false };
 
   const num = new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });

@@ -60,10 +60,28 @@ PROBE_TAIL = """<script>window.addEventListener("load", () => {
   const axesOut = charts.filter(([c, ch]) => ch).flatMap(([c, ch]) => Object.values(ch.scales)
     .filter(s => s.left < -1 || s.top < -1 || s.right > ch.width + 1 || s.bottom > ch.height + 1)
     .map(s => c.getAttribute("aria-label") + ":" + s.id));
+  // computed font sizes: every element holding text of its own, in a table (>= 12 px) or not (>= 14 px),
+  // the table's ::after marks (the best cell's star) too; the smallest of each with an example
+  const px = (el, pseudo) => parseFloat(getComputedStyle(el, pseudo).fontSize);
+  const fonts = {body: [99, ""], table: [99, ""]};
+  const note = (where, size, what) => { if (size < fonts[where][0]) { fonts[where] = [size, what]; } };
+  [...document.body.querySelectorAll("*")].filter(el => !el.closest("script, style, canvas"))
+    .filter(el => [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+    .forEach(el => note(el.closest("table") ? "table" : "body", px(el), el.tagName + "." + el.className + ": "
+                        + el.textContent.trim().slice(0, 30)));
+  document.querySelectorAll("td, th").forEach(el => { const c = getComputedStyle(el, "::after").content;
+    if (c && c !== "none" && c !== "normal") { note("table", px(el, "::after"), el.tagName + "::after " + c); } });
+  const chartFont = window.Chart ? Math.min(Chart.defaults.font.size, ...charts.filter(([c, ch]) => ch)
+    .flatMap(([c, ch]) => Object.values(ch.scales).map(s => (s.options.ticks.font && s.options.ticks.font.size)
+                                                          || Chart.defaults.font.size))) : null;
+  const firstCanvas = canvases.length ? canvases[0].getBoundingClientRect().top + window.scrollY : null;
+  const verdictBox = document.getElementById("verdict");
+  const verdictBottom = verdictBox ? verdictBox.getBoundingClientRect().bottom + window.scrollY : null;
   const p = document.createElement("pre"); p.id = "probe";
   p.textContent = JSON.stringify({pageWidth: document.documentElement.scrollWidth, viewport: vw, wide, scrolled,
                                   clipped, images, errors: window.__errors, canvases: canvases.length,
-                                  undrawn, blank, squashed, axesOut});
+                                  undrawn, blank, squashed, axesOut, fonts, chartFont, firstCanvas,
+                                  verdictBottom});
   document.body.appendChild(p);
 });</script>"""
 
@@ -119,3 +137,28 @@ def test_page_fits_the_viewport_without_errors(pages, which, width):
         assert m["canvases"] == EXPECTED_PANELS[which]
     else:
         assert m["canvases"] > 0
+
+
+@pytest.mark.parametrize("which", ["suite", "run", "compare", "seeds"])
+def test_text_is_at_least_14_px_and_table_text_at_least_12_px(pages, which):
+    """Body text (everything outside tables: headings, prose, legends, captions, badges, code) >= 14 px and table
+    text (cells, unit labels, the best cell's star, interval lines) >= 12 px, measured as Chromium computes them
+    at 1366 px; the chart axes' tick labels >= 12 px too."""
+    m = measure(pages[which], 1366, pages["tmp"])
+    body, table = m["fonts"]["body"], m["fonts"]["table"]
+    assert body[0] >= 14, body  # [smallest size, an element with it]
+    assert table[0] >= 12, table
+    assert body[0] < 99 and table[0] < 99  # both kinds were found: the probe measured something
+    if which != "compare":  # the compare page draws no chart
+        assert m["chartFont"] >= 12
+
+
+@pytest.mark.parametrize("which", ["run", "seeds"])
+def test_run_and_suite_lead_with_a_chart_and_the_verdict_above_the_fold(pages, which):
+    """At 1366 x 768 the first screen of a run page shows its replicas-and-load chart (its canvas starts above
+    768 px) and a suite page's verdict box ends above 768 px (its SLO, picks and figures are on it)."""
+    m = measure(pages[which], 1366, pages["tmp"])
+    if which == "run":
+        assert m["firstCanvas"] is not None and m["firstCanvas"] < 768, m["firstCanvas"]
+    else:
+        assert m["verdictBottom"] is not None and m["verdictBottom"] < 768, m["verdictBottom"]
