@@ -87,6 +87,28 @@ def decisions(rs: ResultSet, runs: list[Run], cost: Metric, target: float) -> li
     return out
 
 
+def _ms(v: float) -> str:
+    return f"{v:,.0f} ms" if float(v).is_integer() else f"{v:g} ms"
+
+
+def slo_text(runs: list[Run]) -> str:
+    """The SLO a scenario's requests are counted against, from its runs' summaries: "TTFT ≤ 1,000 ms, ITL ≤ 50 ms";
+    runs that disagree (a sweep over the SLO) give each objective's range; "" when no run records one."""
+    parts = []
+    for key, name in (("ttft_ms", "TTFT"), ("itl_ms", "ITL")):
+        values = sorted({float(v) for r in runs if isinstance(slo := r.summary.get("slo"), dict)
+                         and isinstance(v := slo.get(key), int | float) and not isinstance(v, bool)})
+        if values:
+            span = _ms(values[0]) if len(values) == 1 else f"{_ms(values[0]).removesuffix(' ms')} to {_ms(values[-1])}"
+            parts.append(f"{name} ≤ {span}")
+    return ", ".join(parts)
+
+
+def target_text(target: float) -> str:
+    """An attainment target as the verdicts print it: 95% (95.5% when not a whole percent)."""
+    return f"{target:.0%}" if round(target * 100, 6).is_integer() else f"{target:.1%}"
+
+
 def _money(p: Point, cost: Metric) -> str:
     return _amount(p.cost, cost)
 
@@ -96,15 +118,19 @@ def _amount(value: float | None, cost: Metric) -> str:
     return f"{cost.format(value)} {unit}"
 
 
+# What a verdict whose bound is one oracle run lacks, and how to get it: said once per page, not per line.
+FRONTIER_HINT = ("where the bound is one oracle run (one hindsight point), regret is n/a below its attainment: "
+                 "run the oracle frontier (--frontier) for a bound at every attainment")
+
+
 def bound_text(v: Verdict, cost: Metric, target: str) -> str:
     """The bound in words: the oracle frontier's range and its cost at the target, or the one oracle run
-    (then regret is mostly n/a), and every bound violation."""
+    (then regret is mostly n/a: ``needs_frontier``, whose hint the page says once), and every bound violation."""
     f = v.frontier
     if not any(p.frontier for p in f.usable):
         if v.bound is None:
             return "no oracle run: regret unknown"
-        return (f"bound ({v.bound.name}, reads the future): {_money(v.bound, cost)} at {_pct(v.bound.attainment)}; "
-                "one hindsight point only, so regret is n/a below it: run the oracle frontier (--frontier)")
+        return f"bound ({v.bound.name}, reads the future): {_money(v.bound, cost)} at {_pct(v.bound.attainment)}"
     hull = f.hull()
     at = f.at(v.target, page_cost)
     reach = (f"needs {_amount(at, cost)}" + ("" if cost.id == "gpu_hours" else f" ({f.at(v.target):.3f} GPU-h)")
@@ -116,6 +142,11 @@ def bound_text(v: Verdict, cost: Metric, target: str) -> str:
     return text + (f"; bound violated by {', '.join(bad)}: there the frontier is no bound" if bad else "")
 
 
+def needs_frontier(v: Verdict) -> bool:
+    """The bound is one oracle run, no frontier: FRONTIER_HINT applies."""
+    return v.bound is not None and not any(p.frontier for p in v.frontier.usable)
+
+
 def _pct(v: float | None) -> str:
     return "–" if v is None else f"{v:.1%}"
 
@@ -124,10 +155,11 @@ def sentence(d: PointDecision, noun: str = "autoscaler") -> dict[str, Any]:
     """The verdict in words: headline (the pick or why there is none), runner-up, bound; ``noun`` names
     what competes (a tuning study's candidates are configurations)."""
     v, cost = d.verdict, d.cost
-    target = f"{v.target:.0%}" if round(v.target * 100, 6).is_integer() else f"{v.target:.1%}"
+    target = target_text(v.target)
     if v.pick is not None:
-        head = (f"{v.pick.name}: the cheapest deployable {noun} meeting {target} SLO attainment, "
-                f"{_money(v.pick, cost)} at {_pct(v.pick.attainment)}")
+        gpu = "" if cost.id == "gpu_hours" or v.pick.gpu_hours is None else f" ({v.pick.gpu_hours:.3f} GPU-h)"
+        head = (f"{v.pick.name}: {_pct(v.pick.attainment)} SLO attainment at {_money(v.pick, cost)}{gpu}, "
+                f"the cheapest deployable {noun} meeting {target}")
     else:
         near = v.best_attainment
         head = f"no deployable {noun} meets {target} SLO attainment" + (
@@ -137,7 +169,7 @@ def sentence(d: PointDecision, noun: str = "autoscaler") -> dict[str, Any]:
     bound = bound_text(v, cost, target) + perfect_text(d.perfect, cost)
     seeds = max((p.n for p in d.points), default=1)
     return {"point": d.point, "ok": v.pick is not None, "pick": v.pick.name if v.pick else None, "head": head,
-            "runner": runner, "bound": bound, "seeds": seeds}
+            "runner": runner, "bound": bound, "seeds": seeds, "hint": FRONTIER_HINT if needs_frontier(v) else ""}
 
 
 def perfect_text(p: Perfect | None, cost: Metric) -> str:

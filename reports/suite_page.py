@@ -110,8 +110,29 @@ def _scenario(name: str, rs: ResultSet, colors: dict[str, str], unit: TimeUnit, 
         title = f"{name}{' / ' + point if point else ''}: ready replicas over time{seed}"
         figures.append(suite_plots.replicas_over_time(title, first, colors, unit))
     return {"name": name, "rows": _rows(rs, stats, metrics, target, colors), "figures": figures,
+            "slo": suite_decide.slo_text(runs),
             "has_sweep": any(p for p, _ in stats), "description": "", "decision": decision, "seeds": seeds,
             "pairs": _pairs(stats, cost) if seeds > 1 else []}
+
+
+# The verdict box's one colour, said on the page (docs/reports.md, "The verdict box"): red is kept for what
+# went wrong (bound violations, failed gates), never for a scenario that simply has no pick.
+VERDICT_KEY = ("green box: every scenario has a pick (✓: a deployable autoscaler meets the target); "
+               "amber box: at least one has none (✗)")
+
+
+def verdict_summary(sections: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the verdict box says once rather than per line: the SLO and attainment target its verdicts count
+    against (one line when every scenario shares them, else one per scenario), whether every scenario and
+    sweep point has a pick (the box's one colour: docs/reports.md), and each distinct hint of its lines."""
+    verdicts = [v for sc in sections for v in sc["decision"]["verdicts"]]
+    slos = [(sc["name"], sc["slo"] or "SLO not recorded", suite_decide.target_text(sc["decision"]["target"]))
+            for sc in sections]
+    common = len({(slo, t) for _, slo, t in slos}) == 1
+    return {"slo_common": slos[0][1:] if common and slos else None, "slo_per": [] if common else slos,
+            "key": VERDICT_KEY,
+            "all_picked": all(v["ok"] for v in verdicts),
+            "hints": list(dict.fromkeys(v["hint"] for v in verdicts if v["hint"]))}
 
 
 def scalar_text(key: str, value: Any) -> Any:
@@ -154,7 +175,8 @@ def suite_context(rs: ResultSet, min_attainment: float | None = None) -> dict[st
     return {"scenarios": sections, "n_runs": len(rs.runs), "autoscalers": sorted(colors.items()), "colors": colors,
             "headings": [{"label": m.label, "unit": m.unit, "id": m.id} for m in metrics], "suite": rs.suite,
             "suite_scalars": scalars, "suite_json": json.dumps(suite, indent=2, sort_keys=True, default=str),
-            "headline": headline, "summary_file": suite_stats.SUMMARY_FILE, "blind": blind_runs(rs)}
+            "headline": headline, "summary_file": suite_stats.SUMMARY_FILE, "blind": blind_runs(rs),
+            "box": verdict_summary(sections)}
 
 
 def summary_json(rs: ResultSet) -> dict[str, Any]:
