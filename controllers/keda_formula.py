@@ -18,6 +18,7 @@ result), so a formula that would not compile is refused with the column of the o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -115,8 +116,31 @@ class Formula:
         return float(out)
 
 
+MAX_FORMULA_CHARS = 4_096  # llm-d's queue-guard formula is under 200
+MAX_FORMULA_DEPTH = 64  # levels of ( nesting
+MAX_FORMULA_OPERATORS = 100  # operators, lets and ternaries: each is a level of the tree the checker recurses
+_OPERATOR = re.compile(r"\*\*|\?\?|&&|\|\||[=!<>]=|\blet\b|\band\b|\bor\b|\bnot\b|[-+*/^<>!?]")
+
+
+def check_size(source: str) -> None:
+    """A formula past the bounds above is refused before lark parses it: 3,000 ``let``s or 5,000 nested
+    parentheses exhausted the recursion of the checker (an internal error, issue 31)."""
+    if len(source) > MAX_FORMULA_CHARS:
+        raise FormulaError(f"formula of {len(source):,} characters, more than the {MAX_FORMULA_CHARS:,} allowed")
+    depth = deepest = 0
+    for ch in source:
+        depth += (ch == "(") - (ch == ")")
+        deepest = max(deepest, depth)
+    if deepest > MAX_FORMULA_DEPTH:
+        raise FormulaError(f"formula nested {deepest} parentheses deep, more than the {MAX_FORMULA_DEPTH} allowed")
+    operators = len(_OPERATOR.findall(source))
+    if operators > MAX_FORMULA_OPERATORS:
+        raise FormulaError(f"formula of {operators} operators, more than the {MAX_FORMULA_OPERATORS} allowed")
+
+
 def compile_formula(source: str, triggers: set[str] | frozenset[str]) -> Formula:
     """Parse and type-check ``source`` with ``triggers`` as its float64 variables (KEDA's ``expr.Env``)."""
+    check_size(source)
     return _compile(source, frozenset(triggers))
 
 

@@ -1,6 +1,8 @@
 """The expr-lang subset of KEDA scalingModifiers formulas (controllers/keda_formula.py), values worked by hand."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from scalearena.controllers.keda_formula import FormulaError, compile_formula
@@ -35,3 +37,37 @@ def test_values(formula, want):
 def test_errors_name_the_column_or_the_cause(formula, match):
     with pytest.raises(FormulaError, match=match):
         compile_formula(formula, set(ENV))
+
+
+@pytest.mark.parametrize(("formula", "match"), [
+    ("let a = q; " * 3000 + "a", "formula of 33,001 characters, more than the 4,096 allowed"),  # 11 x 3000 + 1
+    ("(" * 65 + "q" + ")" * 65, "nested 65 parentheses deep, more than the 64 allowed"),
+    ("q" + " + q" * 101, "formula of 101 operators, more than the 100 allowed"),
+    ("let a = q; " * 101 + "a", "formula of 101 operators"),  # each let is one level of the tree
+])
+def test_formulas_past_the_size_bounds_are_refused_before_parsing(formula, match):
+    """3,000 lets or 5,000 nested parentheses exhausted the checker's recursion (RecursionError: an internal
+    error, issue 31); past the bounds they are a FormulaError (a UserError on load) naming the bound."""
+    with pytest.raises(FormulaError, match=match):
+        compile_formula(formula, {"q"})
+
+
+def test_formulas_at_the_bounds_still_compile_and_evaluate():
+    # 64 parentheses around 36 unary minuses: (-1)^36 = 1; 100 additions of q = 1 give 101
+    assert compile_formula("(" * 64 + "-" * 36 + "q" + ")" * 64, {"q"}).evaluate({"q": 1.0}) == 1.0
+    assert compile_formula("q" + " + q" * 100, {"q"}).evaluate({"q": 1.0}) == 101.0
+
+
+def test_a_huge_formula_in_a_scenario_is_one_error_line(tmp_path):
+    from tests.unit.test_cli import scalearena
+
+    scenario = (Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "exp1-staircase.yaml").read_text()
+    formula = "let a = q; " * 3000 + "a"
+    text = scenario.split("autoscalers:")[0] + (
+        "autoscalers:\n  - {kind: keda, triggers: [{name: q, query: queue, threshold: 1}], "
+        f"scaling_modifiers: {{formula: '{formula}', target: 1}}}}\n")
+    (tmp_path / "s.yaml").write_text(text)
+    done = scalearena("validate", str(tmp_path / "s.yaml"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "more than the 4,096 allowed" in line, line
