@@ -268,7 +268,9 @@ def hetero_table(runs: list[Run], scenario: str = "hetero-roofline") -> list[lis
     if "oracle" not in names:
         return []
     oracle = select(runs, scenario, "oracle")
-    table = [["autoscaler", "cost", "cost / oracle", "SLO attainment", "goodput (rps)", "failures", "GPU-hours"]]
+    # cost in the paper's unit (each variant's cost weight x replica-hours), labelled: the pages show USD
+    table = [["autoscaler", "cost (variantCost·h)", "cost / oracle", "SLO attainment", "goodput (rps)", "failures",
+              "GPU-hours"]]
     for name in names:
         rs = select(runs, scenario, name)
         att = estimate([g * r.summary["duration_s"] / r.summary["requests_total"] if r.summary["requests_total"]

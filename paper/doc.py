@@ -97,8 +97,9 @@ def render(runs: list[Run], meta: dict[str, Any]) -> str:
         "## Beyond the paper: heterogeneous pool vs the oracle\n",
         "A100 / H100 / H200 variants of Llama-3-8B with roofline latencies under a diurnal load. `oracle` "
         "knows the arrival schedule and provisions the fewest replicas that keep every pod unsaturated, "
-        "cheapest variant first, with cold-start lead time. `cost / oracle` is the per-seed ratio; compare "
-        "it at equal SLO attainment.\n",
+        "cheapest variant first, with cold-start lead time. Cost is the paper's unit, variantCost·h (each "
+        "variant's `cost` weight x its replica-hours; the reports show USD); `cost / oracle` is the per-seed "
+        "ratio; compare it at equal SLO attainment.\n",
         md_table(hetero_table(runs)) or "_not run_\n",
         oracle_note(runs),
     ]

@@ -24,7 +24,7 @@ from scalearena.reports.verdict import Verdict, target_of
 from .. import frontier
 from ..executor import EXECUTORS, Executor, make_executor
 from ..scenario import load_scenario
-from .objectives import check_target, cost_axis, parse_objectives
+from .objectives import check_target, cost_axis, default_objectives, parse_objectives
 from .outputs import write
 from .space import build_space
 from .study import SAMPLERS, Tuning, open_storage, open_study, optimize
@@ -83,7 +83,8 @@ def best_text(v: Verdict, t: Tuning) -> str:
 @click.option("--trials", type=int, default=50, show_default=True, help="Trials in the study (a rerun completes it).")
 @click.option("--seeds", type=int, default=1, show_default=True, help="Seeds per trial (scenario seed, +1, ...), averaged.")
 @click.option("--objective", "objectives", multiple=True, metavar="METRIC",
-              help="Metric to optimise (repeatable; default cost and slo_attainment), e.g. cost, gpu_hours, goodput_rps.")
+              help="Metric to optimise (repeatable; default cost_usd and slo_attainment), e.g. cost_usd, gpu_hours, "
+                   "goodput_rps, cost (variantCost x h).")
 @click.option("--min-attainment", type=float, default=None,
               help="SLO-attainment target 0..1 of the verdict (a constraint when slo_attainment is no objective); "
                    "default the scenario's attainment_target, else 0.95.")
@@ -121,6 +122,8 @@ def tune(scenario: str, name: str, trials: int, seeds: int, objectives: tuple[st
                                                     REGISTRY.default_config("oracle"))
     n_seeds, n_trials = _positive(seeds, "--seeds", MAX_SEEDS), _positive(trials, "--trials")
     out_dir = Path(out) if out else Path("results") / "tune" / f"{sc.name}-{base.label}"
+    if not objectives:  # the default, or what a study already in out_dir began with
+        objs = parse_objectives(default_objectives(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     t = Tuning(sc, base, oracle, space, objs, target, [sc.seed + i for i in range(n_seeds)], out_dir, n_trials,
                sampler, sampler_seed,

@@ -26,7 +26,7 @@ from scalearena.reports.load import TUNING_DIR
 
 from ..executor import Executor
 from ..suite import RunPlan
-from .objectives import parse_objectives
+from .objectives import default_objectives, parse_objectives
 from .outputs import tuned_config, write
 from .space import build_space
 from .study import Tuning, finished, open_storage, open_study, optimize
@@ -75,7 +75,8 @@ def tune_one(group: list[RunPlan], out: Path, trials: int, target: float, execut
     folder = out / TUNING_DIR / sc.name / _point(first) / base.label
     folder.mkdir(parents=True, exist_ok=True)
     seed = sc.seed + TRAIN_OFFSET
-    t = Tuning(sc, base, None, space, parse_objectives([]), target, [seed], folder, trials)
+    t = Tuning(sc, base, None, space, parse_objectives(default_objectives(folder)), target, [seed], folder,
+               trials)
     storage = open_storage(folder)
     try:
         study = open_study(t, storage)

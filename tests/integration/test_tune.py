@@ -131,10 +131,15 @@ def test_a_study_of_the_oracle_says_its_pick_is_a_bound(tmp_path: Path) -> None:
 
 def test_report_renders_the_study(tmp_path: Path) -> None:
     out = tmp_path / "kpa"
-    tune(out, "--autoscaler", "kpa", "--trials", "3")
+    printed = tune(out, "--autoscaler", "kpa", "--trials", "3")
+    # cost in USD by default, as the suite pages show it (the tiny scenario's GPU has a price): the last lines
+    # and the page; tune.json records the cost axis
+    assert " USD at " in printed and "variantCost" not in printed, printed
+    assert json.loads((out / "tune.json").read_text())["cost_metric"] == "cost_usd"
     r = scalearena("report", str(out))
     assert r.returncode == 0, r.stderr
     html = (out / "report.html").read_text()
     assert "VERDICT" in html and "Pareto front" in html and 'id="fig-scatter-tiny"' in html
     assert '"label": "trial' in html or '"label":"trial' in html  # the trials drawn as their own datasets
     assert html.index("VERDICT") < html.index("Cost against SLO attainment")  # the answer first
+    assert "<th>cost (USD)</th>" in html

@@ -45,3 +45,25 @@ def test_tune_page_draws_the_frontier_and_regret_on_it(tmp_path: Path) -> None:
     page = write_tune_report(tmp_path, force=True).read_text()
     assert "<b>oracle reads the future arrival schedule:</b> every configuration of this study is a hindsight " \
            "bound, not deployable" in page
+
+
+def _study(tmp_path: Path, cost_metric: str) -> str:
+    meta = {"scenario": "s", "autoscaler": "hpa", "objectives": [cost_metric, "slo_attainment"], "seeds": [1],
+            "sampler": "tpe", "sampler_seed": 0, "target": 0.95, "cost_metric": cost_metric, "constrained": False,
+            "trials_requested": 1, "trials": {"complete": 1}, "complete": True, "space": [], "fixed": {},
+            "references": {}, "command": "scalearena tune ...", "dashboard": "optuna-dashboard ..."}
+    (tmp_path / "tune.json").write_text(json.dumps(meta))
+    # one trial: 0.5 GPU-h on a GPU at 3 USD per GPU-h = 1.50 USD; its variant's cost weight 2.5 -> 1.25 variantCost·h
+    pd.DataFrame([{"number": 0, "label": "trial-0000", "state": "complete", "default": False, "on_front": True,
+                   "meets_target": True, "cost": 1.25, "cost_usd": 1.5, "gpu_hours": 0.5, "slo_attainment": 0.97,
+                   "goodput_rps": 1.0}]).to_parquet(tmp_path / "trials.parquet")
+    return write_tune_report(tmp_path, force=True).read_text()
+
+
+def test_tune_page_shows_usd_and_labels_variant_cost_only_when_the_study_asked_for_it(tmp_path: Path) -> None:
+    page = _study(tmp_path, "cost_usd")  # the default objective
+    assert "trial-0000: 97.0% SLO attainment at 1.50 USD (0.500 GPU-h)" in page
+    assert "<th>cost (USD)</th>" in page and "variantCost" not in page.split("<footer>")[0]
+    page = _study(tmp_path, "cost")  # --objective cost: the paper's unit, said so
+    assert "trial-0000: 97.0% SLO attainment at 1.250 variantCost·h (0.500 GPU-h)" in page
+    assert "<th>cost (variantCost·h)</th>" in page and "not USD" in page

@@ -1,6 +1,7 @@
 """Tuning: objectives and targets as the CLI reads them, the Pareto front on known points, bad input."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import optuna
@@ -69,10 +70,10 @@ def test_verdict_over_study_points_picks_the_cheapest_meeting_the_target() -> No
 
 
 def test_objectives_default_and_bad_names() -> None:
-    assert [o.id for o in parse_objectives([])] == ["cost", "slo_attainment"]
+    assert [o.id for o in parse_objectives([])] == ["cost_usd", "slo_attainment"]  # USD, as the suite pages
     got = parse_objectives(["gpu_hours", "ttft_p99", "goodput_rps"])
     assert [o.direction for o in got] == ["minimize", "minimize", "maximize"]
-    assert cost_axis(got).id == "gpu_hours" and cost_axis(parse_objectives(["ttft_p99"])).id == "cost"
+    assert cost_axis(got).id == "gpu_hours" and cost_axis(parse_objectives(["ttft_p99"])).id == "cost_usd"
     with pytest.raises(UserError, match="--objective latency: no such objective"):
         parse_objectives(["latency"])
     with pytest.raises(UserError, match="did you mean 'goodput_rps'"):
@@ -84,6 +85,18 @@ def test_objectives_default_and_bad_names() -> None:
     assert check_target(0.0) == 0.0 and check_target(1.0) == 1.0
     with pytest.raises(UserError, match=r"--min-attainment 1.5: outside \[0, 1\]"):
         check_target(1.5)
+
+
+def test_default_objectives_are_usd_unless_the_folder_holds_a_study_begun_otherwise(tmp_path: Path) -> None:
+    from scalearena.harness.tuning.objectives import default_objectives
+
+    assert default_objectives(tmp_path) == ("cost_usd", "slo_attainment")  # no study yet
+    (tmp_path / "tune.json").write_text(json.dumps({"objectives": ["cost", "slo_attainment"]}))
+    assert default_objectives(tmp_path) == ("cost", "slo_attainment")  # begun under the old default: continues
+    (tmp_path / "tune.json").write_text(json.dumps({"objectives": ["nope"]}))
+    assert default_objectives(tmp_path) == ("cost_usd", "slo_attainment")  # unreadable: the default
+    (tmp_path / "tune.json").write_text("{")
+    assert default_objectives(tmp_path) == ("cost_usd", "slo_attainment")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -131,7 +144,7 @@ def test_a_trial_whose_run_went_again_after_a_lost_worker_is_marked() -> None:
 
     def run(seed: int, attainment: float, **extra: int) -> dict:
         return {"dir": f"trials/trial-0000/seed-{seed}", "status": "ok", **extra,
-                "summary": {"cost": 1.0, "slo_attainment": {"both": attainment}}}
+                "summary": {"cost": 1.0, "cost_usd": 2.0, "slo_attainment": {"both": attainment}}}
 
     # seed 2's run took 2 attempts (harness/executor_ray.py marks it); attainment mean (0.9 + 0.8) / 2 = 0.85
     res = outcome([run(1, 0.9), run(2, 0.8, attempts=2)], parse_objectives([]))
