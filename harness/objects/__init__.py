@@ -19,7 +19,6 @@ from typing import Any
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.kubernetes import KubernetesConfig, ObjectTarget
-from scalearena.controllers.wva.controller import WVAConfig
 
 from ..promql.rules import RuleGroup, load_rule_groups
 from .adapter import AdapterConfig
@@ -27,6 +26,7 @@ from .hpa import translate_hpa
 from .keda import translate_scaled_object
 from .load import Doc, check_env_used, load_documents
 from .mapping import map_documents
+from .va import variant_autoscaling
 
 __all__ = ["bound_warnings", "check_mapping", "compile_documents", "compile_objects", "rule_groups"]
 
@@ -165,25 +165,6 @@ def _translate(d: Doc, adapter: AdapterConfig, recorded: list[str], variants: di
         keda, lo, hi = translate_scaled_object(d)
         return ObjectTarget(variant=variant, source=d.where, autoscaler=keda, min_replicas=lo, max_replicas=hi)
     if d.category == "variantautoscaling":
-        return _variant_autoscaling(d, variants)
+        variant = target_variant(d, variants)
+        return variant_autoscaling(d, variant, variants[variant])
     return None
-
-
-def _variant_autoscaling(d: Doc, variants: dict[str, str]) -> ObjectTarget:
-    """The project's VariantAutoscaling CR (manifests/autoscalers/wva/crd.yaml): one variant under WVA, with
-    the CR's cost and bounds; the variants' CRs share one WVA (its thresholds are WVA's defaults)."""
-    from .hpa import parse_quantity
-
-    variant = target_variant(d, variants)
-    spec = d.data.get("spec") or {}
-    model = spec.get("modelID")
-    if model is not None and str(model) != variants[variant]:
-        raise UserError(f"spec.modelID: {model!r}, but variant {variant!r} serves {variants[variant]!r}",
-                        where=d.where)
-    try:
-        cost = parse_quantity(spec["variantCost"]) if "variantCost" in spec else None
-        lo, hi = spec.get("minReplicas"), spec.get("maxReplicas")
-        return ObjectTarget(variant=variant, source=d.where, autoscaler=WVAConfig(name="wva"), cost=cost,
-                            min_replicas=None if lo is None else int(lo), max_replicas=None if hi is None else int(hi))
-    except (ValueError, TypeError) as e:
-        raise UserError(f"spec: {e}", where=d.where) from None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.controllers.kubernetes import KubernetesConfig
+from scalearena.controllers.kubernetes import KubernetesConfig, ObjectTarget
 from scalearena.harness.objects import compile_objects
 from scalearena.harness.promql.position import error_position
 
@@ -165,3 +165,38 @@ def test_a_lexer_end_of_input_error_is_told_where_the_parser_stops(query: str, m
     with pytest.raises(PromQLParseError) as info:
         parse_supported(query)
     assert info.value.message == f"PromQL parse error: {message}" and info.value.position == expected
+
+
+def _va(spec: str) -> object:
+    import yaml
+
+    from scalearena.harness.objects.load import classify
+    from scalearena.harness.objects.va import variant_autoscaling
+
+    doc = classify(yaml.safe_load("apiVersion: llmd.ai/v1alpha1\nkind: VariantAutoscaling\nmetadata: {name: v}\n"
+                                  f"spec: {{scaleTargetRef: {{name: va}}, {spec}}}"), "va.yaml", 0)
+    return variant_autoscaling(doc, "va", "m")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("minReplicas: .inf", "spec.minReplicas"),  # was OverflowError: an internal error
+    ("minReplicas: true", "spec.minReplicas"),  # the CRD's integer type: not a boolean
+    ("maxReplicas: 1.5", "spec.maxReplicas"),
+    ("minReplicas: -1", "spec.minReplicas"),
+    ("maxReplicas: 1001", "spec.maxReplicas"),  # MAX_REPLICAS 1000
+    ("minReplicas: 5, maxReplicas: 2", "maxReplicas 2: must be greater than or equal to minReplicas (5)"),
+    ("variantCost: 10.0", "spec.variantCost"),  # the CRD types it a decimal string
+    ('variantCost: "1e3"', "spec.variantCost"),  # ^\d+(\.\d+)?$
+    ('variantCost: "0"', "variantCost 0: must be above 0"),
+    ("modelID: other", "spec.modelID: 'other', but variant 'va' serves 'm'"),
+])
+def test_a_variant_autoscaling_the_api_server_would_refuse_is_one_named_error(spec: str, message: str) -> None:
+    with pytest.raises(UserError) as e:
+        _va(spec)
+    assert message in str(e.value) and "ValidationError" not in str(e.value) and "ObjectTarget" not in str(e.value)
+
+
+def test_a_valid_variant_autoscaling_carries_its_cost_and_bounds() -> None:
+    t = _va('modelID: m, variantCost: "2.5", minReplicas: 0, maxReplicas: 4')
+    assert isinstance(t, ObjectTarget)
+    assert (t.variant, t.cost, t.min_replicas, t.max_replicas) == ("va", 2.5, 0, 4)
