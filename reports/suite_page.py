@@ -124,14 +124,17 @@ VERDICT_KEY = ("green box: every scenario has a pick (✓: a deployable autoscal
 def verdict_summary(sections: list[dict[str, Any]]) -> dict[str, Any]:
     """What the verdict box says once rather than per line: the SLO and attainment target its verdicts count
     against (one line when every scenario shares them, else one per scenario), whether every scenario and
-    sweep point has a pick (the box's one colour: docs/reports.md), and each distinct hint of its lines."""
+    sweep point has a pick (the box's one colour: docs/reports.md), each distinct hint of its lines, and the
+    seeds its means are over when every line has as many."""
     verdicts = [v for sc in sections for v in sc["decision"]["verdicts"]]
     slos = [(sc["name"], sc["slo"] or "SLO not recorded", suite_decide.target_text(sc["decision"]["target"]))
             for sc in sections]
     common = len({(slo, t) for _, slo, t in slos}) == 1
+    seeds = sorted({v["seeds"] for v in verdicts})
     return {"slo_common": slos[0][1:] if common and slos else None, "slo_per": [] if common else slos,
             "key": VERDICT_KEY,
             "all_picked": all(v["ok"] for v in verdicts),
+            "seeds": seeds[0] if len(seeds) == 1 else None,
             "hints": list(dict.fromkeys(v["hint"] for v in verdicts if v["hint"]))}
 
 

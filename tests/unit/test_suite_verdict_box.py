@@ -45,7 +45,7 @@ def test_the_pick_line_carries_its_attainment_cost_and_gpu_hours_and_the_hint_ap
 
 def _section(name: str, ok: bool, slo: str = "TTFT ≤ 1,000 ms, ITL ≤ 50 ms", target: float = 0.95) -> dict:
     return {"name": name, "slo": slo, "decision": {"target": target, "verdicts": [
-        {"ok": ok, "hint": FRONTIER_HINT}, {"ok": True, "hint": FRONTIER_HINT}]}}
+        {"ok": ok, "hint": FRONTIER_HINT, "seeds": 3}, {"ok": True, "hint": FRONTIER_HINT, "seeds": 3}]}}
 
 
 def test_verdict_summary_says_the_slo_once_and_each_hint_once() -> None:
@@ -53,6 +53,7 @@ def test_verdict_summary_says_the_slo_once_and_each_hint_once() -> None:
     assert box["slo_common"] == ("TTFT ≤ 1,000 ms, ITL ≤ 50 ms", "95%") and box["slo_per"] == []
     assert box["hints"] == [FRONTIER_HINT]  # four lines, one hint
     assert box["all_picked"] is False  # y has a point without a pick: the amber box
+    assert box["seeds"] == 3  # every line a mean over 3 seeds: said once
     box = verdict_summary([_section("x", True), _section("y", True, slo="TTFT ≤ 500 ms, ITL ≤ 50 ms", target=0.9)])
     assert box["all_picked"] is True and box["slo_common"] is None
     assert box["slo_per"] == [("x", "TTFT ≤ 1,000 ms, ITL ≤ 50 ms", "95%"), ("y", "TTFT ≤ 500 ms, ITL ≤ 50 ms", "90%")]
@@ -72,3 +73,10 @@ def test_suite_page_states_slo_hint_once_and_colours_the_box_by_picks(tmp_path: 
     assert box in html  # amber exactly when a line has no pick
     html = write_suite_report(out, jobs=1, force=True, min_attainment=0.0).read_text()
     assert '<li class="unpicked">' not in html and 'class="verdict"' in html  # every run meets 0 %: all green
+
+
+def test_a_suite_over_seeds_says_once_that_its_figures_are_means(tmp_path: Path) -> None:
+    out = write_demo_results(tmp_path / "seeds", seed=3, autoscalers=(("wva", 10.0), ("hpa", 45.0)), seeds=(1, 2))
+    html = write_suite_report(out, jobs=1).read_text()
+    assert html.count("every figure below is a mean over 2 seeds") == 1
+    assert "means over 2 seeds" not in html  # no longer at the end of every verdict line
