@@ -9,6 +9,7 @@ file and what was expected.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -52,3 +53,14 @@ def read_regular(path: str | Path, limit: int, what: str) -> bytes:
     if size > limit:
         raise UserError(f"larger than {limit:,} bytes", where=where, expected=f"{what} of at most {limit:,} bytes")
     return b"".join(chunks)
+
+
+def write_secret(path: Path, text: str) -> Path:
+    """``text`` into a new file only its owner can read or write (0600 from the start, never a wider mode),
+    replacing one left by an earlier run in the same folder."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import secrets
 import signal
 import sys
@@ -40,6 +39,7 @@ from typing import Any
 import requests as http
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.files import write_secret
 from scalearena.contracts.series import NAMESPACE
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
@@ -55,6 +55,7 @@ from ...control.ports import LoadSample, WallClock
 from ...control.view import forecast_from_requests, scenario_variants
 from ...startup_spec import refuse_sim_only
 from ..locust_process import LocustProcess
+from .handoff_auth import new_key
 from .inference_sim import SIM, MetricsRelay, SimEngine
 from .kube_state import DeploymentCollector, KubeStateExporter
 from .pods import PENDING, PodSet
@@ -130,10 +131,10 @@ class LocalRun:
         # the router's admin API: a fresh token per run, in a file only this user can read
         self.admin_token_file = self.dir / "router-admin.token"
         token = secrets.token_urlsafe(32)
-        fd = os.open(self.admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(token)
+        write_secret(self.admin_token_file, token)
         self._http.headers["Authorization"] = f"Bearer {token}"
+        self.handoff_key_file = write_secret(self.dir / "handoff.key", new_key())  # P/D: router signs, decode checks
+        self.pods.handoff_key_file = str(self.handoff_key_file)
         self.locust: LocustProcess | None = None  # started when the run's load begins
         self.control = local_control_plane(sc, config, writer, self.requests, clock=self.clock, metrics=self.reader,
                                            pods=self.pods, probe=RouterProbe(self._router_state, sc.cluster.variants))
@@ -202,7 +203,8 @@ class LocalRun:
         argv = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "router", "--port",
                 str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",
                 repr(self.scale), "--queue-timeout", f"{self.sc.client.timeout_s}s",
-                "--admin-token-file", str(self.admin_token_file), *(a for m in self.models for a in ("--model", m))]
+                "--admin-token-file", str(self.admin_token_file), "--handoff-key-file", str(self.handoff_key_file),
+                *(a for m in self.models for a in ("--model", m))]
         router = self.sup.start("router", argv)
         if not wait_for_port(self.router_port, 30.0, router.proc):
             raise UserError(f"router did not start:\n{router.log_tail()}", where=str(router.log_path))

@@ -27,6 +27,8 @@ import click
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.files import read_regular
 
+from .handoff_auth import read_key
+
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -208,6 +210,9 @@ def _gpu(name: str, spec_json: str | None, latency_kind: str) -> Any:
               "/kv/read), decode honours do_remote_prefill (reads it); both ignores them (no KV connector).")
 @click.option("--kv-transfer", default=None, help="The KV hand-off as JSON (a scenario's cluster.kv_transfer: "
               "bandwidth_gbps, latency_ms, kv_bytes_per_token, abort_timeout_s).")
+@click.option("--handoff-key-file", type=click.Path(dir_okay=False), default=None,
+              help="--role decode: the key serve-router signs P/D hand-offs with (the same file as the router's); "
+              "without it the engine accepts no hand-off.")
 @click.option("--pod", default="", help="Pod name (logs).")
 @click.option("--variant", default="", help="Variant name (logs).")
 @click.option("--spawned-at", type=float, default=None, hidden=True,
@@ -259,6 +264,7 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
         gpu_util_window_s=_at_least(o["gpu_util_window"], 0.001, "gpu_util_window"), pod=o["pod"],
         variant=o["variant"], seed=o["seed"], spawned_at=o["spawned_at"], mode=o["mode"],
         tokenizer=o["tokenizer"], limits=_limits(o), role=o["role"], kv_transfer=kv,
+        handoff_key=read_key(o["handoff_key_file"]) if o["handoff_key_file"] else None,
     )
     asyncio.run(serve(cfg))
 
@@ -275,6 +281,8 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
 @click.option("--admin-port", type=click.IntRange(0, 65535), default=None,
               help="Serve /admin/* on this port only (default: on --port); needs --admin-token-file.")
 @click.option("--admin-host", default="127.0.0.1", show_default=True, help="Address of the --admin-port listener.")
+@click.option("--handoff-key-file", type=click.Path(dir_okay=False), default=None,
+              help="P/D: the key the router signs hand-offs with; the decode engines get the same file.")
 @click.option("--router-spec", default=None, help="RouterSpec as JSON (scenario router section).")
 @click.option("--endpoints-file", default=None, help="JSON file of engines, rewritten by the harness; watched.")
 @click.option("--time-scale", type=float, default=1.0, show_default=True, help="Divides refresh and queue waits.")
@@ -301,7 +309,8 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     cfg = RouterServerConfig(spec=spec, port=o["port"], host=o["host"], endpoints_file=o["endpoints_file"],
                              time_scale=_time_scale(o["time_scale"]), queue_timeout_s=o["queue_timeout"],
                              models=tuple(o["models"]), admin_token=token, tokenizer=o["tokenizer"],
-                             limits=_limits(o), admin_port=o["admin_port"], admin_host=o["admin_host"])
+                             limits=_limits(o), admin_port=o["admin_port"], admin_host=o["admin_host"],
+                             handoff_key=read_key(o["handoff_key_file"]) if o["handoff_key_file"] else None)
     asyncio.run(serve(cfg))
 
 

@@ -97,6 +97,7 @@ class EngineServerConfig:
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     role: str = "both"  # llm-d.ai/role: both (no KV connector) | prefill | decode
     kv_transfer: Any = None  # harness.disagg_spec.KVTransferSpec (None: its defaults)
+    handoff_key: bytes | None = None  # decode: the router's hand-off key (handoff_auth.py); None refuses them
 
 
 @dataclass

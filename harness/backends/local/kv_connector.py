@@ -11,6 +11,7 @@ unchanged:
   ``remote_port``, ``remote_block_ids``, ``tp_size``;
 - a ``--role decode`` engine given those parameters admits the request, and when it has the slot and
   the blocks (the engine's ``kv_pull`` event) reads the KV: ``POST /kv/read`` on the prefill engine
+  with the hand-off's ``remote_secret``, and only for parameters serve-router signed (handoff_auth.py)
   (standing in for NIXL's RDMA READ and its completion notice). The prefill engine owns the link:
   reads queue on it first come, first served, each ``bytes x 8 / bandwidth_gbps + latency_ms``
   (``--kv-transfer``, the scenario's ``cluster.kv_transfer``), in scenario time; then it frees the
@@ -32,6 +33,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from .handoff_auth import new_secret, secret_matches, vouched
 from .openai_api import ApiError
 
 
@@ -46,6 +48,7 @@ class KVConnector:
         self.time_scale = server.cfg.time_scale
         self.link_free_s = 0.0  # prefill side: when the KV link has sent everything queued on it
         self.remote: dict[int, dict[str, Any]] = {}  # decode side: engine rid -> the prefill's kv_transfer_params
+        self.secrets: dict[int, str] = {}  # prefill side: engine rid -> the secret its /kv/read needs
         self.session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task] = set()
 
@@ -81,6 +84,11 @@ class KVConnector:
         the parameters cannot be honoured (several sequences, or a streamed prefill)."""
         params = req.body.get("kv_transfer_params")
         remote_decode, remote_prefill = self.flags(role, params)
+        if remote_prefill and not vouched(self.server.cfg.handoff_key, params):
+            why = ("no valid handoff_signature" if self.server.cfg.handoff_key is not None
+                   else "this engine has no --handoff-key-file")
+            raise ApiError(403, "permission_denied", f"kv_transfer_params were not handed over by the gateway ({why}):"
+                           " a decode engine reads KV only where serve-router sent it", "kv_transfer_params")
         if (remote_decode or remote_prefill) and (req.n > 1 or n_prompts > 1):
             raise ApiError(422, "invalid_request_error", "kv_transfer_params needs one prompt and n = 1")
         if remote_decode and req.stream:
@@ -90,9 +98,13 @@ class KVConnector:
     def produced(self, rid: int, prompt_tokens: int) -> dict[str, Any]:
         """The kv_transfer_params a prefill answers with (what the sidecar hands the decode side)."""
         blocks = math.ceil(prompt_tokens / self.engine.bs)
+        if len(self.secrets) > 4096:  # KV expired or released since: forget their secrets
+            self.secrets = {r: s for r, s in self.secrets.items() if self.engine.holds_kv(r)}
+        self.secrets[rid] = new_secret()
         return {"do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": list(range(blocks)),
                 "remote_engine_id": self.server.cfg.pod, "remote_request_id": str(rid),
-                "remote_host": self.server.cfg.host, "remote_port": self.server.port, "tp_size": 1}
+                "remote_host": self.server.cfg.host, "remote_port": self.server.port, "tp_size": 1,
+                "remote_secret": self.secrets[rid]}
 
     # -- prefill side: POST /kv/read ----------------------------------------------------------------
     async def handle_read(self, request: web.Request) -> web.Response:
@@ -102,7 +114,11 @@ class KVConnector:
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # OverflowError: int(1e400)
             raise ApiError(400, "invalid_request_error", "expected {remote_request_id, tokens}") from None
         if not self.engine.holds_kv(rid):
+            self.secrets.pop(rid, None)
             raise ApiError(404, "kv_not_found", f"no KV kept for request {rid} (expired or released)")
+        if not secret_matches(self.secrets.get(rid), body.get("secret")):
+            raise ApiError(403, "permission_denied", f"the KV of request {rid} is read with its hand-off's secret")
+        self.secrets.pop(rid, None)  # one read or release per hand-off
         if body.get("release"):
             self.engine.release_kv(self.server.now(), rid)
             self.server._wake.set()
@@ -144,6 +160,7 @@ class KVConnector:
             self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5.0))
         try:
             async with self.session.post(self._url(params), json={"remote_request_id": params["remote_request_id"],
+                                                                  "secret": params.get("remote_secret"),
                                                                   "tokens": tokens}) as r:
                 ok = r.status == 200
         except (aiohttp.ClientError, TimeoutError, ValueError):
@@ -163,6 +180,7 @@ class KVConnector:
             self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5.0))
         with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
             async with self.session.post(self._url(params), json={"remote_request_id": params["remote_request_id"],
+                                                                  "secret": params.get("remote_secret"),
                                                                   "release": True}):
                 pass
 

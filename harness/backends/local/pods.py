@@ -68,6 +68,7 @@ class PodSet:
         self.sup = supervisor
         self.variants = {v.name: v for v in variants}
         self.gpu_types = gpu_types or {}  # the scenario's own GPU types (cluster.gpu_types), by name
+        self.handoff_key_file: str | None = None  # P/D: the key the router signs hand-offs with (handoff_auth.py)
         self.time_scale = time_scale
         self.on_change = on_change  # membership changed: push to router + Prometheus
         self.on_event = on_event
@@ -152,6 +153,8 @@ class PodSet:
             argv += ["--gpu-spec", json.dumps(self.gpu_types[v.gpu].model_dump(mode="json"))]
         if v.role != "both":
             argv += ["--role", v.role, "--kv-transfer", json.dumps(self.kv_transfer)]
+            if self.handoff_key_file is not None:
+                argv += ["--handoff-key-file", self.handoff_key_file]
         return argv
 
     def terminate(self, pod: Pod) -> None:

@@ -10,7 +10,10 @@ connector_nixlv2.go, runNIXLProtocolV2):
    to the prefill engine;
 2. a non-2xx answer goes back to the client as it is (the sidecar writes the prefill's status);
 3. the decode request: the client's body, restored, with the ``kv_transfer_params`` the prefill
-   answered with, to the decode engine, streamed back as any request (``RouterServer._proxy``).
+   answered with, its address set to the prefill endpoint the router chose and signed
+   (handoff_auth.py), to the decode engine, streamed back as any request (``RouterServer._proxy``).
+
+A client's own ``kv_transfer_params`` are dropped from every request (``without_kv_params``).
 
 Unlike the sidecar, serve-router runs on its own host: both calls leave from it (a loopback hop
 on local). The decode engine reads the KV from the prefill engine itself (kv_connector.py).
@@ -21,18 +24,28 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
 
 from scalearena.workloads.load_handoff import PREFILL_POD_HEADER
 
+from .handoff_auth import vouch
 from .openai_api import ApiError
 
 
 def pd_headers(route: Any) -> dict[str, str]:
     """The response header naming the prefill pod of a P/D request (none for an aggregated one)."""
     return {PREFILL_POD_HEADER: route.prefill.name} if route.prefill is not None else {}
+
+
+KV_PARAMS = "kv_transfer_params"
+
+
+def without_kv_params(body: dict[str, Any]) -> dict[str, Any]:
+    """The client's body without its own ``kv_transfer_params``: only the gateway hands KV over."""
+    return {k: v for k, v in body.items() if k != KV_PARAMS}
 
 
 def prefill_body(body: dict[str, Any]) -> dict[str, Any]:
@@ -59,10 +72,17 @@ async def prefill_then_decode_body(server: Any, path: str, body: dict[str, Any],
             if up.status != 200:
                 return web.Response(status=up.status, body=data, headers={**headers, "Content-Type":
                                     up.headers.get("Content-Type", "application/json")})
-        params = json.loads(data).get("kv_transfer_params")
+        params = json.loads(data).get(KV_PARAMS)
+        if not isinstance(params, dict):
+            raise ValueError("the prefill answered without kv_transfer_params")
     except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
         kind = "killed" if prefill.state != "ready" else "error"
         return ApiError(502, kind, f"prefill engine {prefill.pod} unreachable").response(headers)
     finally:
         prefill.inflight -= 1
-    return json.dumps({**body, "kv_transfer_params": params}).encode()
+    if server.cfg.handoff_key is None:
+        return ApiError(503, "service_unavailable", "P/D hand-off needs serve-router --handoff-key-file (the key the "
+                        "decode engines check)").response(headers)
+    url = urlsplit(prefill.url)  # the address the router chose, not one the prefill's answer names
+    vouched = vouch(server.cfg.handoff_key, params, url.hostname or "", url.port or 80)
+    return json.dumps({**body, KV_PARAMS: vouched}).encode()

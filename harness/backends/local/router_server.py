@@ -71,7 +71,7 @@ from .metrics_text import parse_engine_metrics
 from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
 from .router_flow import FlowGate, flow_tags
 from .router_metrics import RouterMetrics, epp_state
-from .router_pd import pd_headers, prefill_then_decode_body
+from .router_pd import KV_PARAMS, pd_headers, prefill_then_decode_body, without_kv_params
 
 ERROR_EVENT = b'data: {"error"'  # an OpenAI-style error event in a stream (ours, vLLM's, llm-d-inference-sim's)
 PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)
@@ -91,6 +91,7 @@ class RouterServerConfig:
     admin_token: str | None = None  # None: the admin API is off
     admin_port: int | None = None  # a listener of its own for /admin/* (None: on the API port)
     admin_host: str = "127.0.0.1"
+    handoff_key: bytes | None = None  # P/D: signs the hand-offs it passes to decode engines (handoff_auth.py)
     tokenizer: str | None = None
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
@@ -322,6 +323,8 @@ class RouterServer:
                 route.booked.release()
                 return body
             raw = body
+        elif KV_PARAMS in req.body:  # a client's own hand-off parameters never reach an engine (handoff_auth.py)
+            raw = json.dumps(without_kv_params(req.body)).encode()
         return await self._proxy(request, raw, ep, req.stream, route, spec)
 
     async def _wait_for_route(self, spec: RequestSpec, units: tuple[tuple[int, int], ...] = ()) -> Any:
