@@ -14,7 +14,9 @@ besides the main process:
   again when the first one exits); the parent terminates every live child
   with SIGTERM, waits a grace period, then SIGKILLs what is left;
 - a parent that is SIGKILLed cannot clean up, so each worker asks the kernel
-  (Linux ``prctl(PR_SET_PDEATHSIG)``) for SIGTERM when its parent dies.
+  (Linux ``prctl(PR_SET_PDEATHSIG)``) for SIGTERM when its parent dies, and each
+  server a local run starts (engines, router, Prometheus, Locust: ``die_with_parent``)
+  for SIGKILL.
 
 While the report of finished runs is written after an interruption, a
 further signal is deferred once (``deferred``), so a second Ctrl-C does not
@@ -30,7 +32,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -134,6 +136,23 @@ def init_worker(parent_pid: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(143)
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child SIGKILLed when this process dies (Linux ``PR_SET_PDEATHSIG``), so a
+    local run SIGKILLed leaves no engine listening; None elsewhere and off the main thread (the signal follows
+    the thread that forked, and a helper thread that ends would take its children with it). libc is loaded
+    before the fork, so the child runs one C call and a ``getppid`` check (the parent may already be gone)."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    prctl = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).prctl
+    parent = os.getpid()
+
+    def child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(137)
+    return child
 
 
 def stop_workers(grace_s: float = 10.0) -> int:

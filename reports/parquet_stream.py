@@ -6,6 +6,9 @@ the end cost about 2.8 KB each (20+ GiB), so ``RunWriter`` hands every record to
 row group to a hidden spool file next to the target (``.requests.parquet.spool-XXXX``) with
 pyarrow's ``ParquetWriter``; memory holds one row group, whatever the run length.
 
+A run killed before it could clean up (SIGKILL, an abort) leaves its spool behind; the next stream
+of the same file in that folder removes it.
+
 A parquet file is readable only once its footer is written, so ``publish()`` is what makes
 ``path`` a complete file: it closes the spool and renames it onto ``path`` (first publish), or
 writes the rows already published followed by the spool's into a temp file and renames that
@@ -65,6 +68,8 @@ class ParquetStream:
         self._groups_published = 0  # row groups in ``path`` as last published
         self._groups_spooled = 0  # row groups in the spool since
         self._first: pa.Table | None = None  # the first row group, kept while it is the only one written
+        for stale in self.path.parent.glob(f".{self.path.name}.spool-*"):  # left by a run killed in this folder
+            stale.unlink(missing_ok=True)
 
     def on_flush(self, fn: Callable[[pa.Table], None]) -> None:
         """Call ``fn`` with every row group as it is written (for running tallies of the rows)."""

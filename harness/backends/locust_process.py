@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from scalearena.harness.interrupts import die_with_parent
 from scalearena.workloads import load_handoff as load
 
 from .local.supervisor import LOOPBACK, free_port
@@ -157,7 +158,7 @@ class LocustProcess:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
             return subprocess.Popen(argv, env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent())
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> None:

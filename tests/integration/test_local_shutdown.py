@@ -262,3 +262,20 @@ def test_ctrl_c_while_the_run_starts_still_marks_it_incomplete(tmp_path: Path) -
         assert_no_leftovers(cli, at_least=0)
     finally:
         cli.close()
+
+
+def test_a_sigkilled_harness_takes_every_child_with_it(tmp_path: Path) -> None:
+    """SIGKILL leaves the harness no chance to clean up (no handler, no atexit): before, its engines, router,
+    Prometheus and Locust kept listening, each in its own session. Each is started with PR_SET_PDEATHSIG
+    (harness/interrupts.py die_with_parent), so the kernel SIGKILLs it when the harness dies."""
+    out = tmp_path / "out"
+    cli = LocalCli(out)
+    try:
+        cli.wait_for_progress()
+        cli.track()
+        assert len(cli.seen) >= 4, [_cmdline(pid) for pid, _ in cli.seen]  # Prometheus, router, engine, Locust
+        os.kill(cli.proc.pid, signal.SIGKILL)  # the main process only: its children are in sessions of their own
+        assert cli.wait_exit() == -signal.SIGKILL
+        assert_no_leftovers(cli)
+    finally:
+        cli.close()

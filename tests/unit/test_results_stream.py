@@ -217,3 +217,24 @@ def test_rows_become_columns_by_position_and_a_short_row_is_refused() -> None:
     assert t.to_pydict() == {"t_s": [0.5, 1.0], "n": [2, None], "pod": ["p-0", None]}
     with pytest.raises(ValueError, match="3 values, one per column"):
         rows_table([(0.5, 2)], schema)
+
+
+def test_a_spool_left_by_a_killed_run_is_removed_by_the_next_stream_of_that_file(tmp_path: Path) -> None:
+    """A run SIGKILLed (or aborted) mid-way leaves `.requests.parquet.spool-XXXX` (it was 297 MB after an
+    aborted flash crowd, issue 31); the next stream of requests.parquet in that folder removes it, and leaves
+    another table's spool alone."""
+    from scalearena.reports.parquet_stream import ParquetStream
+
+    schema = pa.schema([("x", pa.int64())])
+    killed = ParquetStream(tmp_path / "requests.parquet", schema, row_group_rows=2)
+    for i in range(4):  # two row groups of 2: the spool exists, nothing published, then the process "dies"
+        killed.add((i,))
+    stale = list(tmp_path.glob(".requests.parquet.spool-*"))
+    other = tmp_path / ".timeseries.parquet.spool-abc"
+    other.write_bytes(b"x")
+    assert len(stale) == 1
+    fresh = ParquetStream(tmp_path / "requests.parquet", schema, row_group_rows=2)
+    assert not stale[0].exists() and other.exists()
+    fresh.add((7,))
+    fresh.publish()
+    assert pq.read_table(tmp_path / "requests.parquet").column("x").to_pylist() == [7]

@@ -12,7 +12,9 @@ TSDB lock, poisons the next run; so every child goes through one
   post-mortems, never a pipe that could fill up and stall the child);
 * stops it with SIGTERM, waits out a grace period, then SIGKILLs the group;
 * stops everything still alive on ``close()``, on interpreter exit and on
-  SIGTERM/SIGINT delivered to the harness.
+  SIGTERM/SIGINT delivered to the harness;
+* and, since a SIGKILLed harness runs none of that, asks the kernel to SIGKILL
+  the child when the harness dies (``die_with_parent``: Linux PR_SET_PDEATHSIG).
 
 Ports: ``free_port()`` asks the kernel for a free port on 127.0.0.1. Nothing
 here ever binds another address.
@@ -31,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scalearena.harness.interrupts import held
+from scalearena.harness.interrupts import die_with_parent, held
 
 LOOPBACK = "127.0.0.1"
 
@@ -132,6 +134,7 @@ class Supervisor:
                 env=full_env,
                 cwd=str(cwd) if cwd else None,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),  # SIGKILLed with the harness, even when it is SIGKILLed
             )
             child = Child(name=name, argv=list(argv), proc=proc, log_path=log_path)
             with self._lock:
