@@ -229,9 +229,9 @@ def test_render_refuses_with_one_error_line_and_exit_2(tmp_path: Path) -> None:
                     str(tmp_path / "out"))
     assert ok.returncode == 0, ok.stderr
     files = sorted(p.name for p in (tmp_path / "out" / "llmd-queue-guard").iterdir())
-    assert "020-networkpolicy-scalearena-kube-state-metrics-ingress.yaml" in files
-    assert [f for f in files if "scaledobject" in f] == ["025-scaledobject-scalearena-llmd-queue-guard-va-a100.yaml",
-                                                         "026-scaledobject-scalearena-llmd-queue-guard-va-h100.yaml"]
+    assert "022-networkpolicy-scalearena-kube-state-metrics-ingress.yaml" in files
+    assert [f for f in files if "scaledobject" in f] == ["027-scaledobject-scalearena-llmd-queue-guard-va-a100.yaml",
+                                                         "028-scaledobject-scalearena-llmd-queue-guard-va-h100.yaml"]
 
 
 # ---- the run: KEDA installed, the cluster scales, t0 waits for kube-state-metrics -------------------------

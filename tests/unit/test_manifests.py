@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import kubernetes_validate
@@ -105,7 +106,7 @@ def test_wva_controller_can_write_status_and_scale_but_not_spec() -> None:
     assert grants[("apps", "deployments")] == {"get", "list", "watch"}
 
 
-VALID_VA = {"apiVersion": "llmd.ai/v1alpha1", "kind": "VariantAutoscaling", "metadata": {"name": "va"},
+VALID_VA: dict[str, Any] = {"apiVersion": "llmd.ai/v1alpha1", "kind": "VariantAutoscaling", "metadata": {"name": "va"},
             "spec": {"modelID": "llama3-70b", "variantCost": "2.5",
                      "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "va-h100"}}}
 
@@ -171,3 +172,176 @@ def test_gpu_pool_runs_vllm_one_variant_per_gpu_product() -> None:
     assert a100["containers"][0]["image"].startswith("vllm/vllm-openai:v")
     assert a100["nodeSelector"]["nvidia.com/gpu.product"] != h100["nodeSelector"]["nvidia.com/gpu.product"]
     assert "--num-gpu-blocks-override=1024" in a100["containers"][0]["args"]
+
+
+# ---- issue 31: hardened in the YAML itself, and in everything a run applies --------------------------------
+POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet")
+# The pods that keep their ServiceAccount token, each because it talks to the API server; every other pod states
+# automountServiceAccountToken: false.
+API_CLIENTS = {
+    "prometheus",  # kubernetes_sd_configs lists this namespace's pods
+    "kube-state-metrics",  # lists and watches Deployments
+    "prometheus-adapter",  # an aggregated API server: TokenReview, SubjectAccessReview, its auth ConfigMap, pods
+    "wva-controller",  # watches VariantAutoscalings and Deployments, writes status, patches scale
+    "gateway-epp",  # llm-d's EPP watches its InferencePool and the pods (upstream image, standard credentials)
+}
+# serve-router's pod has no automounted token; its endpoint-sync sidecar alone mounts a projected one
+PROJECTED_TOKEN = {("gateway", "endpoint-sync")}
+# a name that holds a credential: ends in one (`--time-to-first-token` is a latency, `--admin-token-file` a path)
+SECRET_NAME = re.compile(r"^[-_]*(?:token|(?:[a-z0-9]+[-_])*?(?:(?:admin|auth|bearer|access|api|refresh|bootstrap|hf|"
+                         r"github)[-_]token|password|passwd|secret|api[-_]?key|access[-_]key|credentials?))$", re.I)
+
+
+def pod_templates(objs: list[dict]) -> list[tuple[str, dict]]:
+    return [(o["metadata"]["name"], o["spec"]["template"]) for o in objs if o["kind"] in POD_KINDS]
+
+
+def assert_locked_down(name: str, pod: dict, rendered: bool) -> None:
+    psc = pod.get("securityContext", {})
+    assert psc.get("runAsNonRoot") is True and psc.get("seccompProfile") == {"type": "RuntimeDefault"}, name
+    assert isinstance(psc.get("runAsUser"), int) and psc["runAsUser"] > 0, name  # images that declare root
+    assert pod.get("automountServiceAccountToken") is (name in API_CLIENTS), name  # stated, never defaulted
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        sc = c.get("securityContext", {})
+        assert sc.get("allowPrivilegeEscalation") is False and sc.get("readOnlyRootFilesystem") is True, (name, c)
+        assert sc.get("capabilities", {}).get("drop") == ["ALL"] and "add" not in sc["capabilities"], (name, c)
+        assert "privileged" not in sc and "runAsUser" not in sc, (name, c)
+        mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+        token = mounts.get("/var/run/secrets/kubernetes.io/serviceaccount")
+        assert (token is not None) is ((name, c["name"]) in PROJECTED_TOKEN), (name, c["name"])
+        if rendered:  # harden() gives every container a writable /tmp
+            assert "/tmp" in mounts, (name, c["name"])
+    for v in pod.get("volumes", []):
+        assert "hostPath" not in v, (name, v)
+    assert not (pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC")), name
+
+
+def test_every_pod_template_in_manifests_is_locked_down() -> None:
+    """A plain `kubectl apply -k` gets the policy: it is in the YAML, not only added by harden() at plan time."""
+    pods = [(w, n, t["spec"]) for w, o in all_objects() for n, t in pod_templates([o])]
+    assert {n for _, n, _ in pods} >= {"va-a100", "va-h100", "gateway", "prometheus", "kube-state-metrics",
+                                       "prometheus-adapter", "wva-controller", "gateway-epp", "locust-master",
+                                       "locust-worker"}
+    for _, name, pod in pods:
+        assert_locked_down(name, pod, rendered=False)
+
+
+def plans() -> list[tuple[str, list[dict]]]:
+    from scalearena.harness.backends.kube.backend import KubeBackend
+    from scalearena.harness.backends.kube.load import locust_objects
+    from scalearena.harness.backends.kube.security import harden
+    from scalearena.harness.scenario import load_scenario
+
+    out = []
+    for mode, gateway in (("kind", None), ("cluster", None), ("kind", "epp")):
+        backend = KubeBackend(mode, image_prefix="registry.example/org", gateway=gateway)
+        for scenario in ("exp2-cost-aware", "hetero-roofline"):
+            sc = load_scenario(ROOT / "workloads/scenarios" / f"{scenario}.yaml")
+            for kind in ("wva", "hpa", "keda") + (("llmd-slo",) if gateway is None else ()):
+                out.append((f"{mode}/{gateway}/{scenario}/{kind}", backend.plan(sc, sc.autoscaler(kind))))
+            out.append((f"{mode}/{gateway}/{scenario}/wva-keda",
+                        backend.plan(sc, sc.autoscaler("wva"), external_metrics="keda")))
+    out.append(("locust", harden(locust_objects(MANIFESTS, workers=3, end_s=600.0))))
+    return out
+
+
+PLANS = plans()
+
+
+@pytest.mark.parametrize("where,objs", PLANS, ids=[w for w, _ in PLANS])
+def test_every_rendered_pod_is_locked_down_and_holds_no_fixed_secret(where: str, objs: list[dict]) -> None:
+    for name, t in pod_templates(objs):
+        assert_locked_down(name, t["spec"], rendered=True)
+    secrets = [o for o in objs if o["kind"] == "Secret"]
+    gateway_router = any(o["kind"] == "Deployment" and o["metadata"]["name"] == "gateway" for o in objs)
+    assert [s["metadata"]["name"] for s in secrets] == (["gateway-admin"] if gateway_router else [])
+    assert_no_literal_secrets(where, [o for o in objs if o["kind"] != "Secret"])
+
+
+def assert_no_literal_secrets(where: str, objs: list[dict]) -> None:
+    """No value in the YAML that looks like a credential: env values and flags named like one come from files or
+    Secrets, never literals."""
+    for o in objs:
+        assert o["kind"] != "Secret", f"{where}: a Secret with a fixed value ({o['metadata']['name']})"
+        for _, t in pod_templates([o]):
+            for c in t["spec"]["containers"] + t["spec"].get("initContainers", []):
+                for e in c.get("env", []):
+                    assert not (SECRET_NAME.match(e["name"]) and "value" in e and not
+                                str(e["value"]).startswith("/")), (where, c["name"], e)  # a path is fine
+                for a in c.get("args", []) + c.get("command", []):
+                    flag, eq, value = str(a).partition("=")  # --admin-token-file=/var/run/...: a path, fine
+                    assert not (eq and SECRET_NAME.match(flag) and not value.startswith(("/", "$("))), \
+                        (where, c["name"], a)
+        if o["kind"] == "ConfigMap":  # a credential in a config file (token: ..., password = ...)
+            for key, text in (o.get("data") or {}).items():
+                for line in str(text).splitlines():
+                    m = re.search(r"\b(\w*(?:token|password|secret)\w*)\s*[:=]\s*(\S+)", line, re.I)
+                    assert not (m and not m.group(1).lower().endswith(("_file", "file")) and
+                                not m.group(2).startswith("/")), (where, o["metadata"]["name"], key, line)
+
+
+def test_no_manifest_holds_a_secret_value() -> None:
+    objs = [o for _, o in all_objects()]
+    objs += [o for f in sorted(MANIFESTS.rglob("*.yaml")) for o in yaml.safe_load_all(f.read_text())
+             if isinstance(o, dict) and o.get("kind") == "Secret"]
+    assert_no_literal_secrets("manifests/", objs)
+    assert "replace-me" not in "".join(f.read_text() for f in MANIFESTS.rglob("*.yaml"))
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    """A LabelSelector (matchLabels and matchExpressions) against a pod's labels, as the API server reads it."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        have, op = e["key"] in labels, e["operator"]
+        ok = {"In": have and labels.get(e["key"]) in e.get("values", []),
+              "NotIn": not have or labels[e["key"]] not in e.get("values", []),
+              "Exists": have, "DoesNotExist": not have}[op]
+        if not ok:
+            return False
+    return True
+
+
+def admitted(policy: dict, labels: dict, namespace: str) -> bool:
+    """Whether some ingress peer of ``policy`` (in namespace scalearena) admits a pod of ``namespace``."""
+    for rule in policy["spec"]["ingress"]:
+        for peer in rule["from"]:
+            ns_sel = peer.get("namespaceSelector")
+            ns_ok = selects(ns_sel, {"kubernetes.io/metadata.name": namespace}) if ns_sel is not None \
+                else namespace == "scalearena"
+            if ns_ok and selects(peer.get("podSelector", {}), labels):
+                return True
+    return False
+
+
+KEDA_OPERATOR = {"app": "keda-operator", "name": "keda-operator"}  # kedacore/keda config/manager/manager.yaml
+
+
+@pytest.mark.parametrize("where,objs", [p for p in PLANS if p[0] != "locust"], ids=[w for w, _ in PLANS[:-1]])
+def test_network_policies_select_the_pods_the_renderer_produces(where: str, objs: list[dict]) -> None:
+    pols = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NetworkPolicy"}
+    pods = {n: t for n, t in pod_templates(objs)}
+    labels = {n: t["metadata"]["labels"] for n, t in pods.items()}
+    engines = {n for n, lb in labels.items() if lb.get("scalearena.io/component") == "variant"}
+    assert engines and "prometheus" in pods
+    for name, targets, port in (("engine-ingress", engines, "http"), ("prometheus-ingress", {"prometheus"}, "web")):
+        pol = pols[name]
+        assert pol["spec"]["policyTypes"] == ["Ingress"]
+        assert {n for n, lb in labels.items() if selects(pol["spec"]["podSelector"], lb)} == targets, name
+        for n in targets:  # the named port is a port of each selected pod
+            assert port in {p.get("name") for c in pods[n]["spec"]["containers"] for p in c.get("ports", [])}
+        assert [p for r in pol["spec"]["ingress"] for p in r["ports"]] == [{"port": port, "protocol": "TCP"}]
+    gateway = {n for n, lb in labels.items() if lb.get("scalearena.io/component") == "gateway"}
+    assert gateway and all(admitted(pols["engine-ingress"], labels[n], "scalearena") for n in gateway | {"prometheus"})
+    queriers = {n for n in pods if n in ("prometheus-adapter", "wva-controller")}
+    assert all(admitted(pols["prometheus-ingress"], labels[n], "scalearena") for n in queriers)
+    assert admitted(pols["prometheus-ingress"], KEDA_OPERATOR, "keda")
+    assert not admitted(pols["prometheus-ingress"], KEDA_OPERATOR, "scalearena")
+    assert not admitted(pols["engine-ingress"], labels["prometheus"], "elsewhere")
+    for n in set(pods) - gateway - {"prometheus"}:  # engines, kube-state-metrics, the autoscalers: no way in
+        assert not admitted(pols["engine-ingress"], labels[n], "scalearena"), n
+    for n in set(pods) - queriers:
+        assert not admitted(pols["prometheus-ingress"], labels[n], "scalearena"), n
+    locust = {"scalearena.io/load": "locust-worker", "scalearena.io/component": "load"}
+    assert not admitted(pols["engine-ingress"], locust, "scalearena")
+    assert not admitted(pols["prometheus-ingress"], locust, "scalearena")

@@ -15,9 +15,15 @@ path to the cluster for runs, ``scalearena render`` and the offline tests:
   a memory-backed ``/dev/shm`` (NCCL with tensor parallelism).
 
 Settings a manifest already makes are kept (Prometheus' ``runAsUser: 65534``).
-``admin_token`` fills the ``gateway-admin`` Secret with a fresh random token per
-run (``secrets.token_urlsafe``); serve-router reads it from
-``--admin-token-file`` and the endpoint-sync sidecar sends it as a Bearer token.
+Issue 31: the manifests now state the same policy themselves (and
+``automountServiceAccountToken``), so a plain ``kubectl apply -k`` gets it too;
+``harden`` stays the guarantee for whatever a run applies, a user's
+``kind: kubernetes`` objects included.
+
+``admin_token`` creates the ``gateway-admin`` Secret with a fresh random token
+per run (``secrets.token_urlsafe``) when a pod mounts it; no manifest holds a
+value. serve-router reads it from ``--admin-token-file`` and the endpoint-sync
+sidecar sends it as a Bearer token.
 """
 from __future__ import annotations
 
@@ -68,12 +74,26 @@ def harden(objs: list[Obj]) -> list[Obj]:
     return objs
 
 
+def _mounts_secret(o: Obj, name: str) -> bool:
+    if o.get("kind") not in POD_KINDS:
+        return False
+    volumes = o.get("spec", {}).get("template", {}).get("spec", {}).get("volumes", [])
+    return any(v.get("secret", {}).get("secretName") == name for v in volumes)
+
+
 def admin_token(objs: list[Obj], token: str | None = None) -> str | None:
-    """Put a fresh token into the gateway-admin Secret; returns it (None when no such Secret)."""
-    for o in objs:
-        if o.get("kind") == "Secret" and o["metadata"]["name"] == ADMIN_SECRET:
-            token = token or secrets.token_urlsafe(32)
-            o["stringData"] = {"token": token}
-            o.pop("data", None)
-            return token
-    return None
+    """Create Secret gateway-admin holding a fresh token, just before the first workload that mounts it (replacing
+    any gateway-admin Secret in ``objs``, in place); returns the token (None when no workload mounts it)."""
+    user = next((o for o in objs if _mounts_secret(o, ADMIN_SECRET)), None)
+    if user is None:
+        return None
+    objs[:] = [o for o in objs if not (o.get("kind") == "Secret" and o["metadata"]["name"] == ADMIN_SECRET)]
+    token = token or secrets.token_urlsafe(32)
+    md: Obj = {"name": ADMIN_SECRET}
+    if "namespace" in user.get("metadata", {}):
+        md["namespace"] = user["metadata"]["namespace"]
+    if user.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/part-of"):
+        md["labels"] = {"app.kubernetes.io/part-of": user["metadata"]["labels"]["app.kubernetes.io/part-of"]}
+    objs.insert(objs.index(user), {"apiVersion": "v1", "kind": "Secret", "metadata": md, "type": "Opaque",
+                                   "stringData": {"token": token}})
+    return token
