@@ -37,6 +37,24 @@ def test_render_writes_one_file_per_object_and_touches_no_cluster(tmp_path: Path
     assert len(list((tmp_path / "wva").glob("*-variantautoscaling-scalearena-*"))) == 2  # one per variant
 
 
+def test_render_writes_the_admin_token_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """Issue 31 item 11: the live admin token was written 0644; a umask of 0 must not widen it either."""
+    import os
+
+    old = os.umask(0)
+    try:
+        r = CliRunner().invoke(main, ["render", str(EXP2), "--cluster", "kind", "--autoscaler", "hpa",
+                                      "--out", str(tmp_path)])
+    finally:
+        os.umask(old)
+    assert r.exit_code == 0, r.output
+    (secret,) = (tmp_path / "hpa").glob("*-secret-scalearena-gateway-admin.yaml")
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert len(yaml.safe_load(secret.read_text())["stringData"]["token"]) >= 32
+    others = [f for f in (tmp_path / "hpa").glob("*.yaml") if f != secret]
+    assert others and all(f.stat().st_mode & 0o077 == 0o066 for f in others)  # not secrets: the umask decides
+
+
 def test_render_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["render", str(EXP2), "--autoscaler", "wva", "--set",
                                   "autoscalers=[{kind: wva, headroom: {enabled: true}}]", "--out", str(tmp_path)])

@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from scalearena.contracts.files import write_secret
 from scalearena.harness.scenario import load_scenario
 
 from ..registry import KubeOptions, resolve_options
@@ -36,6 +37,15 @@ def _file_name(i: int, o: dict) -> str:
     md = o["metadata"]
     slug = re.sub(r"[^a-z0-9.-]+", "-", f"{o['kind']}-{md.get('namespace', 'cluster')}-{md['name']}".lower())
     return f"{i:03d}-{slug}.yaml"
+
+
+def write_object(path: Path, o: dict) -> None:
+    """One object as YAML; a Secret (the gateway's live admin token) readable by this user only, 0600 from its
+    creation whatever the umask (contracts/files.write_secret)."""
+    if o.get("kind") == "Secret":
+        write_secret(path, dump_yaml([o]))
+    else:
+        path.write_text(dump_yaml([o]), encoding="utf-8")
 
 
 @click.command("render")
@@ -68,7 +78,7 @@ def render(scenario: str, cluster: str, names: tuple[str, ...], overrides: tuple
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         for i, o in enumerate(objs):
-            (folder / _file_name(i, o)).write_text(dump_yaml([o]), encoding="utf-8")
+            write_object(folder / _file_name(i, o), o)
         click.echo(f"{folder}: {len(objs)} objects")
 
 

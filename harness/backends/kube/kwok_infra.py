@@ -37,6 +37,7 @@ from pathlib import Path
 import yaml
 
 from scalearena.contracts.errors import RunFailed
+from scalearena.contracts.files import write_secret
 
 from ..local.supervisor import Child, Supervisor, wait_for_port
 from .cluster import IMAGES, Kubectl
@@ -144,7 +145,10 @@ def prepare(obj: Obj, objs: list[Obj], folder: Path, program: Callable[[str, lis
         src = (_by(objs, "ConfigMap", vol["configMap"]["name"], ns) if "configMap" in vol else
                _by(objs, "Secret", vol["secret"]["secretName"], ns) if "secret" in vol else None)
         for key, value in _data(src).items():
-            (local / key).write_text(value)
+            if "secret" in vol:  # the gateway's admin token: 0600, as only this user's processes read it
+                write_secret(local / key, value)
+            else:
+                (local / key).write_text(value)
         mounts[m["mountPath"].rstrip("/")] = local
 
     def remount(s: str) -> str:
