@@ -590,3 +590,30 @@ def test_hostile_bodies_and_headers_get_a_client_error_never_a_500(engine: Serve
     assert [s for _, s in _hostile(router.url, "/admin/endpoints", "PUT", TOKEN)] == [400, 400, 200, 401]
     for server in (engine, router):
         assert "Traceback" not in server.stderr(), server.stderr()[-2000:]
+
+
+def test_a_silent_connection_is_closed_and_a_flood_over_the_cap_is_refused(tmp_path: Path) -> None:
+    """A connection that never sends a byte was held for ever (the head deadline started at the first byte);
+    now it closes one header timeout after the accept. Past --max-connections a new connection gets one
+    503 and is closed, and the engine keeps serving once the flood is gone."""
+    eng = _start(tmp_path, "capped", ["engine", "--model", "m", "--port", "0", "--header-timeout", "1s",
+                                      "--max-connections", "8", "--time-to-first-token", "1ms",
+                                      "--inter-token-latency", "1ms"])
+    port = int(eng.url.rsplit(":", 1)[1])
+    try:
+        silent = socket.create_connection(("127.0.0.1", port), timeout=5)
+        r, _, _ = select.select([silent], [], [], 6.0)  # header timeout 1 s
+        assert r and silent.recv(100) == b"", "a silent connection was still open 6 s after the accept"
+        silent.close()
+        flood = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(8)]  # the cap: 8 open
+        extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+        reply = extra.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 503") and b"too many open connections" in reply, reply
+        extra.close()
+        for s in flood:
+            s.close()
+        assert wait_for(lambda: post(eng.url, {"model": "m", "prompt": "x", "max_tokens": 2}).status_code == 200)
+    finally:
+        eng.close()
+    assert "Traceback" not in eng.stderr()
+

@@ -164,7 +164,37 @@ def test_response_text_modes() -> None:
                   "content": "x"}, {"role": "user", "content": "last one"}]}, chat=True)
     assert "".join(response_pieces("echo", chat, 2, random.Random(0))) == "last one"
     a = response_pieces("random", chat, 40, random.Random(3))
-    assert len(a) == 40 and a == response_pieces("random", chat, 40, random.Random(3))  # seeded
+    assert len(a) == 40 and list(a) == list(response_pieces("random", chat, 40, random.Random(3)))  # seeded
+
+
+def test_pieces_of_a_long_output_hold_their_base_not_n() -> None:
+    """n: 128 x max_tokens: 16000 held 2 M list slots per request; the pieces now cycle over a base."""
+    import sys
+
+    echo = response_pieces("echo", parse({"model": "m", "prompt": "to be"}), 16000, random.Random(0))
+    assert len(echo) == 16000 and echo[0] == "to" and echo[1] == " be" and echo[2] == " to"  # repeats start a word
+    assert echo[15999] == " be" and echo[-1] == " be"  # 15999 is odd: the second piece of the pair
+    assert echo[3:5] == [" be", " to"]
+    assert sys.getsizeof(echo.base) < 200  # two slots, not 16,000
+    rnd = response_pieces("random", parse({"model": "m", "prompt": "x"}), 16000, random.Random(1))
+    assert len(rnd) == 16000 and rnd[512] == rnd[0] and len(rnd.base) == 512  # RANDOM_LAP pieces, then again
+    with pytest.raises(IndexError):
+        _ = echo[16000]
+
+
+@pytest.mark.parametrize(("n", "ok"), [(65, True), (66, False), (128, False)])
+def test_n_times_max_tokens_is_bounded(n: int, ok: bool) -> None:
+    """At most 2^20 = 1,048,576 output tokens per request: 65 x 16,000 = 1,040,000 passes, 66 x 16,000 =
+    1,056,000 and 128 x 16,000 = 2,048,000 are a 400 naming n (max_model_len 32,768 fits each sequence)."""
+    from scalearena.harness.backends.local.openai_api import ApiError, check_lengths
+
+    req = parse({"model": "m", "prompt": "x", "n": n, "max_tokens": 16000})
+    if ok:
+        check_lengths(req, [1], 32768)
+        return
+    with pytest.raises(ApiError) as e:
+        check_lengths(req, [1], 32768)
+    assert (e.value.status, e.value.param) == (400, "n") and f"{n * 16000:,} output tokens" in str(e.value.message)
 
 
 def test_the_load_generators_prompts_count_exactly() -> None:

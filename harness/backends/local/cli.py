@@ -94,7 +94,8 @@ def _limits(o: dict[str, Any]) -> Any:
 
     for flag in ("header_timeout", "body_timeout"):  # 0 would close every connection before its request
         _at_least(o[flag], 0.001, flag)
-    return ConnectionLimits(header_timeout_s=o["header_timeout"], body_timeout_s=o["body_timeout"])
+    return ConnectionLimits(header_timeout_s=o["header_timeout"], body_timeout_s=o["body_timeout"],
+                            max_connections=o["max_connections"])
 
 
 def _at_least(value: float, low_s: float, flag: str) -> float:
@@ -140,6 +141,8 @@ def _server_options(f: Any) -> Any:
                      help="Wall time a request head may take to arrive; then the connection is closed."),
         click.option("--body-timeout", type=Duration("s"), default=30.0,
                      help="Wall time a request body may take to arrive; then 408."),
+        click.option("--max-connections", type=click.IntRange(1, 65536), default=4096, show_default=True,
+                     help="Open connections at most; past it a new one gets a 503 and is closed."),
     ]):
         f = opt(f)
     return f

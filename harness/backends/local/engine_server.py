@@ -48,6 +48,7 @@ import random
 import signal
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +62,15 @@ from . import openai_responses as out
 from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
 from .kv_connector import KVConnector
 from .metrics_text import engine_metrics_text
-from .openai_api import ApiError, ParsedRequest, PromptCounter, output_tokens, parse_request, response_pieces
+from .openai_api import (
+    ApiError,
+    ParsedRequest,
+    PromptCounter,
+    check_lengths,
+    output_tokens,
+    parse_request,
+    response_pieces,
+)
 
 FAILURES = {  # llm-d-inference-sim failure types -> (HTTP status, OpenAI error type)
     "rate_limit": (429, "rate_limit_exceeded"),
@@ -114,7 +123,7 @@ class _Stream:
     finished: bool = False
     error: str | None = None  # "killed" | "error"
     remote_decode: bool = False  # P/D prefill: answer with the kv_transfer_params of the kept KV
-    pieces: list[str] = field(default_factory=list)  # the text of each output token
+    pieces: Sequence[str] = field(default_factory=list)  # the text of each output token (openai_api.Pieces)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -280,13 +289,7 @@ class EngineServer:
             raise ApiError(status, etype, f"injected failure ({kind})")
         counts = self.prompts.counts(req)
         limit = self.engine.max_model_len
-        for prompt in counts:  # every prompt checked before any is submitted, as vLLM validates the batch
-            n_out = output_tokens(req.max_tokens, prompt, limit)
-            if prompt + n_out > limit:
-                raise ApiError(400, "BadRequestError",  # vLLM's wording: the load client counts it as too_long
-                               f"This model's maximum context length is {limit} tokens. However, "
-                               f"you requested {prompt + n_out} tokens ({prompt} in the messages, "
-                               f"{n_out} in the completion).")
+        check_lengths(req, counts, limit)  # every prompt checked before any is submitted, as vLLM validates
         remote_decode, remote_prefill, params = self.kv.admit(self.cfg.role, req, len(counts))
         cached = self.engine.cache is not None
         units = [self.prompts.prompt_units(req, self.engine.bs, p) if cached else () for p in range(len(counts))]

@@ -1,9 +1,12 @@
 """What both local servers need from their HTTP layer and aiohttp does not give.
 
 * Per-connection deadlines: a request's head must arrive within
-  ``header_timeout_s`` (wall) of its first byte, its body within
-  ``body_timeout_s``; a half-sent (slowloris) connection is closed instead of
-  being held for ever. aiohttp has keep-alive and size limits but no header
+  ``header_timeout_s`` (wall) of its first byte (of the accept, for a
+  connection's first request), its body within ``body_timeout_s``; a silent or
+  half-sent (slowloris) connection is closed instead of being held for ever.
+  At most ``max_connections`` are open at once: past it a new connection gets a
+  503 and is closed, so a flood of idle sockets cannot exhaust the descriptors
+  the engine needs for the requests it serves. aiohttp has keep-alive and size limits but no header
   deadline, so each connection's protocol is wrapped by ``_GuardedConnection``
   (a delegating asyncio protocol: it forwards every callback to aiohttp's
   handler and arms a timer while a request head is incomplete).
@@ -45,41 +48,65 @@ class ConnectionLimits:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     max_body_bytes: int = 8 * 1024 * 1024
+    max_connections: int = 4096  # open connections; past it a new one gets a 503 and is closed
+
+
+_FULL_BODY = (b'{"error": {"message": "too many open connections", "type": "service_unavailable", "param": null, '
+              b'"code": 503}}')
+_FULL = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+         b"Content-Length: %d\r\n\r\n%s" % (len(_FULL_BODY), _FULL_BODY))
 
 
 class _GuardedConnection(asyncio.Protocol):
     """aiohttp's per-connection handler plus a deadline on incomplete request heads."""
 
-    def __init__(self, inner: RequestHandler, registry: dict[Any, _GuardedConnection], timeout_s: float) -> None:
-        self.inner, self.registry, self.timeout_s = inner, registry, timeout_s
+    def __init__(self, inner: RequestHandler, registry: dict[Any, _GuardedConnection], limits: ConnectionLimits) -> None:
+        self.inner, self.registry, self.timeout_s = inner, registry, limits.header_timeout_s
+        self.cap = limits.max_connections
         self.transport: asyncio.Transport | None = None
         self.busy = 0  # requests of this connection inside a handler
         self.timer: asyncio.TimerHandle | None = None
+        self.refused = False  # over the cap: answered 503 here, never handed to aiohttp
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if len(self.registry) >= self.cap:
+            self.refused = True
+            log.info("refused %s: %d connections open", transport.get_extra_info("peername"), len(self.registry))
+            self.transport.write(_FULL)  # type: ignore[union-attr]
+            self.transport.close()  # type: ignore[union-attr]
+            return
         self.registry[transport] = self
+        # idle from accept: a connection that never sends a request head is closed like a half-sent one
+        self.timer = asyncio.get_running_loop().call_later(self.timeout_s, self._expire)
         self.inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return
         if not self.busy and self.timer is None:  # the first bytes of a request head
             self.timer = asyncio.get_running_loop().call_later(self.timeout_s, self._expire)
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        self.inner.eof_received()
+        if not self.refused:
+            self.inner.eof_received()
         return None  # as aiohttp's handler: the transport closes itself
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.refused:
+            return
         self._cancel()
         self.registry.pop(self.transport, None)
         self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
-        self.inner.pause_writing()
+        if not self.refused:
+            self.inner.pause_writing()
 
     def resume_writing(self) -> None:
-        self.inner.resume_writing()
+        if not self.refused:
+            self.inner.resume_writing()
 
     def begin(self) -> None:
         self.busy += 1
@@ -97,7 +124,7 @@ class _GuardedConnection(asyncio.Protocol):
         self.timer = None
         if not self.busy and self.transport is not None:
             peer = self.transport.get_extra_info("peername")
-            log.info("closed %s: request head incomplete after %.1f s", peer, self.timeout_s)
+            log.info("closed %s: no complete request head %.1f s after it was due", peer, self.timeout_s)
             self.transport.close()
 
 
@@ -167,12 +194,12 @@ async def listen(app: web.Application, host: str, port: int, name: str) -> Liste
     # server, read the body as sent (a compressed body is then not JSON: 400)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True, auto_decompress=False)
     await runner.setup()
-    registry, timeout_s = app[_REGISTRY], app[_LIMITS].header_timeout_s
+    registry, limits = app[_REGISTRY], app[_LIMITS]
     server = runner.server
     assert server is not None
 
     def connection() -> _GuardedConnection:
-        return _GuardedConnection(server(), registry, timeout_s)
+        return _GuardedConnection(server(), registry, limits)
 
     srv = await asyncio.get_running_loop().create_server(connection, host, port, reuse_address=True, backlog=4096)
     bound_host, bound_port = srv.sockets[0].getsockname()[:2]

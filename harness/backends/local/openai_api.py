@@ -49,8 +49,9 @@ the load generator sends (workloads/prompts.py), is exactly N tokens. The
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
@@ -60,6 +61,7 @@ from scalearena.workloads.load_handoff import PROMPT_TOKENS_FIELD
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's (and vLLM's completions) default output length
 MAX_CHOICES = 128  # sequences one request may fan out into (n x prompts); OpenAI's own bound on n
+MAX_REQUEST_OUTPUT_TOKENS = 1 << 20  # output tokens of all a request's sequences (n x prompts x max_tokens)
 _APPROX_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -307,7 +309,50 @@ _SENTENCES = (  # our own filler text for random mode
 )
 
 
-def response_pieces(mode: str, req: ParsedRequest, n: int, rng: Any, prompt_index: int = 0) -> list[str]:
+def check_lengths(req: ParsedRequest, counts: list[int], limit: int) -> None:
+    """The engine's admission 400s: a prompt + output over ``limit`` (vLLM's wording: the load client counts it as
+    too_long), and a request whose sequences ask for more than ``MAX_REQUEST_OUTPUT_TOKENS`` output tokens in all
+    (one small request must not hold a server's memory and slots for minutes)."""
+    for prompt in counts:
+        n_out = output_tokens(req.max_tokens, prompt, limit)
+        if prompt + n_out > limit:
+            raise ApiError(400, "BadRequestError", f"This model's maximum context length is {limit} tokens. However, "
+                           f"you requested {prompt + n_out} tokens ({prompt} in the messages, {n_out} in the "
+                           "completion).")
+    total = sum(output_tokens(req.max_tokens, prompt, limit) for prompt in counts) * req.n
+    if total > MAX_REQUEST_OUTPUT_TOKENS:
+        raise ApiError(400, "invalid_request_error", f"n x max_tokens asks for {total:,} output tokens over "
+                       f"{req.n * len(counts)} sequences; at most {MAX_REQUEST_OUTPUT_TOKENS:,} per request", "n")
+
+
+class Pieces(Sequence[str]):
+    """``n`` output pieces cycling over a short ``base`` (the first lap) and ``again`` (later laps): memory
+    of the base, not of ``n`` (a request of ``n: 128, max_tokens: 16000`` held 2 M list slots, ~17 MB)."""
+
+    def __init__(self, base: list[str], again: list[str], n: int) -> None:
+        self.base, self.again, self.n = base, again, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.n))]
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        i %= self.n
+        return (self.base if i < len(self.base) else self.again)[i % len(self.base)]
+
+
+RANDOM_LAP = 512  # random mode: the filler pieces drawn once, then repeated
+
+
+def response_pieces(mode: str, req: ParsedRequest, n: int, rng: Any, prompt_index: int = 0) -> Pieces:
     """``n`` text pieces, one per output token: the prompt echoed (echo) or filler sentences (random).
 
     The engine always produces exactly ``n`` tokens (ignore_eos), so the text is
@@ -322,9 +367,9 @@ def response_pieces(mode: str, req: ParsedRequest, n: int, rng: Any, prompt_inde
         else:
             source = prompt if isinstance(prompt, str) else " ".join(str(t) for t in prompt)
         base = _PIECE.findall(source) or [" ."]
-        again = [" " + base[0].lstrip(), *base[1:]]  # a repeat starts a new word
-        return [(base if i < len(base) else again)[i % len(base)] for i in range(n)]
+        return Pieces(base, [" " + base[0].lstrip(), *base[1:]], n)  # a repeat starts a new word
     out: list[str] = []
-    while len(out) < n:
+    while len(out) < min(n, RANDOM_LAP):
         out.extend(_PIECE.findall(" " + rng.choice(_SENTENCES)))
-    return out[:n]
+    lap = out[:max(1, min(n, RANDOM_LAP))]
+    return Pieces(lap, lap, n)

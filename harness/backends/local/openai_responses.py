@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 
@@ -22,7 +23,7 @@ class Choice(Protocol):
     """What the renderer reads of one choice's stream."""
 
     index: int
-    pieces: list[str]
+    pieces: Sequence[str]
 
 
 def response_id(chat: bool, rid: int) -> str:
