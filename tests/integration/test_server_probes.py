@@ -617,3 +617,51 @@ def test_a_silent_connection_is_closed_and_a_flood_over_the_cap_is_refused(tmp_p
         eng.close()
     assert "Traceback" not in eng.stderr()
 
+
+
+def test_router_metrics_shrink_when_registered_models_are_withdrawn(tmp_path: Path) -> None:
+    """Models registered through the admin API and withdrawn again left their series for ever (10,000 made
+    /metrics 110 MB); now a withdrawn model's series go and it is 404. A document of 257 models or 4,097
+    endpoints is refused (400) before it changes anything."""
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    rtr = _start(tmp_path, "router", ["router", "--port", "0", "--model", "a", "--admin-token-file",
+                                      str(tmp_path / "token")])
+    try:
+        def size() -> int:
+            return len(requests.get(rtr.url + "/metrics", timeout=5).content)
+
+        base = size()
+        for k in range(3):  # 3 documents of 100 models each, every one replacing the last
+            eps = [{"pod": f"p{k}-{i}", "variant": "v", "model": f"m{k}-{i}", "url": "http://127.0.0.1:9",
+                    "state": "pending"} for i in range(100)]
+            assert admin(rtr, "PUT", "/admin/endpoints", json={"endpoints": eps}).status_code == 200
+            assert size() > base  # 100 models' series while they are registered
+            assert f'"m{k}-0"' in requests.get(rtr.url + "/v1/models", timeout=5).text
+        assert admin(rtr, "PUT", "/admin/endpoints", json={"endpoints": []}).status_code == 200
+        assert size() == base  # every withdrawn model's series gone: back to the --model a page, byte for byte
+        assert post(rtr.url, {"model": "m2-0", "prompt": "x", "max_tokens": 1}).status_code == 404
+        base = size()  # the 404 is counted under the one `__other__` model label
+        many = [{"pod": f"q{i}", "variant": "v", "model": f"n{i}", "url": "http://127.0.0.1:9"} for i in range(257)]
+        assert_openai_error(admin(rtr, "PUT", "/admin/endpoints", json={"endpoints": many}), 400)
+        flood = [{"pod": f"q{i}", "variant": "v", "model": "a", "url": "http://127.0.0.1:9"} for i in range(4097)]
+        assert_openai_error(admin(rtr, "PUT", "/admin/endpoints", json={"endpoints": flood}), 400)
+        assert size() == base  # refused documents changed nothing
+    finally:
+        rtr.close()
+    assert "Traceback" not in rtr.stderr()
+
+
+def test_the_connection_cap_stays_under_the_descriptor_limit() -> None:
+    """An engine limited to 1,024 descriptors accepts at most 1,024 - 64 = 960 connections (FD_RESERVE kept
+    for its own files and client sessions), whatever --max-connections says."""
+    import resource
+
+    from scalearena.harness.backends.local.http_guard import ConnectionLimits, connection_cap
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        assert connection_cap(ConnectionLimits(max_connections=4096)).max_connections == 960
+        assert connection_cap(ConnectionLimits(max_connections=100)).max_connections == 100
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -176,6 +177,18 @@ async def read_body(request: web.Request) -> bytes:
         raise ApiError(400, "invalid_request_error", f"the body cannot be decoded: {type(e).__name__}") from None
 
 
+FD_RESERVE = 64  # descriptors kept for what a server opens itself (logs, client sessions to engines, files)
+
+
+def connection_cap(limits: ConnectionLimits) -> ConnectionLimits:
+    """``limits`` with ``max_connections`` lowered to what the process's descriptor limit leaves: 1,100 silent
+    sockets exhausted an engine limited to 1,024 descriptors (accept failed, a normal request timed out)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    return replace(limits, max_connections=max(1, min(limits.max_connections, soft - FD_RESERVE)))
+
+
 class Listener:
     """A started server: its URL and how to stop it."""
 
@@ -194,7 +207,7 @@ async def listen(app: web.Application, host: str, port: int, name: str) -> Liste
     # server, read the body as sent (a compressed body is then not JSON: 400)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True, auto_decompress=False)
     await runner.setup()
-    registry, limits = app[_REGISTRY], app[_LIMITS]
+    registry, limits = app[_REGISTRY], connection_cap(app[_LIMITS])
     server = runner.server
     assert server is not None
 

@@ -186,6 +186,20 @@ class RouterMetrics:
             with contextlib.suppress(KeyError):
                 self.per_pod.remove(pod, variant)
 
+    def forget_model(self, model: str) -> None:
+        """A model no engine serves any more and no --model names: its series go, so models registered and
+        withdrawn through the admin API cannot grow /metrics (10,000 of them made it 110 MB)."""
+        hist, obj = _hist_labels(model), _obj_labels(model)
+        for metric, labels in ((self.ttft, hist), (self.ntpot, hist), (self.received, obj),
+                               (self.input_tokens, obj), (self.output_tokens, obj)):
+            with contextlib.suppress(KeyError):
+                metric.remove(*labels.values())
+        with contextlib.suppress(KeyError):
+            self.queue.remove(model)
+        for outcome in OUTCOMES:
+            with contextlib.suppress(KeyError):
+                self.requests.remove(model, outcome)
+
     def serve_model(self, model: str) -> None:
         """The model's series with zero counts until a request comes, as an EPP has them for its pool."""
         labels = _hist_labels(model)
@@ -194,6 +208,9 @@ class RouterMetrics:
         for m in (self.received, self.input_tokens, self.output_tokens):
             m.labels(**_obj_labels(model))
         self.queue.labels(model)
+
+
+OUTCOMES = ("routed", "rejected", "queue_full", "queue_timeout", "model_not_found")  # requests' outcome label
 
 
 def _obj_labels(model: str) -> dict[str, str]:

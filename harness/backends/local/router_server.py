@@ -102,12 +102,25 @@ def endpoint_entries(doc: Any) -> list[dict[str, Any]]:
     entries = doc.get("endpoints", []) if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise ValueError('expected {"endpoints": [...]}')
+    if len(entries) > MAX_ENDPOINTS:
+        raise ValueError(f"{len(entries):,} endpoints; at most {MAX_ENDPOINTS:,}")
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in ("pod", "variant", "model", "url")) \
                 or not isinstance(e.get("state", ""), str) or e.get("role", "both") not in ("both", "prefill", "decode"):
             raise ValueError(f"entry {i}: expected an object with string pod, variant, model, url (and state), "
                              f"role both|prefill|decode; got {e!r:.80}")
+        long = [k for k in ("pod", "variant", "model", "url", "state") if len(e.get(k, "")) > MAX_NAME_CHARS]
+        if long:
+            raise ValueError(f"entry {i}: {long[0]} of {len(e[long[0]]):,} characters; at most {MAX_NAME_CHARS}")
+    models = {e["model"] for e in entries}
+    if len(models) > MAX_MODELS:
+        raise ValueError(f"{len(models):,} models; at most {MAX_MODELS:,} (each has its own /metrics series)")
     return entries
+
+
+MAX_ENDPOINTS = 4096  # engines in one endpoints document
+MAX_MODELS = 256  # distinct models in it: each brings ~40 /metrics series
+MAX_NAME_CHARS = 2048  # a pod, variant, model name or URL
 
 
 @dataclass(eq=False)
@@ -137,7 +150,7 @@ class RouterServer:
     def __init__(self, cfg: RouterServerConfig) -> None:
         self.cfg = cfg
         self.router = Router(cfg.spec, seed=cfg.seed)
-        self.models: set[str] = set(cfg.models)  # grows with every model an engine registers
+        self.models: set[str] = set(cfg.models)  # --model and the models of the registered engines
         self.prompts = PromptCounter(cfg.tokenizer)
         self.endpoints: dict[str, Endpoint] = {}
         self._mono0 = time.monotonic()
@@ -172,6 +185,11 @@ class RouterServer:
             ep = self.endpoints.pop(pod)
             self._set_state(ep, "gone")
             self._forget_series(ep)
+        served = set(self.cfg.models) | {ep.model for ep in self.endpoints.values()}
+        busy = {r.model for r in self.metrics.inflight.values()}  # forgotten once their requests are done
+        for model in self.models - served - busy:
+            self.metrics.forget_model(model)  # withdrawn: 404 from now on, and no series left behind
+        self.models = served | (self.models & busy)
         async with self._ready_changed:
             self._ready_changed.notify_all()
 
