@@ -189,3 +189,16 @@ def test_an_infrastructure_failure_is_one_line_and_exit_1() -> None:
     assert r.exit_code == 1
     assert r.output.strip() == ("error: kwok: kube-scheduler exited; command: kube-scheduler --no-such-flag | log x: "
                                 "unknown flag")
+
+
+def test_error_lines_escape_control_characters(tmp_path):
+    """A value with a terminal escape (ESC [2J clears the screen), a bell or a right-to-left override, quoted into
+    an error line, came out raw: pydantic's union-tag message and a missing file's name. Now each is its escape."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text('autoscalers: [{kind: "hp\\x1b[2Ja"}]\nname: "x\\u202ey"\n', encoding="utf-8")
+    r = scalearena("validate", str(scenario))
+    assert r.returncode == 2
+    assert "\x1b" not in r.stderr and "\u202e" not in r.stderr and "\x07" not in r.stderr
+    assert "'hp\\x1b[2Ja'" in r.stderr and "x\\u202ey" in r.stderr, r.stderr
+    missing = scalearena("run", str(tmp_path / "a\x1b[31m\x07.yaml"))
+    assert missing.returncode == 2 and "a\\x1b[31m\\x07.yaml: file not found" in missing.stderr, missing.stderr
