@@ -82,7 +82,7 @@ def report(results_dir: Path, jobs: int | None, force: bool, min_attainment: flo
 @click.option("--run", "run_keys", multiple=True, metavar="GLOB",
               help="Compare only runs whose key scenario/autoscaler[/sweep] matches this glob (repeatable).")
 @click.option("--allow-config-change", is_flag=True,
-              help="Compare even when SLOs or workload differ between the sides (a warning is still printed).")
+              help="Compare even when SLOs, workload or cluster differ between the sides (a warning is still printed).")
 @click.option("--verbose", "-v", is_flag=True, help="List every metric of every run, not only changes.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="Where to write compare.html (default: CURRENT/compare.html).")
@@ -132,7 +132,7 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
     click.echo(f"report: {html}")  # outside the try: a closed stdout (| head) is not an unwritable file
     append_step_summary(result, refused)
     if refused:
-        _fail(UserError("SLOs or workload differ between baseline and current (listed above); "
+        _fail(UserError("SLOs, workload or cluster differ between baseline and current (listed above); "
                         "rerun one side, or pass --allow-config-change to compare anyway",
                         where=f"{baseline} vs {current}"))
     sys.exit(0 if result.passed else 1)

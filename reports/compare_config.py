@@ -5,8 +5,8 @@ workload against the same SLOs: a tighter TTFT SLO lowers SLO attainment and
 goodput without any autoscaler getting worse. So before judging numbers,
 ``config_changes`` lists every SLO or workload setting that differs between
 the two sides — from each run's summary.json (``slo``, ``duration_s``) and,
-when both folders hold a suite.json, from the resolved scenario (``slo``,
-``workload``, ``duration_s``). The CLI refuses such a comparison (exit 2)
+when both folders hold a suite.json, from the resolved scenario (``SCENARIO_KEYS``:
+the cluster and router too, so a changed ``max_replicas`` is not read as a regression). The CLI refuses such a comparison (exit 2)
 unless ``--allow-config-change`` is given.
 
 ``RunFilter`` narrows a comparison to a subset of runs with shell-style
@@ -20,8 +20,10 @@ from typing import Any
 
 from .load import ResultSet, Run
 
-# Scenario settings whose change makes the numbers of the two sides incomparable.
-SCENARIO_KEYS = ("slo", "workload", "duration_s")
+# Scenario settings whose change makes the numbers of the two sides incomparable: what is served (the cluster: its
+# variants, engines, bounds, start-up; the router), what is offered (workload, duration, drain, faults), and
+# what counts as good (slo, attainment_target).
+SCENARIO_KEYS = ("slo", "attainment_target", "workload", "duration_s", "drain_s", "faults", "cluster", "router")
 SUMMARY_KEYS = ("slo", "duration_s")
 
 
@@ -68,7 +70,7 @@ def _diff(path: str, a: Any, b: Any, out: list[str]) -> None:
 
 
 def config_changes(base: ResultSet, cur: ResultSet, keys: list[str]) -> list[str]:
-    """SLO / workload / duration settings that differ between paired runs, as ``path: baseline -> current``.
+    """Scenario settings (``SCENARIO_KEYS``) that differ between paired runs, as ``path: baseline -> current``.
 
     The resolved scenario in suite.json is compared when both sides have it; otherwise each run's
     summary.json. Lines name the scenario, so one change shared by many runs is listed once."""

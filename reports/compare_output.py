@@ -74,11 +74,11 @@ def config_warning(c: Comparison) -> list[str]:
     """Lines saying that the two sides did not measure the same thing (empty when they did)."""
     if not c.config_changes:
         return []
-    return ["warning: SLOs or workload differ between baseline and current (numbers are not comparable):",
+    return ["warning: SLOs, workload or cluster differ between baseline and current (numbers are not comparable):",
             *[f"  {line}" for line in c.config_changes]]
 
 
-REFUSED = ("NOT COMPARED: SLOs or workload differ between baseline and current (listed below); "
+REFUSED = ("NOT COMPARED: SLOs, workload or cluster differ between baseline and current (listed below); "
            "rerun one side, or pass --allow-config-change to compare anyway")
 
 

@@ -234,16 +234,16 @@ def test_changed_slo_is_refused_unless_allowed(tmp_path):
     assert refused.exit_code == 2
     assert "slo.ttft_ms: 1000.0 -> 800.0" in refused.output
     lines = refused.output.splitlines()  # the refusal first, not the PASS of numbers that do not compare
-    assert lines[0].startswith("NOT COMPARED: SLOs or workload differ")
+    assert lines[0].startswith("NOT COMPARED: SLOs, workload or cluster differ")
     assert lines[1].startswith("if compared anyway: PASS: 1 runs")
     md = markdown(c, refused=True).splitlines()  # the CI step summary leads with the refusal too
-    assert md[0] == "## ⛔ scalearena compare" and md[2].startswith("**NOT COMPARED: SLOs or workload differ")
+    assert md[0] == "## ⛔ scalearena compare" and md[2].startswith("**NOT COMPARED: SLOs, workload or cluster differ")
     assert md[4].startswith("**if compared anyway: PASS")
     page = (cur / "compare.html").read_text()  # and the page: a red badge, not a green PASS
-    assert '<span class="badge fail">NOT COMPARED: SLOs or workload differ' in page
+    assert '<span class="badge fail">NOT COMPARED: SLOs, workload or cluster differ' in page
     allowed = runner.invoke(compare_cmd, [str(base), str(cur), "--allow-config-change"])
     assert allowed.exit_code == 0 and allowed.output.startswith("PASS: 1 runs")
-    assert "warning: SLOs or workload differ" in allowed.output
+    assert "warning: SLOs, workload or cluster differ" in allowed.output
 
 
 def test_changed_workload_in_suite_json_is_a_config_change(tmp_path):
@@ -255,6 +255,13 @@ def test_changed_workload_in_suite_json_is_a_config_change(tmp_path):
     changed = {**sc, "workload": [{"arrivals": {"kind": "poisson", "rate_rps": 3.0}}]}
     (cur / "suite.json").write_text(json.dumps({"scenarios": {"stairs": changed}}))
     assert compare(base, cur).config_changes == ["stairs: workload[0].arrivals.rate_rps: 2.0 -> 3.0"]
+    # the cluster and router too: a lower max_replicas is a different experiment, not a regression
+    cluster = {**sc, "cluster": {"variants": [{"name": "v", "max_replicas": 30}]}, "router": {"refresh_s": 0.25}}
+    (base / "suite.json").write_text(json.dumps({"scenarios": {"stairs": cluster}}))
+    smaller = {**cluster, "cluster": {"variants": [{"name": "v", "max_replicas": 3}]}, "router": {"refresh_s": 1}}
+    (cur / "suite.json").write_text(json.dumps({"scenarios": {"stairs": smaller}}))
+    assert compare(base, cur).config_changes == ["stairs: cluster.variants[0].max_replicas: 30 -> 3",
+                                                 "stairs: router.refresh_s: 0.25 -> 1"]
 
 
 def test_markdown_lists_improvements_and_keeps_all_in_details(tmp_path):
