@@ -33,7 +33,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from scalearena.contracts.errors import UserError
 
@@ -210,6 +210,7 @@ def check_summary(run: Run) -> None:
     for name, v in counts:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise _bad(run, name, v, "a non-negative integer count")
+    _check_consistent(run, s, failures)
     for m in METRICS:
         node: object = s
         for key in m.path:
@@ -218,6 +219,20 @@ def check_summary(run: Run) -> None:
             continue
         if isinstance(node, bool) or not isinstance(node, int | float) or node < 0:
             raise _bad(run, ".".join(m.path), node, "a non-negative number or null")
+
+
+def _check_consistent(run: Run, s: dict[str, Any], failures: dict[str, Any]) -> None:
+    """Counts that must add up (a hand-edited or truncated summary does not): ok + failed = total, the failure
+    causes sum to the failed, an attainment is a share."""
+    total, ok, failed = (s.get(k) for k in ("requests_total", "requests_ok", "requests_failed"))
+    if None not in (total, ok, failed) and ok + failed != total:
+        raise _bad(run, "requests_total", total, f"requests_ok + requests_failed = {ok} + {failed} = {ok + failed}")
+    if failed is not None and failures and sum(failures.values()) != failed:
+        raise _bad(run, "requests_failed", failed, f"the sum of failures.* = {sum(failures.values())}")
+    att = s.get("slo_attainment")
+    for key, share in (att.items() if isinstance(att, dict) else ()):
+        if isinstance(share, int | float) and not isinstance(share, bool) and not 0.0 <= share <= 1.0:
+            raise _bad(run, f"slo_attainment.{key}", share, "a share from 0 to 1")
 
 
 def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[str, float] | None = None,

@@ -144,6 +144,12 @@ def test_incomplete_run_is_refused_unless_allowed_and_then_fails(tmp_path):
         ({"throughput_rps": -3.0}, "throughput_rps: got -3.0"),
         ({"goodput_rps": "fast"}, "goodput_rps: got 'fast'"),
         ({"requests_total": True}, "requests_total: got True"),
+        # counts that do not add up (a hand-edited summary: 500 ok added): 3,813 + 44 != 3,357
+        ({"requests_total": 3357, "requests_ok": 3813, "requests_failed": 44},
+         "requests_total: got 3357 (expected requests_ok + requests_failed = 3813 + 44 = 3857)"),
+        ({"requests_failed": 3, "failures": {"rejected": 1, "killed": 1, "timeout": 0, "error": 0}},
+         "requests_failed: got 3 (expected the sum of failures.* = 2)"),
+        ({"slo_attainment": {"both": 1.5}}, "slo_attainment.both: got 1.5 (expected a share from 0 to 1)"),
     ],
 )
 def test_untrustworthy_summary_is_refused_on_either_side(tmp_path, over, fragment):
