@@ -29,11 +29,10 @@ cannot tell the two apart: it judges on tolerance alone and says so
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from scalearena.contracts.errors import UserError
 
@@ -41,6 +40,7 @@ from .catalog import BY_ID, METRICS, Metric
 from .compare_config import RunFilter, config_changes, select
 from .load import ResultSet, Run, load_results
 from .stats import compare_seeds
+from .trust import check_summary
 
 Verdict = Literal["improved", "same", "within", "regressed", "noise", "missing", "new", "n/a"]
 ALPHA = 0.05  # a worsening beyond tolerance with p >= ALPHA is seed noise, not a regression
@@ -173,66 +173,6 @@ def judge(metric: Metric, base: float | None, cur: float | None, tol_pct: float 
         return "within"
     allowed = tol_pct / 100.0 * abs(base)
     return "regressed" if worse > allowed * (1 + 1e-9) else "within"
-
-
-COUNTS = ("requests_total", "requests_ok", "requests_failed", "scaling_actions")
-
-
-def _bad(run: Run, field_path: str, got: object, expected: str) -> UserError:
-    return UserError(f"{field_path}: got {got!r}", where=str(run.dir / "summary.json"), expected=expected)
-
-
-def _first_non_finite(node: object, path: str) -> tuple[str, float] | None:
-    stack = [(node, path)]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, float) and not math.isfinite(node):
-            return path, node
-        if isinstance(node, dict):
-            stack += [(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()]
-        elif isinstance(node, list):
-            stack += [(v, f"{path}.{i}") for i, v in enumerate(node)]
-    return None
-
-
-def check_summary(run: Run) -> None:
-    """Refuse a summary the gate cannot trust (see the module docstring)."""
-    s = run.summary
-    if not isinstance(s.get("complete"), bool):
-        raise _bad(run, "complete", s.get("complete"), "true or false (a JSON boolean)")
-    bad = _first_non_finite(s, "")
-    if bad is not None:
-        raise _bad(run, bad[0], bad[1], "a finite number")
-    failures = s.get("failures", {})
-    if not isinstance(failures, dict):
-        raise _bad(run, "failures", failures, "a mapping of failure cause to count")
-    counts = [(k, s[k]) for k in COUNTS if k in s] + [(f"failures.{k}", v) for k, v in failures.items()]
-    for name, v in counts:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise _bad(run, name, v, "a non-negative integer count")
-    _check_consistent(run, s, failures)
-    for m in METRICS:
-        node: object = s
-        for key in m.path:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node is None or isinstance(node, dict) and m.id == "failures":
-            continue
-        if isinstance(node, bool) or not isinstance(node, int | float) or node < 0:
-            raise _bad(run, ".".join(m.path), node, "a non-negative number or null")
-
-
-def _check_consistent(run: Run, s: dict[str, Any], failures: dict[str, Any]) -> None:
-    """Counts that must add up (a hand-edited or truncated summary does not): ok + failed = total, the failure
-    causes sum to the failed, an attainment is a share."""
-    total, ok, failed = (s.get(k) for k in ("requests_total", "requests_ok", "requests_failed"))
-    if None not in (total, ok, failed) and ok + failed != total:
-        raise _bad(run, "requests_total", total, f"requests_ok + requests_failed = {ok} + {failed} = {ok + failed}")
-    if failed is not None and failures and sum(failures.values()) != failed:
-        raise _bad(run, "requests_failed", failed, f"the sum of failures.* = {sum(failures.values())}")
-    att = s.get("slo_attainment")
-    for key, share in (att.items() if isinstance(att, dict) else ()):
-        if isinstance(share, int | float) and not isinstance(share, bool) and not 0.0 <= share <= 1.0:
-            raise _bad(run, f"slo_attainment.{key}", share, "a share from 0 to 1")
 
 
 def compare(baseline_dir: str | Path, current_dir: str | Path, tolerances: dict[str, float] | None = None,

@@ -28,6 +28,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader
 
 from scalearena import __version__
+from scalearena.contracts.errors import UserError
 from scalearena.contracts.records import FAILURE_CAUSES
 from scalearena.reports.metrics import json_clean
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
@@ -35,9 +36,10 @@ from scalearena.reports.results import atomic_write_bytes, atomic_write_json
 from . import run_plots, startup_plots
 from .catalog import BY_ID, cost_metric, cost_tooltip
 from .figures import TimeUnit, page_scripts, time_axis
-from .load import Run, load_results
+from .load import ResultSet, Run, load_results
 from .signal_health import flat_text, missing_text
 from .suite_decide import SUITE_INPUTS
+from .trust import check_summary
 
 TEMPLATES = Path(__file__).parent / "templates"
 CHARTJS_VERSION = "4.6.1"  # reports/static/chart.umd.min.js
@@ -269,6 +271,7 @@ def write_run_report(run_dir: str | Path, suite_link: str | None = None, force: 
     rs = load_results(run_dir)
     if not rs.single_run:
         raise ValueError(f"{run_dir} is not a run folder (no summary.json)")
+    check_summary(rs.runs[0])  # an untrustworthy summary renders nothing: one error naming the file and field
     _write_html(out, render_run(rs.runs[0], suite_link, digest, color))
     return out
 
@@ -309,6 +312,21 @@ def _render_pages(tasks: list[tuple[str, str, str]], jobs: int, progress: Progre
     return errors
 
 
+def trusted(rs: ResultSet) -> ResultSet:
+    """``rs`` without the runs whose summary cannot be trusted (reports/trust.py), each named in a warning; such a
+    run's own page is removed, so nothing drawn from it is left to be read."""
+    keep = []
+    for r in rs.runs:
+        try:
+            check_summary(r)
+        except UserError as e:
+            print(f"warning: left out of the report: {e.render()}")
+            (r.dir / "report.html").unlink(missing_ok=True)
+            continue
+        keep.append(r)
+    return ResultSet(rs.root, keep, rs.suite, rs.single_run)
+
+
 def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: Progress | None = None,
                        force: bool = False, min_attainment: float | None = None) -> Path:
     """Write every run's report.html, then OUT/report.html comparing all runs side by side.
@@ -320,6 +338,7 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
     rs = load_results(out_dir)
     if rs.single_run:
         return write_run_report(out_dir, force=force)
+    rs = trusted(rs)
     from .suite_page import suite_colors
 
     root = rs.root

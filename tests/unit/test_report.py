@@ -258,3 +258,31 @@ def test_report_in_a_log_says_what_it_renders(tmp_path):
     assert "report: run pages: 2 to render" in first.output
     again = CliRunner().invoke(report, [str(tmp_path), "--jobs", "1"])  # nothing changed: nothing to say
     assert again.exit_code == 0 and "to render" not in again.output
+
+
+def test_a_run_whose_summary_cannot_be_trusted_is_left_out_and_named(tmp_path):
+    """A summary with goodput NaN (or counts that do not add up) was drawn as if measured; now the suite report
+    leaves the run out with one warning naming the file and field, removes its page, and a report of that run
+    alone is one error (exit 2)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from scalearena.reports.cli import report
+
+    for a in ("wva", "hpa"):
+        _write_run(tmp_path, "stairs", a, None)
+    write_suite_report(tmp_path, jobs=1)
+    bad = tmp_path / "stairs" / "hpa"
+    s = json.loads((bad / "summary.json").read_text())
+    s["requests_ok"] += 500  # 6 requests: 4 ok + 2 rejected; 504 + 2 != 6
+    (bad / "summary.json").write_text(json.dumps(s))
+    r = CliRunner().invoke(report, [str(tmp_path), "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    assert f"warning: left out of the report: {bad / 'summary.json'}: requests_total: got 6 (expected requests_ok " \
+           "+ requests_failed = 504 + 2 = 506)" in r.output
+    assert not (bad / "report.html").exists() and (tmp_path / "stairs" / "wva" / "report.html").exists()
+    page = (tmp_path / "report.html").read_text()
+    assert "stairs/wva/report.html" in page and "stairs/hpa/report.html" not in page
+    alone = CliRunner().invoke(report, [str(bad)])
+    assert alone.exit_code == 2 and "requests_total: got 6" in alone.output
