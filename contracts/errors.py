@@ -4,15 +4,17 @@ Anything the user can fix (a malformed scenario, an unknown autoscaler, an
 unreachable Prometheus, a missing kubeconfig) is raised as a ``UserError``.
 The CLI turns it into one line on stderr and exit code 2 — never a traceback.
 User values quoted in it (file names, field values) come out with control
-characters escaped (``printable``): an error line never carries a terminal escape.
+characters escaped (``printable``): an error is one line, and never carries a
+terminal escape.
 """
 from __future__ import annotations
 
 import re
 
-# C0 and C1 control characters but newline and tab, DEL, and the Unicode bidi overrides and isolates: a value
-# quoted into an error line must not move the cursor, clear the screen or reorder the text around it
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 control characters but tab, DEL, the line and paragraph separators and the Unicode bidi overrides and
+# isolates: a value quoted into an error line must not start a second line (a forged `error:`), move the cursor,
+# clear the screen or reorder the text around it
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from scalearena.contracts.errors import UserError
+from scalearena.contracts.limits import MAX_MAGNITUDE
 
 from .catalog import METRICS
 from .load import Run
@@ -27,7 +28,8 @@ def _first_non_finite(node: object, path: str) -> tuple[str, float] | None:
     stack = [(node, path)]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, float) and not math.isfinite(node):
+        if isinstance(node, int | float) and not isinstance(node, bool) and (
+                not math.isfinite(node) or abs(node) > MAX_MAGNITUDE):
             return path, node
         if isinstance(node, dict):
             stack += [(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()]
@@ -43,7 +45,7 @@ def check_summary(run: Run) -> None:
         raise _bad(run, "complete", s.get("complete"), "true or false (a JSON boolean)")
     bad = _first_non_finite(s, "")
     if bad is not None:
-        raise _bad(run, bad[0], bad[1], "a finite number")
+        raise _bad(run, bad[0], bad[1], f"a finite number below 2^{MAX_MAGNITUDE.bit_length() - 1} in magnitude")
     failures = s.get("failures", {})
     if not isinstance(failures, dict):
         raise _bad(run, "failures", failures, "a mapping of failure cause to count")
@@ -51,7 +53,6 @@ def check_summary(run: Run) -> None:
     for name, v in counts:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise _bad(run, name, v, "a non-negative integer count")
-    _check_consistent(run, s, failures)
     for m in METRICS:
         node: object = s
         for key in m.path:
@@ -60,6 +61,7 @@ def check_summary(run: Run) -> None:
             continue
         if isinstance(node, bool) or not isinstance(node, int | float) or node < 0:
             raise _bad(run, ".".join(m.path), node, "a non-negative number or null")
+    _check_consistent(run, s, failures)
 
 
 def _check_consistent(run: Run, s: dict[str, Any], failures: dict[str, Any]) -> None:
@@ -70,6 +72,10 @@ def _check_consistent(run: Run, s: dict[str, Any], failures: dict[str, Any]) -> 
         raise _bad(run, "requests_total", total, f"requests_ok + requests_failed = {ok} + {failed} = {ok + failed}")
     if failed is not None and failures and sum(failures.values()) != failed:
         raise _bad(run, "requests_failed", failed, f"the sum of failures.* = {sum(failures.values())}")
+    good, thru = s.get("goodput_rps"), s.get("throughput_rps")
+    if isinstance(good, int | float) and isinstance(thru, int | float) and good > thru * (1 + 1e-9) + 1e-9:
+        raise _bad(run, "goodput_rps", good, f"at most throughput_rps {thru:g} (goodput counts served requests "
+                   "within the SLO)")
     att = s.get("slo_attainment")
     for key, share in (att.items() if isinstance(att, dict) else ()):
         if isinstance(share, int | float) and not isinstance(share, bool) and not 0.0 <= share <= 1.0:

@@ -202,3 +202,6 @@ def test_error_lines_escape_control_characters(tmp_path):
     assert "'hp\\x1b[2Ja'" in r.stderr and "x\\u202ey" in r.stderr, r.stderr
     missing = scalearena("run", str(tmp_path / "a\x1b[31m\x07.yaml"))
     assert missing.returncode == 2 and "a\\x1b[31m\\x07.yaml: file not found" in missing.stderr, missing.stderr
+    forged = scalearena("run", str(tmp_path / "x.yaml\nerror: all runs passed"))  # a newline forged a second line
+    assert forged.returncode == 2 and forged.stderr.count("\n") == 1, forged.stderr
+    assert "x.yaml\\nerror: all runs passed: file not found" in forged.stderr

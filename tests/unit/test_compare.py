@@ -150,6 +150,8 @@ def test_incomplete_run_is_refused_unless_allowed_and_then_fails(tmp_path):
         ({"requests_failed": 3, "failures": {"rejected": 1, "killed": 1, "timeout": 0, "error": 0}},
          "requests_failed: got 3 (expected the sum of failures.* = 2)"),
         ({"slo_attainment": {"both": 1.5}}, "slo_attainment.both: got 1.5 (expected a share from 0 to 1)"),
+        ({"goodput_rps": 80.0}, "goodput_rps: got 80.0 (expected at most throughput_rps 10"),  # 10x throughput
+        ({"goodput_rps": 1e308}, "goodput_rps: got 1e+308 (expected a finite number below 2^63"),  # was exit 3
     ],
 )
 def test_untrustworthy_summary_is_refused_on_either_side(tmp_path, over, fragment):
@@ -175,7 +177,7 @@ def test_non_utf8_summary_and_unwritable_html_are_one_error(tmp_path):
 def test_cli_exit_codes_and_step_summary(tmp_path, monkeypatch):
     base = _results(tmp_path / "b", {"stairs/wva/rate-2": _summary()})
     good = _results(tmp_path / "g", {"stairs/wva/rate-2": _summary()})
-    bad = _results(tmp_path / "x", {"stairs/wva/rate-2": _summary(throughput_rps=5.0)})
+    bad = _results(tmp_path / "x", {"stairs/wva/rate-2": _summary(throughput_rps=5.0, goodput_rps=5.0)})
     step = tmp_path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     runner = CliRunner()
@@ -193,7 +195,7 @@ def test_cli_exit_codes_and_step_summary(tmp_path, monkeypatch):
 
 def test_markdown_escapes_table_cells(tmp_path):
     base = _results(tmp_path / "b", {"a|b/wva": _summary()})
-    cur = _results(tmp_path / "c", {"a|b/wva": _summary(throughput_rps=1.0)})
+    cur = _results(tmp_path / "c", {"a|b/wva": _summary(throughput_rps=1.0, goodput_rps=1.0)})
     assert "a\\|b/wva" in markdown(compare(base, cur))
 
 
@@ -220,7 +222,7 @@ def test_filters_select_runs_by_glob(tmp_path):
     runs = {"stairs/wva": _summary(), "stairs/hpa": _summary(autoscaler="hpa"),
             "burst/wva/rate-2": _summary(scenario="burst")}
     base = _results(tmp_path / "b", runs)
-    cur = _results(tmp_path / "c", {**runs, "stairs/hpa": _summary(autoscaler="hpa", throughput_rps=1.0)})
+    cur = _results(tmp_path / "c", {**runs, "stairs/hpa": _summary(autoscaler="hpa", throughput_rps=1.0, goodput_rps=1.0)})
     assert not compare(base, cur).passed
     only_wva = compare(base, cur, only=RunFilter(autoscalers=("w*",)))
     assert only_wva.keys() == ["burst/wva/rate-2", "stairs/wva"] and only_wva.passed
