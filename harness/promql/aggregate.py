@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from .errors import QueryExecutionError
 from .functions import quantile
 from .values import NAME, NAN, Labels, Sample, Vector, drop_name, label
 
@@ -65,13 +66,27 @@ def aggregate(op: str, vector: Vector, names: frozenset[str], by: bool, param: f
     return Vector(Sample(key, _fold(op, members, param), t) for key, members in groups.items())
 
 
+MAX_INT64 = 9223372036854774784.0  # Prometheus' model/value.go: the largest float an int64 holds
+MIN_INT64 = -9223372036854775808.0
+
+
+def _go_float(v: float | None) -> str:
+    return "NaN" if v is None or v != v else "+Inf" if v == math.inf else "-Inf" if v == -math.inf else f"{v:g}"
+
+
 def _topk(op: str, groups: dict[Labels, list[Sample]], param: float | None, t: int) -> Vector:
     """topk/bottomk keep the k largest (smallest) samples of each group with their full labels.
 
     Ties at the cut-off are broken by input order (series sorted by labels); a
-    NaN ranks below every number for both, as in Prometheus' value heaps.
+    NaN ranks below every number for both, as in Prometheus' value heaps. A k that no int64 holds (NaN,
+    +-Inf, 1e19) fails the query as engine.go's convertibleToInt64 check does ("topk(1e999, x)" raised
+    OverflowError, issue 31).
     """
-    k = int(param) if param is not None and param == param else 0
+    if param is None:
+        return Vector()
+    if not MIN_INT64 <= param <= MAX_INT64:
+        raise QueryExecutionError(f"Scalar value {_go_float(param)} overflows int64")
+    k = int(param)
     out = Vector()
     if k < 1:
         return out

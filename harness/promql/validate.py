@@ -58,6 +58,7 @@ def parse_supported(query: str) -> Any:
             if message == "invalid promql query" or (pos < len(query) and message in _AT_END):
                 message = describe(query, pos)
         raise PromQLParseError(f"PromQL parse error: {message}", query=query, position=pos) from None
+    _check_arg_types(query, node)
     _check_subset(query, node)
     return node
 
@@ -66,6 +67,50 @@ def check_read(query: str) -> None:
     """A query an autoscaler or a recording rule reads (config validation): parsed within the subset, and
     an instant vector or a scalar."""
     _top_level(query, parse_supported(query))
+
+
+_TYPE_NAMES = {"Vector": "instant vector", "Scalar": "scalar", "Matrix": "range vector", "String": "string"}
+
+
+def _static_type(node: Any) -> str | None:
+    """The value type of ``node`` as Prometheus' checker infers it before evaluation (None: not worked out)."""
+    while isinstance(node, pp.ParenExpr | pp.UnaryExpr):
+        node = node.expr
+    if isinstance(node, pp.NumberLiteral):
+        return "Scalar"
+    if isinstance(node, pp.StringLiteral):
+        return "String"
+    if isinstance(node, pp.VectorSelector | pp.AggregateExpr):
+        return "Vector"
+    if isinstance(node, pp.MatrixSelector | pp.SubqueryExpr):
+        return "Matrix"
+    if isinstance(node, pp.Call):
+        return str(node.func.return_type).rpartition(".")[2]
+    if isinstance(node, pp.BinaryExpr):
+        sides = (_static_type(node.lhs), _static_type(node.rhs))
+        return "Vector" if "Vector" in sides else "Scalar" if sides == ("Scalar", "Scalar") else None
+    return None
+
+
+def _check_arg_types(query: str, root: Any) -> None:
+    """Each function argument of the type the function declares. promql-parser checks this itself, except for a
+    plain number given to ln, log2 or log10 (``ln(0)`` parsed, then failed the engine's evaluation: issue 31)."""
+    calls: list[Any] = []
+
+    def collect(node: Any) -> bool:
+        if isinstance(node, pp.Call):
+            calls.append(node)
+        return True
+
+    pp.walk(root, collect)
+    for call in calls:
+        declared = [str(t).rpartition(".")[2] for t in call.func.arg_types]
+        for i, arg in enumerate(call.args):
+            want, got = declared[min(i, len(declared) - 1)] if declared else None, _static_type(arg)
+            if want and got and want != got:
+                name = call.func.name
+                raise PromQLParseError(f"PromQL parse error: expected type {_TYPE_NAMES[want]} in call to function "
+                                       f"{name!r}, got {_TYPE_NAMES[got]}", query=query, position=position_of(query, name))
 
 
 def _check_subset(query: str, root: Any) -> None:
