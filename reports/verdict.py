@@ -162,7 +162,7 @@ def regret(p: Point, frontier: Frontier) -> Regret:
     if bound is None:
         if attainment > hull[-1][0]:
             return Regret("beyond", note=f"attainment above the bound's best ({hull[-1][0]:.1%})")
-        return Regret("below", note=f"below the bound's lowest point ({hull[0][0]:.1%}; run --frontier)")
+        return Regret("below", note=f"below the bound's lowest point ({hull[0][0]:.1%})")  # the --frontier hint: once per page (FRONTIER_HINT)
     r = p.gpu_hours - bound
     if r >= 0:
         return Regret("ok", r, bound)

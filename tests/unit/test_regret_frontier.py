@@ -52,7 +52,7 @@ def test_below_the_floor_the_bound_is_the_floor_and_without_one_it_is_unknown() 
     no_floor = Frontier(FRONTIER[1:])
     r = regret(Point("b", 2.6, 1.3, 0.05), no_floor)
     assert (r.status, r.gpu_hours) == ("below", None)
-    assert r.text() == "n/a: below the bound's lowest point (60.0%; run --frontier)"
+    assert r.text() == "n/a: below the bound's lowest point (60.0%)"
 
 
 def test_beyond_the_best_attainment_regret_is_na() -> None:
