@@ -87,8 +87,32 @@ BUILTINS: dict[str, tuple[int, int | None]] = {"max": (1, None), "min": (1, None
 _ARITH: dict[str, Callable[[float, float], float]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: a / b if b else math.copysign(math.inf, a) if a else math.nan,  # Go float division
-    "**": lambda a, b: a**b, "^": lambda a, b: a**b,
+    "**": lambda a, b: _go_pow(a, b), "^": lambda a, b: _go_pow(a, b),
 }
+
+
+def _odd_integer(x: float) -> bool:
+    return x.is_integer() and abs(x) < 2**53 and int(x) % 2 == 1
+
+
+def _go_pow(a: float, b: float) -> float:
+    """Go's ``math.Pow``, which never fails: past the float range it is +-Inf, a negative base to a fractional
+    power NaN, zero to a negative power +-Inf. Python's ``**`` raised OverflowError (``10 ** 1000``),
+    ZeroDivisionError (``0 ** -1``) or gave a complex number (``(-8) ** 0.5``) there (issue 31's fuzz)."""
+    try:
+        out = a**b
+    except ZeroDivisionError:
+        return math.copysign(math.inf, a) if _odd_integer(b) else math.inf
+    except OverflowError:
+        if a < 0 and not b.is_integer():
+            return math.nan
+        return -math.inf if a < 0 and _odd_integer(b) else math.inf
+    return out if isinstance(out, float) else math.nan
+
+
+def _go_round(fn: Callable[[float], int]) -> Callable[[float], float]:
+    """Go's ``math.Ceil`` / ``math.Floor``: +-Inf and NaN are returned as they are (Python's raise)."""
+    return lambda x: float(fn(x)) if math.isfinite(x) else x
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
     "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
@@ -307,5 +331,5 @@ def _eval(node: Any, env: dict[str, Any]) -> Any:
         return max(vals)
     if str(fn) == "min":
         return min(vals)
-    one: dict[str, Callable[[float], float]] = {"abs": abs, "ceil": math.ceil, "floor": math.floor}
+    one: dict[str, Callable[[float], float]] = {"abs": abs, "ceil": _go_round(math.ceil), "floor": _go_round(math.floor)}
     return float(one[str(fn)](vals[0]))
