@@ -161,7 +161,10 @@ def metric_name(rule: DiscoveryRule, series: str) -> str | None:
     as_ = rule.name.as_ or ("$0" if pattern.groups == 0 else "$1")
     if not rule.name.as_ and pattern.groups > 1:
         raise ValueError(f"name.matches {rule.name.matches!r} has several groups: set name.as")
-    return re.sub(r"\$\{?(\d+)\}?", lambda g: m.group(int(g.group(1))) or "", as_)
+    # Go's Regexp.Expand: a group the pattern does not have (``as: x_${1}`` over ``matches: .*``) is empty, not
+    # an IndexError (issue 31's fuzz)
+    return re.sub(r"\$\{?(\d+)\}?", lambda g: (m.group(int(g.group(1))) if int(g.group(1)) <= pattern.groups
+                                                 else "") or "", as_)
 
 
 def find_rule(rules: list[DiscoveryRule], metric: str, extra_names: list[str]) -> tuple[DiscoveryRule, str] | None:

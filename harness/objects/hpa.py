@@ -71,9 +71,27 @@ class CrossRef(_M):
     name: str
 
 
+class SelectorRequirement(_M):
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist: the adapter names any other (adapter.selector_matchers)
+    values: list[str] | None = None
+
+
+class LabelSelector(_M):
+    """metav1.LabelSelector, typed as the API server types it: ``matchLabels: .nan`` reached the adapter's query
+    builder as a float (an AttributeError, issue 31's fuzz); now a UserError naming the field."""
+
+    matchLabels: dict[str, str] | None = None
+    matchExpressions: list[SelectorRequirement] | None = None
+
+
 class MetricId(_M):
     name: str
-    selector: dict[str, Any] | None = None
+    selector: LabelSelector | None = None
+
+    @property
+    def selector_dict(self) -> dict[str, Any] | None:
+        return self.selector.model_dump(exclude_none=True) if self.selector is not None else None
 
 
 class Target(_Q):
@@ -211,16 +229,16 @@ def translate_metric(m: MetricSource, cfg: ad.AdapterConfig, ns: str, doc: Doc, 
         rule, series = found
         if m.type == "Pods":
             _average(m, t, doc, path, ("AverageValue",))
-            q = check_query(ad.pods_query(rule, series, ns, src.metric.selector), doc, path)
+            q = check_query(ad.pods_query(rule, series, ns, src.metric.selector_dict), doc, path)
             return PodsMetric(type="Pods", query=q, name=src.metric.name, pod_label=ad.pod_label(rule.resources),
                               average_value=t.averageValue)
         _average(m, t, doc, path, ("Value", "AverageValue"))
         if m.type == "Object":
             obj = src.describedObject
             group = obj.apiVersion.split("/")[0] if "/" in obj.apiVersion else ""
-            raw = ad.custom_query(rule, series, ns, obj.kind, obj.name, src.metric.selector, regex=False, group=group)
+            raw = ad.custom_query(rule, series, ns, obj.kind, obj.name, src.metric.selector_dict, regex=False, group=group)
         else:
-            raw = ad.external_query(rule, series, ns, src.metric.selector)
+            raw = ad.external_query(rule, series, ns, src.metric.selector_dict)
     except ValueError as e:
         raise UserError(f"{path}: {e}", where=doc.where) from None
     target = {"value": t.value} if t.type == "Value" else {"average_value": t.averageValue}

@@ -144,7 +144,8 @@ def classify(data: Any, file: str, index: int) -> Doc:
 
 def _adapter_config_map(data: dict[str, Any], where: str) -> dict[str, Any]:
     """The adapter config inside a ConfigMap's ``data["config.yaml"]`` (the only ConfigMap read)."""
-    text = (data.get("data") or {}).get("config.yaml")
+    config_map = data.get("data")
+    text = config_map.get("config.yaml") if isinstance(config_map, dict) else None
     if not isinstance(text, str):
         raise UserError("data.config.yaml: missing; the only ConfigMap read is prometheus-adapter's config",
                         where=where)

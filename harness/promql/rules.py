@@ -23,6 +23,7 @@ evaluated (they record nothing a query can read, apart from ``ALERTS``).
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -36,11 +37,19 @@ from .errors import PromQLError, QueryExecutionError
 from .tsdb import STALE_NAN, to_ms
 from .values import NAME, Labels, Scalar, Vector
 
+_DURATION_TEXT = re.compile(r"(\d+(ms|s|m|h|d|w|y))+|\d+")
+
 
 def _duration(value: str) -> float:
+    """A Prometheus duration in seconds. Its form is checked before promql-parser reads it: ``-5`` and ``1e999``
+    made the parser panic (a Rust backtrace on stderr, then pyo3's PanicException past every guard: issue 31)."""
     try:
+        if not _DURATION_TEXT.fullmatch(value):
+            raise ValueError
         d: timedelta = pp.parse_duration(value)
-    except ValueError:
+    except BaseException as e:  # pyo3's PanicException is a BaseException
+        if not isinstance(e, ValueError) and type(e).__name__ != "PanicException":
+            raise
         raise ValueError(f"not a Prometheus duration: {value!r} (e.g. 15s, 1m)") from None
     if d.total_seconds() <= 0:
         raise ValueError("must be positive")
