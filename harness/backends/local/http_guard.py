@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aiohttp import web
+from aiohttp import hdrs, web, web_urldispatcher
+from aiohttp.http import HttpVersion11
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
@@ -198,6 +199,24 @@ class Listener:
     async def close(self) -> None:
         self.server.close()
         await self.runner.cleanup()
+
+
+async def _expect(request: web.Request) -> web.StreamResponse | None:
+    """aiohttp's default Expect handling (``100-continue`` answered, the body then read), but any other
+    expectation is one 417 whatever its bytes: aiohttp's own handler quoted the header, non-UTF-8 bytes as
+    surrogates, into a text it could not encode, a 500 with a traceback (``Expect: \\xff``; issue 31's fuzz)."""
+    if request.version != HttpVersion11:
+        return None
+    if request.headers.get(hdrs.EXPECT, "").lower() == "100-continue":
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the 100 is not part of the response's size
+        return None
+    return error_response(417, "invalid_request_error", "unsupported Expect header (only 100-continue)")
+
+
+# every route's Expect handler, also the 404/405 routes aiohttp makes per request: a route takes the module's
+# default when it is constructed (after this import in both servers), and aiohttp has no public setting for it
+web_urldispatcher._default_expect_handler = _expect  # type: ignore[assignment]  # a response is allowed
 
 
 async def listen(app: web.Application, host: str, port: int, name: str) -> Listener:
