@@ -1,7 +1,8 @@
 """The adversarial suite (issue 17): hostile scenarios, traces and overrides never hang, crash,
 exhaust memory or print a traceback; each ends in `ok` or exactly one `error:` line with exit 2.
 
-Bounded for `make test`: a few hundred (220) derandomized examples in all, each run by the real CLI in
+Bounded for `make test`: a few hundred (220) derandomized examples in all (times SCALEARENA_FUZZ_SCALE,
+tests/fuzz_settings.py; `make fuzz` runs 25 times as many), each run by the real CLI in
 a child process under a 3 GiB address-space limit and a time limit (tests/adversarial/sandbox.py).
 docs/reliability.md has the figures from the larger run of benchmarks/reliability.py.
 """
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.adversarial.sandbox import Sandbox
 from tests.adversarial.strategies import (
@@ -22,11 +23,10 @@ from tests.adversarial.strategies import (
     overrides,
     trace_scenario,
 )
+from tests.fuzz_settings import fuzz
 
 pytestmark = pytest.mark.slow  # sandboxed CLI processes, hang and memory limits
 
-FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=80,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 VALIDATE_TIMEOUT_S = 20.0  # validate streams every request of a scenario (at most MAX_REQUESTS)
 RUN_TIMEOUT_S = 60.0  # a 60 s simulated run of the small scenario
 
@@ -42,7 +42,7 @@ def _judge(outcome, what: str) -> None:
     assert outcome.acceptable, f"{outcome.kind} for {what}:\n{outcome.output[-2000:]}"
 
 
-@FUZZ
+@fuzz(80)
 @given(content=mutated_scenarios())
 def test_hostile_scenario_files(sandbox, tmp_path_factory, content: bytes) -> None:
     path = tmp_path_factory.mktemp("sc") / "s.yaml"
@@ -50,7 +50,7 @@ def test_hostile_scenario_files(sandbox, tmp_path_factory, content: bytes) -> No
     _judge(sandbox.invoke(["validate", str(path)], VALIDATE_TIMEOUT_S), content[:300])
 
 
-@settings(FUZZ, max_examples=60)
+@fuzz(60)
 @given(trace=mutated_traces())
 def test_hostile_trace_files(sandbox, tmp_path_factory, trace: tuple[str, bytes]) -> None:
     fmt, content = trace
@@ -60,7 +60,7 @@ def test_hostile_trace_files(sandbox, tmp_path_factory, trace: tuple[str, bytes]
     _judge(sandbox.invoke(["validate", str(d / "s.yaml")], VALIDATE_TIMEOUT_S), f"{fmt}: {content[:300]!r}")
 
 
-@settings(FUZZ, max_examples=40)
+@fuzz(40)
 @given(items=overrides())
 def test_hostile_overrides(sandbox, tmp_path_factory, items: list[str]) -> None:
     d = tmp_path_factory.mktemp("ov")
@@ -71,7 +71,7 @@ def test_hostile_overrides(sandbox, tmp_path_factory, items: list[str]) -> None:
     _judge(sandbox.invoke(args, RUN_TIMEOUT_S), " ".join(items)[:300])
 
 
-@settings(FUZZ, max_examples=40)
+@fuzz(40)
 @given(case=autoscaler_overrides())
 def test_hostile_autoscaler_parameters(sandbox, tmp_path_factory, case: tuple[dict, str, list[str]]) -> None:
     scenario, kind, items = case

@@ -4,14 +4,14 @@ with a ParsedRequest or an ApiError, never another exception (which the servers 
 
 Bodies start valid and get one or two fields replaced by hostile JSON values, so most examples get
 past the first check. It found `scalearena_prompt_tokens: 1.5` / `true` / `1e400` raising ValueError
-from the token count (a 500); no sockets, 400 examples, derandomized.
+from the token count (a 500); no sockets, 400 examples (times SCALEARENA_FUZZ_SCALE), derandomized.
 """
 from __future__ import annotations
 
 import json
 import random
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scalearena.harness.backends.local.kv_connector import KVConnector
@@ -22,6 +22,7 @@ from scalearena.harness.backends.local.openai_api import (
     parse_request,
     response_pieces,
 )
+from tests.fuzz_settings import fuzz
 
 LEAF = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False), st.text(max_size=6),
                  st.sampled_from([0, 1, 2, 128, 129, 0.5, 1e3, "1e400", "-1e400", "", "m"]))
@@ -37,7 +38,7 @@ VALID = {False: {"model": "m", "prompt": "a b", "max_tokens": 3, "n": 2, "stream
                 "max_tokens": 3, "scalearena_prompt_tokens": 7}}
 
 
-@settings(max_examples=400, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@fuzz(400)
 @given(chat=st.booleans(), role=st.sampled_from(["both", "prefill", "decode"]),
        changes=st.dictionaries(st.sampled_from(FIELDS), VALUE, min_size=1, max_size=2))
 def test_any_body_is_served_or_an_api_error(chat: bool, role: str, changes: dict) -> None:
