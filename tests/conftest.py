@@ -69,3 +69,41 @@ def _frontier_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
         os.environ.pop("SCALEARENA_CACHE_DIR", None)
     else:
         os.environ["SCALEARENA_CACHE_DIR"] = old
+
+
+_REAL_HOME: dict[str, str | None] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The test session's HOME is a folder in the system temp folder, so nothing a test starts (Ray's auth token,
+    Chromium's profile, kubectl's discovery cache) writes into the user's home. What the tests need from the
+    real home is pinned first: the built Kubernetes tools (SCALEARENA_TOOLS_DIR) and Go's caches and settings
+    (GOCACHE, GOMODCACHE, GOPATH, GOENV), each only where the environment does not set it already."""
+    import os
+    import tempfile
+
+    real = Path.home()
+    pinned = {"SCALEARENA_TOOLS_DIR": real / ".cache" / "scalearena" / "bin", "GOCACHE": real / ".cache" / "go-build",
+              "GOMODCACHE": real / "go" / "pkg" / "mod", "GOPATH": real / "go", "GOENV": real / ".config" / "go" / "env"}
+    for key, path in pinned.items():
+        os.environ.setdefault(key, str(path))
+    for key in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        _REAL_HOME[key] = os.environ.get(key)
+    home = tempfile.mkdtemp(prefix="scalearena-test-home-")
+    os.environ["HOME"] = home
+    for key, sub in (("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share")):
+        os.environ[key] = str(Path(home) / sub)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import os
+    import shutil
+
+    home = os.environ.get("HOME", "")
+    for key, value in _REAL_HOME.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    if Path(home).name.startswith("scalearena-test-home-"):
+        shutil.rmtree(home, ignore_errors=True)
