@@ -14,7 +14,7 @@ FRONTIER ?=
 # FRONTIER=1: also run the oracle frontier (the bound of the report's regret; docs/metrics.md)
 SEEDS ?= 5
 
-.PHONY: bench test perf fidelity bound lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
+.PHONY: bench test fuzz perf fidelity bound lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
 
 # The simulator's compiled core (harness/native.py: mypyc over these modules, the .py files stay the
 # reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
@@ -80,6 +80,17 @@ test: $(BUILT) prometheus chromium
 	@if command -v go >/dev/null 2>&1 || [ "$$SCALEARENA_REQUIRE_KWOK" = 1 ]; then $(MAKE) --no-print-directory kwok-tools; \
 	  else echo "go not on PATH: the kwok tier (tests/e2e/test_kwok.py) will be skipped"; fi
 	$(BIN)/python -m pytest -q
+
+# The fuzz suite at scale: every property test (tests/fuzz_settings.py) at FUZZ_SCALE times its `make test` sample,
+# then benchmarks/reliability.py over FUZZ_EXAMPLES inputs per family (the figures of docs/reliability.md). The
+# sandboxed CLI families dominate: FUZZ_SCALE=1 FUZZ_EXAMPLES=300 is a quicker pass.
+FUZZ_SCALE ?= 25
+FUZZ_EXAMPLES ?= 1000
+FUZZ_TESTS := tests/unit/test_promql_fuzz.py tests/unit/test_keda_formula_fuzz.py tests/unit/test_objects_fuzz.py \
+  tests/unit/test_openai_fuzz.py tests/integration/test_router_fuzz.py tests/integration/test_adversarial.py
+fuzz: $(BUILT)
+	SCALEARENA_FUZZ_SCALE=$(FUZZ_SCALE) $(BIN)/python -m pytest -q -p no:cacheprovider $(FUZZ_TESTS)
+	$(BIN)/python benchmarks/reliability.py --examples $(FUZZ_EXAMPLES)
 
 prometheus:
 	bash scripts/ensure-prometheus.sh
