@@ -96,8 +96,10 @@ class MetricId(_M):
 
 class Target(_Q):
     type: Literal["Value", "AverageValue", "Utilization"]
-    value: Quantity | None = Field(default=None, gt=0)
-    averageValue: Quantity | None = Field(default=None, gt=0)
+    # a Quantity is finite: averageValue .inf reached the HPA's metric model (a ValidationError for ExternalMetric,
+    # issue 31's fuzz); now refused here, naming the field
+    value: Quantity | None = Field(default=None, gt=0, allow_inf_nan=False)
+    averageValue: Quantity | None = Field(default=None, gt=0, allow_inf_nan=False)
     averageUtilization: int | None = None
 
 

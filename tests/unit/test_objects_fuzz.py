@@ -169,6 +169,11 @@ ADAPTER_RULE = (0, "rules", 0)
      "spec.metrics.2.external.metric.selector.matchLabels"),
     (0, "hpa.yaml", _set((0, "spec", "metrics", 2, "external", "metric", "selector"), {"matchLabels": {"a": 5}}),
      "selector.matchLabels.a"),
+    # averageValue .inf: pydantic's ValidationError for ExternalMetric (the HPA's internal model)
+    (0, "hpa.yaml", _set((0, "spec", "metrics", 2, "external", "target", "averageValue"), math.inf),
+     "spec.metrics.2.external.target.averageValue"),
+    (0, "hpa.yaml", _set((0, "spec", "metrics", 0, "pods", "target", "averageValue"), math.nan),
+     "spec.metrics.0.pods.target.averageValue"),
     # a rule group's interval of -5 or 1e999 made promql-parser panic (PanicException, a Rust backtrace)
     (2, "r.yaml", _set((0, "spec", "groups", 0, "interval"), "-5"), "not a Prometheus duration: '-5'"),
     (2, "r.yaml", _set((0, "spec", "groups", 0, "interval"), "1e999"), "not a Prometheus duration: '1e999'"),
