@@ -147,3 +147,15 @@ def test_burstgpt_bad_files(tmp_path: Path, text: str, line: int, column: str) -
 def test_missing_trace_file_is_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="trace file not found"):
         list(read_azure(str(tmp_path / "nope.csv")))
+
+
+@pytest.mark.parametrize("content", [
+    b"TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,4808,10\r\x00\n",  # a body row
+    b"TIMESTAMP,Cont\rextTokens,GeneratedTokens\n",  # the header
+])
+def test_a_row_the_csv_module_refuses_is_a_user_error_naming_the_line(tmp_path: Path, content: bytes) -> None:
+    """A carriage return then NUL inside a row raised csv.Error ("new-line character seen in unquoted field"),
+    an internal error (exit 3) found by make fuzz's trace family; now one line naming the file and row."""
+    (tmp_path / "t.csv").write_bytes(content)
+    with pytest.raises(UserError, match=r"t\.csv:\d: not a CSV row: new-line character seen in unquoted field"):
+        list(read_azure(str(tmp_path / "t.csv")))

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from datetime import date
 
-from .base import TraceRow, bad, check_order, csv_rows, header_index, open_trace, tokens, utf8_lines
+from .base import TraceRow, bad, check_order, csv_rows, header_index, next_row, open_trace, tokens, utf8_lines
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _NS = 1_000_000_000
@@ -82,7 +82,7 @@ def read_azure(path: str) -> Iterator[TraceRow]:
     clock = _Clock()
     with p.open("rb") as fh:
         reader = csv.reader(utf8_lines(path, fh))
-        idx = header_index(path, next(reader, None), COLUMNS)
+        idx = header_index(path, next_row(path, reader), COLUMNS)
         i_ts, i_in, i_out = idx["TIMESTAMP"], idx["ContextTokens"], idx["GeneratedTokens"]
         first: int | None = None
         previous = 0.0

@@ -12,6 +12,7 @@ token counts above ``MAX_TOKENS`` are refused like negative ones.
 """
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,10 +127,20 @@ def header_index(path: str, header: list[str] | None, needed: tuple[str, ...]) -
     return {col: names.index(col) for col in needed}
 
 
+def next_row(path: str, reader: Any) -> list[str] | None:
+    """The next row of a CSV reader (None at the end); what the csv module refuses (a carriage return, NUL or
+    quote out of place) is a UserError naming the line, not csv.Error (an internal error, issue 31's fuzz)."""
+    try:
+        return next(reader, None)  # type: ignore[no-any-return]
+    except csv.Error as e:
+        raise UserError(f"not a CSV row: {e}", where=f"{path}:{reader.line_num}",
+                        expected="comma-separated values, one row per line") from None
+
+
 def csv_rows(path: str, reader: Any, idx: dict[str, int]) -> Iterator[tuple[int, list[str]]]:
     """(line number, row) of a CSV trace body: blank lines skipped, short rows an error naming the column."""
     need = max(idx.values())
-    for row in reader:
+    while (row := next_row(path, reader)) is not None:
         if not row:
             continue
         line = reader.line_num

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 
-from .base import TraceRow, bad, check_order, csv_rows, header_index, open_trace, tokens, utf8_lines
+from .base import TraceRow, bad, check_order, csv_rows, header_index, next_row, open_trace, tokens, utf8_lines
 
 COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
 
@@ -25,7 +25,7 @@ def read_burstgpt(path: str, model: str | None = None) -> Iterator[TraceRow]:
     p = open_trace(path)
     with p.open("rb") as fh:
         reader = csv.reader(utf8_lines(path, fh))
-        header = next(reader, None)
+        header = next_row(path, reader)
         needed = COLUMNS + (("Model",) if model is not None else ())
         idx = header_index(path, header, needed)
         i_ts, i_in, i_out = idx["Timestamp"], idx["Request tokens"], idx["Response tokens"]
