@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scalearena.contracts.errors import UserError
-from scalearena.contracts.limits import MAX_REPLICAS
+from scalearena.contracts.limits import MAX_MAGNITUDE, MAX_REPLICAS
 from scalearena.controllers.hpa import HPAConfig
 from scalearena.controllers.hpa.behavior import Behavior, ScalingPolicy, ScalingRules
 from scalearena.controllers.hpa.engine import TARGET_PODS, ExternalMetric, PodsMetric
@@ -96,10 +96,10 @@ class MetricId(_M):
 
 class Target(_Q):
     type: Literal["Value", "AverageValue", "Utilization"]
-    # a Quantity is finite: averageValue .inf reached the HPA's metric model (a ValidationError for ExternalMetric,
+    # a Quantity is finite and within the project's number range: averageValue .inf or 1e308 reached the HPA's metric model (a ValidationError for ExternalMetric,
     # issue 31's fuzz); now refused here, naming the field
-    value: Quantity | None = Field(default=None, gt=0, allow_inf_nan=False)
-    averageValue: Quantity | None = Field(default=None, gt=0, allow_inf_nan=False)
+    value: Quantity | None = Field(default=None, gt=0, le=MAX_MAGNITUDE, allow_inf_nan=False)
+    averageValue: Quantity | None = Field(default=None, gt=0, le=MAX_MAGNITUDE, allow_inf_nan=False)
     averageUtilization: int | None = None
 
 

@@ -172,6 +172,8 @@ ADAPTER_RULE = (0, "rules", 0)
     # averageValue .inf: pydantic's ValidationError for ExternalMetric (the HPA's internal model)
     (0, "hpa.yaml", _set((0, "spec", "metrics", 2, "external", "target", "averageValue"), math.inf),
      "spec.metrics.2.external.target.averageValue"),
+    (0, "hpa.yaml", _set((0, "spec", "metrics", 2, "external", "target", "averageValue"), 1e308),
+     "spec.metrics.2.external.target.averageValue"),
     (0, "hpa.yaml", _set((0, "spec", "metrics", 0, "pods", "target", "averageValue"), math.nan),
      "spec.metrics.0.pods.target.averageValue"),
     # a rule group's interval of -5 or 1e999 made promql-parser panic (PanicException, a Rust backtrace)
