@@ -176,3 +176,13 @@ def test_an_unknown_expect_header_is_a_417_whatever_its_bytes(servers: tuple[Ser
     head = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\n"
             b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(COMPLETION))
     assert send(router.url, head, COMPLETION) in (100, 200)
+
+
+def test_a_pod_registered_again_at_another_url_is_routed_there(servers: tuple[Server, Server]) -> None:
+    """A PUT naming pod p0 at a new URL was ignored (the entry of that name was kept), so after the endpoints fuzz
+    left p0 at port 9 every request got 502 "engine p0 unreachable"; now the new address replaces the old."""
+    router, engine = servers
+    _register(router, "http://127.0.0.1:9")
+    _register(router, engine.url)
+    r = requests.post(router.url + "/v1/completions", data=COMPLETION, timeout=15)
+    assert r.status_code == 200, r.text

@@ -175,6 +175,13 @@ class RouterServer:
             pod = e["pod"]
             seen.add(pod)
             ep = self.endpoints.get(pod)
+            if ep is not None and (ep.url, ep.model, ep.variant, ep.role) != (
+                    e["url"].rstrip("/"), e["model"], e["variant"], e.get("role", "both")):
+                # the same pod name at another address (or model, variant, role) replaces the old entry; it was
+                # kept, so the router sent the pod's requests to the old URL for ever (issue 31's router fuzz)
+                self._set_state(self.endpoints.pop(pod), "gone")
+                self._forget_series(ep)
+                ep = None
             if ep is None:
                 self.models.add(e["model"])
                 ep = Endpoint(pod=pod, variant=e["variant"], model=e["model"], url=e["url"].rstrip("/"),
