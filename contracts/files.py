@@ -34,6 +34,9 @@ def read_regular(path: str | Path, limit: int, what: str) -> bytes:
         raise UserError("file not found", where=where, expected=what) from None
     except OSError as e:
         raise UserError(f"cannot open: {e.strerror or e}", where=where, expected=what) from None
+    except (UnicodeEncodeError, ValueError):  # an unpaired surrogate (JSON "\\udxxx") or a NUL in the name
+        raise UserError("not a usable file name (a NUL or an unpaired surrogate)", where=repr(where),
+                        expected=what) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -71,3 +71,11 @@ def test_an_output_path_that_is_a_fifo_or_device_is_refused_before_any_work(tmp_
     atomic_write_bytes(tmp_path / "new.html", b"x")  # a new path and a regular file are fine
     atomic_write_bytes(tmp_path / "new.html", b"y")
     assert (tmp_path / "new.html").read_bytes() == b"y"
+
+
+@pytest.mark.parametrize("name", ["objects-\udc00.yaml", "a\x00b.yaml"])
+def test_a_file_name_the_os_cannot_take_is_a_user_error(name: str) -> None:
+    """``--set autoscalers.N.objects.0="\\ud909..."`` (an unpaired surrogate from JSON) made os.open raise
+    UnicodeEncodeError, an internal error found by make fuzz's autoscaler parameter family; a NUL, ValueError."""
+    with pytest.raises(UserError, match="not a usable file name"):
+        read_regular(name, 100, "a YAML file")
