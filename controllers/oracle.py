@@ -55,7 +55,8 @@ from .oracle_capacity import Capacity, replica_capacity
 class OracleConfig(AutoscalerConfig):
     kind: Literal["oracle"] = Field(default="oracle", description="Hindsight provisioning from the forecast.")
     period_s: float = Field(default=10.0, gt=0, description="Decision period, seconds.")
-    window_s: float = Field(default=30.0, gt=0, description="Demand bucket: arrival rate averaged over this, s.")
+    # at least 1 s: a bucket is a step of the plan (window_s 1e-9 planned 10^11 buckets and aborted, issue 31)
+    window_s: float = Field(default=30.0, ge=1.0, description="Demand bucket: arrival rate averaged over this, s.")
     kv_target: float = Field(
         default=0.8, gt=0, le=1, description="KV share a replica may fill and stay unsaturated (WVA tau_kv).",
         json_schema_extra=tune(0.5, 0.95),

@@ -147,7 +147,7 @@ def test_no_forecast_holds():
     assert (d.desired_replicas, d.reasons[0].rule) == (3, "no_forecast")
 
 
-@pytest.mark.parametrize("bad", [{"window_s": 0}, {"kv_target": 1.5}, {"utilization": 0}, {"order": "random"},
+@pytest.mark.parametrize("bad", [{"window_s": 0}, {"window_s": 1e-9}, {"window_s": 0.5}, {"kv_target": 1.5}, {"utilization": 0}, {"order": "random"},
                                  {"lookahead": 5}])
 def test_config_rejects_out_of_range(bad):
     with pytest.raises(ValidationError):
