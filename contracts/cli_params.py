@@ -1,4 +1,4 @@
-"""Command-line values every command bounds the same way: ``--jobs`` and ``--out``.
+"""Command-line values every command reads the same way: ``--jobs``, ``--out`` and ``KEY=VALUE`` flags.
 
 ``--jobs N`` forks or starts N workers at once; ``report --jobs 100000`` drove a machine's load to 511
 (issue 31). So N is capped at ``JOBS_PER_CORE`` workers per core of the machine the command runs on
@@ -17,6 +17,20 @@ from .errors import UserError
 
 JOBS_PER_CORE = 4  # parallel runs per core: more only queue on the CPU and multiply memory
 MAX_REMOTE_JOBS = 4096  # runs in flight on a Ray cluster
+
+
+def key_values(items: tuple[str, ...] | list[str], flag: str, expected: str, *, empty: bool = True,
+               strip: bool = False) -> dict[str, str]:
+    """Repeatable ``KEY=VALUE`` flags as a mapping (a later KEY wins); an item without ``=`` or a key, or with an
+    empty value where ``empty`` is off, is one error naming the flag. ``strip``: the value without surrounding
+    blanks (keys always are)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not (empty or value.strip()):
+            raise UserError(f"{flag} {item!r}", where=flag, expected=expected)
+        out[key.strip()] = value.strip() if strip else value
+    return out
 
 
 def max_jobs() -> int:

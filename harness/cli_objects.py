@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from scalearena.contracts.cli_params import key_values
 from scalearena.contracts.errors import UserError
 
 LABEL = "objects"
@@ -35,16 +36,6 @@ def objects_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--objects", "object_files", multiple=True, metavar="FILE|FOLDER",
                         help="Your HPA / ScaledObject / adapter / rule YAML, run as the autoscaler 'objects' "
                              "beside the scenario's (repeatable; docs/autoscalers.md).")(f)
-
-
-def _pairs(items: tuple[str, ...], flag: str, shape: str, empty: bool = False) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not (empty or value.strip()):
-            raise UserError(f"{flag} {item!r}", where=flag, expected=shape)
-        out[key.strip()] = value.strip()
-    return out
 
 
 def _files(given: tuple[str, ...]) -> list[str]:
@@ -77,8 +68,9 @@ def objects_autoscaler(object_files: tuple[str, ...], targets: tuple[str, ...], 
                                 expected="--objects FILE ... naming the objects it applies to")
         return []
     return [{"kind": "kubernetes", "name": LABEL, "objects": _files(object_files),
-             "deployments": _pairs(targets, "--target", "DEPLOYMENT=VARIANT"),
-             "model_names": _pairs(model_names, "--model-name", "SERVED=MODEL (the model_name your queries select)"),
-             "epp_names": _pairs(epp_names, "--epp", "NAME=MODEL (the EPP service or InferencePool your queries "
-                                 "select)"),
-             "env": _pairs(object_env, "--env", "KEY=VALUE", empty=True)}]
+             "deployments": key_values(targets, "--target", "DEPLOYMENT=VARIANT", empty=False, strip=True),
+             "model_names": key_values(model_names, "--model-name", "SERVED=MODEL (the model_name your queries "
+                                       "select)", empty=False, strip=True),
+             "epp_names": key_values(epp_names, "--epp", "NAME=MODEL (the EPP service or InferencePool your queries "
+                                     "select)", empty=False, strip=True),
+             "env": key_values(object_env, "--env", "KEY=VALUE", strip=True)}]

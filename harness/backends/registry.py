@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scalearena.contracts.cli_params import key_values
 from scalearena.contracts.errors import UserError
 
 
@@ -130,13 +131,7 @@ def entry(cluster: str) -> BackendEntry:
 
 def parse_option_flags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     """``KEY=VALUE`` strings (``--backend-option``) as a mapping; values are validated by the model."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"backend option {item!r}", where="--backend-option", expected="KEY=VALUE")
-        out[key.strip()] = value
-    return out
+    return key_values(items, "--backend-option", "KEY=VALUE")
 
 
 def resolve_options(cluster: str, given: Mapping[str, Any] | None = None,

@@ -61,3 +61,14 @@ def test_an_out_folder_of_another_scenario_is_refused_the_same_one_reused(tmp_pa
     assert r.returncode == 2
     assert "holds the results of 'exp1-staircase'; writing 'exp2-cost-aware' there would mix the two" in r.stderr
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["exp1-staircase"]
+
+
+def test_key_values_one_parser_for_every_key_value_flag():
+    from scalearena.contracts.cli_params import key_values
+    from scalearena.contracts.errors import UserError
+
+    assert key_values(["a=1", " b = x ", "a=2", "c="], "--x", "K=V") == {"a": "2", "b": " x ", "c": ""}
+    assert key_values([" b = x "], "--x", "K=V", strip=True) == {"b": "x"}
+    for bad, kw in (("noeq", {}), ("=v", {}), ("k=", {"empty": False}), ("k= ", {"empty": False})):
+        with pytest.raises(UserError, match=f"--x '{bad}'"):
+            key_values([bad], "--x", "K=V", **kw)
