@@ -108,6 +108,11 @@ class KEDAConfig(AutoscalerConfig):
         return (Trigger(name=self.query, query=self.query, threshold=self.threshold,
                         activation_threshold=self.activation_threshold, metric_type=self.metric_type),)
 
+    @property
+    def trigger_labels(self) -> tuple[str, ...]:
+        """Each trigger's label in decisions and signal counts: its name, else ``trigger<i>``."""
+        return tuple(t.name or f"trigger{i}" for i, t in enumerate(self.trigger_list))
+
     def tunables(self) -> list[Tunable]:
         """Polling, cooldown, tolerance and each trigger's threshold (with scaling_modifiers: the composite
         target instead, the one metric the generated HPA sees)."""
@@ -183,7 +188,7 @@ class KEDA(AutoscalerBase):
         super().__init__(config)
         self._states: dict[str, _State] = {}
         self._triggers = config.trigger_list
-        self._labels = tuple(t.name or f"trigger{i}" for i, t in enumerate(self._triggers))
+        self._labels = config.trigger_labels
         self._formula = config.formula()
         sm = config.scaling_modifiers
 

@@ -55,7 +55,7 @@ def object_queries(target: Any) -> list[tuple[str, str]]:
     if a.kind == "hpa":
         return [(metric_label(m), m.query) for m in a.metrics if m.query is not None]
     if a.kind == "keda":
-        return [(t.name or f"trigger{i}", t.query) for i, t in enumerate(a.trigger_list) if not t.is_signal]
+        return [(label, t.query) for label, t in zip(a.trigger_labels, a.trigger_list, strict=True) if not t.is_signal]
     return []
 
 
