@@ -160,11 +160,15 @@ class HPASpec(_M):
 
     @model_validator(mode="after")
     def _bounds(self) -> HPASpec:
-        # k8s.io/kubernetes pkg/apis/autoscaling/validation: validateHorizontalPodAutoscalerSpec
-        if self.minReplicas is not None and self.maxReplicas < self.minReplicas:
-            raise ValueError(f"maxReplicas {self.maxReplicas}: must be greater than or equal to minReplicas "
-                             f"({self.minReplicas})")
+        check_replica_range(self.minReplicas, self.maxReplicas)
         return self
+
+
+def check_replica_range(lo: int | None, hi: int | None) -> None:
+    """``maxReplicas`` below ``minReplicas`` is refused, in the API server's words (k8s.io/kubernetes
+    pkg/apis/autoscaling/validation validateHorizontalPodAutoscalerSpec; the VariantAutoscaling CR alike)."""
+    if lo is not None and hi is not None and hi < lo:
+        raise ValueError(f"maxReplicas {hi}: must be greater than or equal to minReplicas ({lo})")
 
 
 class HPAObject(BaseModel):

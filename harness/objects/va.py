@@ -16,6 +16,7 @@ from scalearena.controllers.kubernetes import ObjectTarget
 from scalearena.controllers.wva.controller import WVAConfig
 
 from ..schema_help import validated
+from .hpa import check_replica_range
 from .load import Doc
 
 
@@ -29,9 +30,7 @@ class VASpec(BaseModel):
 
     @model_validator(mode="after")
     def _bounds(self) -> VASpec:
-        if self.minReplicas is not None and self.maxReplicas is not None and self.maxReplicas < self.minReplicas:
-            raise ValueError(f"maxReplicas {self.maxReplicas}: must be greater than or equal to minReplicas "
-                             f"({self.minReplicas})")
+        check_replica_range(self.minReplicas, self.maxReplicas)
         if self.variantCost is not None and not 0 < float(self.variantCost) <= MAX_COST:
             raise ValueError(f"variantCost {self.variantCost}: must be above 0 and at most {MAX_COST:g}")
         return self
