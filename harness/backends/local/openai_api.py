@@ -313,13 +313,13 @@ def check_lengths(req: ParsedRequest, counts: list[int], limit: int) -> None:
     """The engine's admission 400s: a prompt + output over ``limit`` (vLLM's wording: the load client counts it as
     too_long), and a request whose sequences ask for more than ``MAX_REQUEST_OUTPUT_TOKENS`` output tokens in all
     (one small request must not hold a server's memory and slots for minutes)."""
-    for prompt in counts:
-        n_out = output_tokens(req.max_tokens, prompt, limit)
+    outputs = [output_tokens(req.max_tokens, prompt, limit) for prompt in counts]
+    for prompt, n_out in zip(counts, outputs, strict=True):
         if prompt + n_out > limit:
             raise ApiError(400, "BadRequestError", f"This model's maximum context length is {limit} tokens. However, "
                            f"you requested {prompt + n_out} tokens ({prompt} in the messages, {n_out} in the "
                            "completion).")
-    total = sum(output_tokens(req.max_tokens, prompt, limit) for prompt in counts) * req.n
+    total = sum(outputs) * req.n
     if total > MAX_REQUEST_OUTPUT_TOKENS:
         raise ApiError(400, "invalid_request_error", f"n x max_tokens asks for {total:,} output tokens over "
                        f"{req.n * len(counts)} sequences; at most {MAX_REQUEST_OUTPUT_TOKENS:,} per request", "n")
