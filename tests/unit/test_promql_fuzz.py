@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import signal
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -223,9 +222,7 @@ def judge(q: str) -> str:
 @fuzz(300)
 @given(q=queries())
 def test_any_query_is_evaluated_or_refused_with_a_user_error(q: str) -> None:
-    started = time.perf_counter()
-    judge(q)
-    assert time.perf_counter() - started < BUDGET_S
+    judge(q)  # a query past BUDGET_S is stopped by budget()'s alarm and fails the test (a hang guard, not a speed claim)
 
 
 @pytest.mark.parametrize("q", [
