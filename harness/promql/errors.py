@@ -33,3 +33,9 @@ class UnsupportedPromQL(PromQLError):
 
 class QueryExecutionError(MetricsUnavailable):
     """The query parsed but Prometheus would fail it at evaluation time (HTTP 422)."""
+
+
+def is_parser_panic(e: BaseException) -> bool:
+    """Whether ``e`` is a Rust panic of promql-parser: pyo3 raises it as ``PanicException``, a BaseException that
+    no ``except Exception`` catches and that pyo3 does not export by a stable import path."""
+    return type(e).__name__ == "PanicException"

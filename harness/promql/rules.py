@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from scalearena.contracts.errors import UserError
 
 from .engine import PromQLEngine
-from .errors import PromQLError, QueryExecutionError
+from .errors import PromQLError, QueryExecutionError, is_parser_panic
 from .tsdb import STALE_NAN, to_ms
 from .values import NAME, Labels, Scalar, Vector
 
@@ -47,8 +47,8 @@ def _duration(value: str) -> float:
         if not _DURATION_TEXT.fullmatch(value):
             raise ValueError
         d: timedelta = pp.parse_duration(value)
-    except BaseException as e:  # pyo3's PanicException is a BaseException
-        if not isinstance(e, ValueError) and type(e).__name__ != "PanicException":
+    except BaseException as e:
+        if not isinstance(e, ValueError) and not is_parser_panic(e):
             raise
         raise ValueError(f"not a Prometheus duration: {value!r} (e.g. 15s, 1m)") from None
     if d.total_seconds() <= 0:

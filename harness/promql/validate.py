@@ -13,7 +13,7 @@ from typing import Any
 
 import promql_parser as pp
 
-from .errors import PromQLParseError, UnsupportedPromQL
+from .errors import PromQLParseError, UnsupportedPromQL, is_parser_panic
 from .functions import MATH_FUNCTIONS, RANGE_FUNCTIONS
 from .position import describe, error_position
 from .shape import check_shape
@@ -42,8 +42,8 @@ def parse_supported(query: str) -> Any:
     check_shape(query)  # before the parser sees it: its cost grows faster than the text (shape.py)
     try:
         node = pp.parse(query)
-    except BaseException as e:  # promql-parser's Rust panics arrive as pyo3's PanicException (a BaseException)
-        if type(e).__name__ == "PanicException":
+    except BaseException as e:
+        if is_parser_panic(e):
             raise PromQLParseError(f"PromQL parse error: {str(e).splitlines()[0]}", query=query) from None
         if not isinstance(e, ValueError):
             raise
