@@ -84,13 +84,6 @@ def _parser() -> Lark:
 NUM, BOOLEAN, ANY = "float64", "bool", "any"
 BUILTINS: dict[str, tuple[int, int | None]] = {"max": (1, None), "min": (1, None), "abs": (1, 1),
                                                 "ceil": (1, 1), "floor": (1, 1)}
-_ARITH: dict[str, Callable[[float, float], float]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b if b else math.copysign(math.inf, a) if a else math.nan,  # Go float division
-    "**": lambda a, b: _go_pow(a, b), "^": lambda a, b: _go_pow(a, b),
-}
-
-
 def _odd_integer(x: float) -> bool:
     return x.is_integer() and abs(x) < 2**53 and int(x) % 2 == 1
 
@@ -113,6 +106,14 @@ def _go_pow(a: float, b: float) -> float:
 def _go_round(fn: Callable[[float], int]) -> Callable[[float], float]:
     """Go's ``math.Ceil`` / ``math.Floor``: +-Inf and NaN are returned as they are (Python's raise)."""
     return lambda x: float(fn(x)) if math.isfinite(x) else x
+
+
+_ARITH: dict[str, Callable[[float, float], float]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b if b else math.copysign(math.inf, a) if a else math.nan,  # Go float division
+    "**": _go_pow, "^": _go_pow,
+}
+_ONE: dict[str, Callable[[float], float]] = {"abs": abs, "ceil": _go_round(math.ceil), "floor": _go_round(math.floor)}
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
     "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
@@ -331,5 +332,4 @@ def _eval(node: Any, env: dict[str, Any]) -> Any:
         return max(vals)
     if str(fn) == "min":
         return min(vals)
-    one: dict[str, Callable[[float], float]] = {"abs": abs, "ceil": _go_round(math.ceil), "floor": _go_round(math.floor)}
-    return float(one[str(fn)](vals[0]))
+    return float(_ONE[str(fn)](vals[0]))
