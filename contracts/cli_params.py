@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .errors import UserError
+from scalearena.contracts.errors import UserError
 
 JOBS_PER_CORE = 4  # parallel runs per core: more only queue on the CPU and multiply memory
 MAX_REMOTE_JOBS = 4096  # runs in flight on a Ray cluster

@@ -40,8 +40,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalearena.contracts.tunable import tune
-
-from .base import (
+from scalearena.controllers.base import (
     AutoscalerBase,
     AutoscalerConfig,
     ClusterView,

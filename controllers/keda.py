@@ -42,13 +42,20 @@ from pydantic import Field, model_validator
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
 from scalearena.contracts.tunable import Tunable, around, declared, tune
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
-from .hpa.behavior import Behavior
-from .hpa.engine import ExternalMetric, HPAEngine
-from .keda_formula import Formula, FormulaError, compile_formula
-from .keda_scaler import Fallback, MetricType, Trigger, fallback_value, read_trigger
-from .signals import Signal
+from scalearena.controllers.base import (
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    Reason,
+    VariantView,
+    clamp,
+)
+from scalearena.controllers.hpa.behavior import Behavior
+from scalearena.controllers.hpa.engine import ExternalMetric, HPAEngine
+from scalearena.controllers.keda_formula import Formula, FormulaError, compile_formula
+from scalearena.controllers.keda_scaler import Fallback, MetricType, Trigger, fallback_value, read_trigger
+from scalearena.controllers.signals import Signal
 
 __all__ = ["KEDA", "KEDAConfig", "Fallback", "Trigger", "ScalingModifiers"]
 

@@ -33,9 +33,8 @@ from pydantic import Field, field_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
-
-from .base import ClusterView, VariantView
-from .signals import SIGNAL_QUERIES, signal_value
+from scalearena.controllers.base import ClusterView, VariantView
+from scalearena.controllers.signals import SIGNAL_QUERIES, signal_value
 
 FallbackBehavior = Literal["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"]
 MetricType = Literal["AverageValue", "Value"]

@@ -53,8 +53,15 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from scalearena.contracts.tunable import tune
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
+from scalearena.controllers.base import (
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    Reason,
+    VariantView,
+    clamp,
+)
 
 
 class KPAConfig(AutoscalerConfig):

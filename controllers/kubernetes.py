@@ -28,11 +28,17 @@ from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import StrictSpec
 from scalearena.contracts.tunable import Tunable
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView
-from .hpa import HPA, HPAConfig
-from .keda import KEDA, KEDAConfig
-from .wva.controller import WVA, WVAConfig
+from scalearena.controllers.base import (
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    Reason,
+    VariantView,
+)
+from scalearena.controllers.hpa import HPA, HPAConfig
+from scalearena.controllers.keda import KEDA, KEDAConfig
+from scalearena.controllers.wva.controller import WVA, WVAConfig
 
 TargetConfig = Annotated[HPAConfig | KEDAConfig | WVAConfig, Field(discriminator="kind")]
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from .kubernetes import EnvTune, Kubernetes, KubernetesConfig
+from scalearena.controllers.kubernetes import EnvTune, Kubernetes, KubernetesConfig
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,15 @@ from pydantic import Field
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import E2E_HIST
 from scalearena.contracts.tunable import tune
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
+from scalearena.controllers.base import (
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    Reason,
+    VariantView,
+    clamp,
+)
 
 
 class MultiMetricConfig(AutoscalerConfig):

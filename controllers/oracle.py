@@ -38,8 +38,7 @@ import numpy as np
 from pydantic import Field
 
 from scalearena.contracts.tunable import tune
-
-from .base import (
+from scalearena.controllers.base import (
     ArrivalForecast,
     AutoscalerBase,
     AutoscalerConfig,
@@ -49,7 +48,7 @@ from .base import (
     VariantView,
     clamp,
 )
-from .oracle_capacity import Capacity, replica_capacity
+from scalearena.controllers.oracle_capacity import Capacity, replica_capacity
 
 
 class OracleConfig(AutoscalerConfig):

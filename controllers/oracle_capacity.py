@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import StepModel
+from scalearena.controllers.base import StepModel
 
 Tokens = Sequence[int] | np.ndarray  # one window's token counts, in schedule order
 

@@ -41,12 +41,19 @@ from pydantic import Field, model_validator
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
 from scalearena.contracts.tunable import Tunable, declared, tune
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, VariantView, clamp
-from .planner_capacity import Capacity, hand_out, load_estimates, replica_capacity
-from .planner_pd import hand_out_pd, is_pd, pd_capacities
-from .predictors import Forecast, LoadPredictor, PredictorConfig
-from .traffic import Traffic, backlog, observe
+from scalearena.controllers.base import (
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    Reason,
+    VariantView,
+    clamp,
+)
+from scalearena.controllers.planner_capacity import Capacity, hand_out, load_estimates, replica_capacity
+from scalearena.controllers.planner_pd import hand_out_pd, is_pd, pd_capacities
+from scalearena.controllers.predictors import Forecast, LoadPredictor, PredictorConfig
+from scalearena.controllers.traffic import Traffic, backlog, observe
 
 LENGTH_WINDOW_S = 60.0  # load-only mode: the mean ISL / OSL of the last minute's traffic
 

@@ -37,7 +37,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .base import Admission, ReplicaProfile, VariantView
+from scalearena.controllers.base import Admission, ReplicaProfile, VariantView
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 
-from .base import ReplicaProfile, VariantView
-from .planner_capacity import Capacity, hand_out, replica_capacity
+from scalearena.controllers.base import ReplicaProfile, VariantView
+from scalearena.controllers.planner_capacity import Capacity, hand_out, replica_capacity
 
 
 def prefill_capacity(profile: ReplicaProfile, isl: float, ttft_s: float) -> Capacity:

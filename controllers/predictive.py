@@ -35,10 +35,16 @@ from pydantic import Field, model_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.tunable import Tunable, declared, tune
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, PodMetrics, Reason
-from .predictors import LoadPredictor, PredictorConfig
-from .traffic import backlog, observe
+from scalearena.controllers.base import (
+    AutoscalerBase,
+    AutoscalerConfig,
+    ClusterView,
+    Decision,
+    PodMetrics,
+    Reason,
+)
+from scalearena.controllers.predictors import LoadPredictor, PredictorConfig
+from scalearena.controllers.traffic import backlog, observe
 
 _SCALED = {"vllm:kv_cache_usage_perc", "vllm:num_requests_waiting", "vllm:num_requests_running", "gpu_utilization"}
 
@@ -65,7 +71,7 @@ class PredictiveConfig(AutoscalerConfig):
 
     @model_validator(mode="after")
     def _inner_valid(self) -> PredictiveConfig:
-        from .registry import REGISTRY
+        from scalearena.controllers.registry import REGISTRY
 
         kind = self.inner.get("kind")
         if kind == "predictive":
@@ -115,7 +121,7 @@ class Predictive(AutoscalerBase):
 
     def __init__(self, config: PredictiveConfig) -> None:
         super().__init__(config)
-        from .registry import REGISTRY
+        from scalearena.controllers.registry import REGISTRY
 
         self.inner = REGISTRY.build(REGISTRY.get(config.inner["kind"]).config.model_validate(config.inner))
         self._models: dict[str, _Model] = {}

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
-
-from .base import Autoscaler, AutoscalerConfig
+from scalearena.controllers.base import Autoscaler, AutoscalerConfig
 
 
 @dataclass(frozen=True)
@@ -70,18 +69,18 @@ WVA_LEGACY = ("deprecated upstream: llm-d-autoscaling (WVA's renamed repository)
 
 
 def _build_registry() -> Registry:
-    from .apa import APA, APAConfig
-    from .hpa import HPA, HPAConfig
-    from .keda import KEDA, KEDAConfig
-    from .kpa import KPA, KPAConfig
-    from .kubernetes import Kubernetes, KubernetesConfig
-    from .llmd import CONFIGS, RECIPES, RecipePolicy
-    from .multimetric import MultiMetric, MultiMetricConfig
-    from .oracle import Oracle, OracleConfig
-    from .planner import Planner, PlannerConfig
-    from .predictive import Predictive, PredictiveConfig
-    from .static import Static, StaticConfig, StaticMeanConfig, StaticPeakConfig
-    from .wva.controller import WVA, WVAConfig
+    from scalearena.controllers.apa import APA, APAConfig
+    from scalearena.controllers.hpa import HPA, HPAConfig
+    from scalearena.controllers.keda import KEDA, KEDAConfig
+    from scalearena.controllers.kpa import KPA, KPAConfig
+    from scalearena.controllers.kubernetes import Kubernetes, KubernetesConfig
+    from scalearena.controllers.llmd import CONFIGS, RECIPES, RecipePolicy
+    from scalearena.controllers.multimetric import MultiMetric, MultiMetricConfig
+    from scalearena.controllers.oracle import Oracle, OracleConfig
+    from scalearena.controllers.planner import Planner, PlannerConfig
+    from scalearena.controllers.predictive import Predictive, PredictiveConfig
+    from scalearena.controllers.static import Static, StaticConfig, StaticMeanConfig, StaticPeakConfig
+    from scalearena.controllers.wva.controller import WVA, WVAConfig
 
     r = Registry()
     r.register("wva", WVAConfig, WVA, "legacy: llm-d Workload Variant Autoscaler: saturation analyzer, cost-aware "

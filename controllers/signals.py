@@ -23,8 +23,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from scalearena.contracts.errors import MetricsUnavailable
-
-from .base import ClusterView, VariantView
+from scalearena.controllers.base import ClusterView, VariantView
 
 Signal = Literal[
     "queue", "waiting_sum", "running_sum", "inflight_sum", "kv_sum", "kv_mean", "gateway_queue"

@@ -7,8 +7,7 @@ from pydantic import Field
 
 from scalearena.contracts.limits import MAX_REPLICAS
 from scalearena.contracts.tunable import tune
-
-from .base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, clamp
+from scalearena.controllers.base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision, Reason, clamp
 
 
 class StaticConfig(AutoscalerConfig):

@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scalearena.contracts.errors import MetricsUnavailable
-
-from .base import ClusterView
-from .signals import query_rows
+from scalearena.controllers.base import ClusterView
+from scalearena.controllers.signals import query_rows
 
 
 @dataclass(frozen=True)

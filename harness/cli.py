@@ -30,17 +30,18 @@ from rich.text import Text
 from scalearena import __version__
 from scalearena.contracts.cli_params import ANY_JOBS, JOBS, OutDir, check_jobs
 from scalearena.contracts.errors import RunFailed, UserError
-
-from .backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
-from .cli_objects import objects_autoscaler, objects_options
-from .cli_progress import RunBar, print_table, run_lines
-from .executor import EXECUTORS, Executor, make_executor
-from .frontier_spec import FrontierSpec, frontier_option
-from .interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
+from scalearena.harness.backends.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
+from scalearena.harness.cli_objects import objects_autoscaler, objects_options
+from scalearena.harness.cli_progress import RunBar, print_table, run_lines
+from scalearena.harness.executor import EXECUTORS, Executor, make_executor
+from scalearena.harness.frontier_spec import FrontierSpec, frontier_option
+from scalearena.harness.interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
 
 if TYPE_CHECKING:  # the run machinery (pandas, the controllers, the simulator) loads when a command needs it:
-    from .runner import SuiteRecorder  # `scalearena --help` and report/compare start ~1 s sooner
-    from .suite import RunPlan
+    from scalearena.harness.runner import (
+        SuiteRecorder,  # `scalearena --help` and report/compare start ~1 s sooner
+    )
+    from scalearena.harness.suite import RunPlan
 
 err_console = Console(stderr=True)
 LAZY_COMMANDS = {
@@ -68,7 +69,7 @@ class ArenaGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """As click's, but a lazy command's line is its docstring read from source (harness/cli_docs.py)."""
-        from .cli_docs import command_rows
+        from scalearena.harness.cli_docs import command_rows
 
         with formatter.section("Commands"):
             formatter.write_dl(command_rows(self, ctx, formatter.width))
@@ -143,9 +144,9 @@ def _cluster_option(f: Any) -> Any:
 def validate(file: str, cluster: str, gateway: str | None, **objects: tuple[str, ...]) -> None:
     """Check a scenario or suite YAML file; exit 2 naming the field on error (also a recipe that reads series
     the cluster does not expose)."""
-    from .objects.recipes import check_series
-    from .scenario import load_scenario, read_yaml
-    from .suite import load_suite
+    from scalearena.harness.objects.recipes import check_series
+    from scalearena.harness.scenario import load_scenario, read_yaml
+    from scalearena.harness.suite import load_suite
 
     if cluster in KUBE_CLUSTERS:  # the flag, else $SCALEARENA_GATEWAY, as a run resolves it
         gateway = getattr(resolve_options(cluster, {"gateway": gateway} if gateway else {}), "gateway", None)
@@ -168,11 +169,11 @@ def validate(file: str, cluster: str, gateway: str | None, **objects: tuple[str,
         names = ", ".join(a.label for a in sc.autoscaler_configs())
         click.echo(f"ok: scenario {sc.name!r}: {len(sc.cluster.variants)} variants, "
                    f"{sc.duration_s:g} s, autoscalers: {names}{traces}")
-        from .disagg_spec import role_blind
-        from .fit import oversized
-        from .objects import bound_warnings
-        from .objects.recipes import queue_warnings
-        from .signal_probe import probe_report
+        from scalearena.harness.disagg_spec import role_blind
+        from scalearena.harness.fit import oversized
+        from scalearena.harness.objects import bound_warnings
+        from scalearena.harness.objects.recipes import queue_warnings
+        from scalearena.harness.signal_probe import probe_report
 
         listing, blind = probe_report(sc)  # per object: its variant and each query, with whether it found series
         for line in listing:
@@ -202,7 +203,7 @@ def _check_traces(scenarios: list[Any]) -> str:
 
 
 def _jobs(jobs: int | None, cluster: str) -> int:
-    from .runner import default_jobs
+    from scalearena.harness.runner import default_jobs
 
     return 1 if cluster != "sim" else max(1, jobs) if jobs else default_jobs(cluster)
 
@@ -237,10 +238,16 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     SIGINT/SIGTERM (harness/interrupts.py) stop the runs; the report of what finished is still written,
     with one more signal deferred while it is.
     """
-    from .frontier import for_suite
-    from .objects import bound_warnings
-    from .objects.recipes import check_series
-    from .runner import SuiteRecorder, check_plans, check_prerequisites, prepare_out, with_pages
+    from scalearena.harness.frontier import for_suite
+    from scalearena.harness.objects import bound_warnings
+    from scalearena.harness.objects.recipes import check_series
+    from scalearena.harness.runner import (
+        SuiteRecorder,
+        check_plans,
+        check_prerequisites,
+        prepare_out,
+        with_pages,
+    )
 
     options = resolve_options(cluster, backend_options)  # an unknown or bad option: one error line, before any output
     check_prerequisites(cluster)  # a missing kind/prometheus is one error line, before any output
@@ -292,7 +299,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
 def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, rec: SuiteRecorder,
              results: list[dict[str, Any]], backend_options: dict[str, str] | None = None,
              executor: Executor | None = None) -> None:
-    from .runner import run_plan
+    from scalearena.harness.runner import run_plan
 
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
@@ -339,9 +346,9 @@ def run(scenario: str, cluster: str, autoscaler_names: tuple[str, ...], out: str
         overrides: tuple[str, ...], jobs: int | None, backend_options: tuple[str, ...],
         **objects: tuple[str, ...]) -> None:
     """Run one scenario with one or more autoscalers."""
-    from .runner import fresh_run_dir
-    from .scenario import load_scenario
-    from .suite import plans_for_scenario
+    from scalearena.harness.runner import fresh_run_dir
+    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.suite import plans_for_scenario
 
     sc = load_scenario(scenario, list(overrides), seed, objects_autoscaler(**objects))
     plans = plans_for_scenario(sc, list(autoscaler_names) or None)
@@ -368,8 +375,8 @@ def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, 
           backend_options: tuple[str, ...], executor_kind: str, address: str | None, with_frontier: bool | None,
           tuned_trials: int | None) -> None:
     """Run a suite: scenarios x autoscalers x sweeps, in parallel on the simulator (or on Ray)."""
-    from .runner import default_jobs
-    from .suite import load_suite
+    from scalearena.harness.runner import default_jobs
+    from scalearena.harness.suite import load_suite
 
     check_jobs(jobs, executor_kind)
     spec, plans = load_suite(suite_file, list(overrides))
@@ -377,7 +384,7 @@ def suite(suite_file: str, cluster: str, out: str | None, overrides: tuple[str, 
     options = parse_option_flags(backend_options)
     ex = _executor(executor_kind, cluster, jobs or default_jobs(cluster), address)
     if tuned_trials is not None:
-        from .tuning.tuned_suite import with_tuned
+        from scalearena.harness.tuning.tuned_suite import with_tuned
 
         plans = with_tuned(plans, out_dir, tuned_trials, cluster, jobs or default_jobs(cluster), ex,
                            lambda line: err_console.print(Text(line)))

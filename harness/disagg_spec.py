@@ -16,8 +16,7 @@ from pydantic import Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scalearena.contracts.limits import MAX_TOKENS
-
-from .engine_spec import _Spec
+from scalearena.harness.engine_spec import _Spec
 
 Role = Literal["both", "prefill", "decode"]
 ROLE_DESCRIPTION = (

@@ -18,10 +18,9 @@ from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator,
 
 from scalearena.contracts.limits import MAX_BATCH, MAX_GPUS_PER_REPLICA, MAX_KV_BLOCKS, MAX_TOKENS, StrictSpec
 from scalearena.controllers.base import StepModel
-
-from .engine.catalog import GPUSpec, ModelShape
-from .engine.latency import build_latency
-from .hardware import ModelShapeSpec, read_hf_config
+from scalearena.harness.engine.catalog import GPUSpec, ModelShape
+from scalearena.harness.engine.latency import build_latency
+from scalearena.harness.hardware import ModelShapeSpec, read_hf_config
 
 
 class _Spec(StrictSpec):
@@ -79,7 +78,7 @@ class RooflineLatency(_Spec):
     @field_validator("model_shape")
     @classmethod
     def _known_shape(cls, v: str | ModelShapeSpec) -> str | ModelShapeSpec:
-        from .engine.catalog import MODELS
+        from scalearena.harness.engine.catalog import MODELS
 
         if isinstance(v, str) and v.lower() not in MODELS:
             raise ValueError(f"unknown model shape {v!r}; expected one of {', '.join(MODELS)}, an inline shape "
@@ -95,7 +94,7 @@ class RooflineLatency(_Spec):
 
     def shape(self) -> ModelShape:
         """The engine's ModelShape of this variant."""
-        from .engine.catalog import model_shape
+        from scalearena.harness.engine.catalog import model_shape
 
         return model_shape(self.model_shape) if isinstance(self.model_shape, str) else self.model_shape.to_shape()
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .interrupts import init_worker, stop_workers
+from scalearena.harness.interrupts import init_worker, stop_workers
 
 if TYPE_CHECKING:  # not at run time: the CLI imports this module for EXECUTORS before it loads any scenario
-    from .suite import RunPlan
+    from scalearena.harness.suite import RunPlan
 
 OnDone = Callable[[dict[str, Any]], None]
 EXECUTORS = ("local", "ray")
@@ -47,7 +47,7 @@ class LocalExecutor:
         return self._pool
 
     def run(self, plans: list[RunPlan], out: Path, on_done: OnDone) -> list[dict[str, Any]]:
-        from .runner import run_plan
+        from scalearena.harness.runner import run_plan
 
         results: list[dict[str, Any]] = []
         if self.jobs <= 1 or (len(plans) <= 1 and self._pool is None):
@@ -87,7 +87,7 @@ class LocalExecutor:
 
 
 def _run_in_worker(plan: RunPlan, out: str, cluster: str, backend_options: dict[str, Any]) -> dict[str, Any]:
-    from .runner import run_plan
+    from scalearena.harness.runner import run_plan
 
     try:
         return run_plan(plan, out, cluster, backend_options=backend_options)
@@ -100,7 +100,7 @@ def make_executor(kind: str, jobs: int | None, cluster: str = "sim", address: st
     """The executor ``--executor`` names (``ray`` needs the optional extra and a reachable cluster); ``jobs``
     None: every CPU, of this machine or of the Ray cluster."""
     if kind == "ray":
-        from .executor_ray import RayExecutor
+        from scalearena.harness.executor_ray import RayExecutor
 
         return RayExecutor(address, jobs, cluster, backend_options)
     return LocalExecutor(jobs if jobs is not None else (os.cpu_count() or 1), cluster, backend_options)

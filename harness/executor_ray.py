@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.suite import RunPlan
 from scalearena.reports.results import atomic_write_bytes
-
-from .suite import RunPlan
 
 ATTEMPTS = 3
 CRASH_ONCE = "SCALEARENA_RAY_CRASH_ONCE"
@@ -46,7 +45,7 @@ def _import_ray() -> Any:
 
 def run_remote(plan: RunPlan, cluster: str, backend_options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The body of one task: run the plan in a scratch folder, return its outcome and its files."""
-    from .runner import run_plan
+    from scalearena.harness.runner import run_plan
 
     marker = os.environ.get(CRASH_ONCE)
     if marker and not os.path.exists(marker):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .engine_spec import _Spec
+from scalearena.harness.engine_spec import _Spec
 
 
 class _Window(_Spec):

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scalearena.harness.engine.core import fit_limit
+from scalearena.harness.engine.latency import build_latency
 from scalearena.workloads.generate import iter_requests
-
-from .engine.core import fit_limit
-from .engine.latency import build_latency
 
 
 @dataclass(frozen=True)

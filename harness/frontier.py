@@ -33,13 +33,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from scalearena.controllers.registry import REGISTRY
+from scalearena.harness import frontier_cache
+from scalearena.harness.executor import Executor
+from scalearena.harness.frontier_spec import FRONTIER_FILE, FrontierSpec
+from scalearena.harness.frontier_spec import frontier_option as frontier_option  # re-exported: tuning/cli.py
+from scalearena.harness.suite import RunPlan
 from scalearena.reports.results import atomic_write_json
-
-from . import frontier_cache
-from .executor import Executor
-from .frontier_spec import FRONTIER_FILE, FrontierSpec
-from .frontier_spec import frontier_option as frontier_option  # re-exported: tuning/cli.py
-from .suite import RunPlan
 
 FLOOR = "floor"
 SUMMARY_KEYS = ("complete", "gpu_hours", "cost", "cost_usd", "slo_attainment", "goodput_rps", "throughput_rps",
@@ -163,7 +162,7 @@ def run(runs: list[FrontierRun], execute: Runner, suite_results: dict[str, dict[
 def perfect_rows(runs: list[FrontierRun]) -> list[dict[str, Any]]:
     """llm-d-autoscaling #1499's "perfect system" (harness/perfect_system.py: no simulation, ~0.05 s each) for
     every (scenario, sweep point, seed) of ``runs``: GPU-hours, costs, peak and mean GPUs, replicas per window."""
-    from .perfect_system import perfect_system
+    from scalearena.harness.perfect_system import perfect_system
 
     groups: dict[tuple[str, str, int], Any] = {}
     for fr in runs:
@@ -205,7 +204,7 @@ def for_suite(plans: list[RunPlan], out: Path, cluster: str, spec: FrontierSpec,
     def execute(todo: list[RunPlan], scratch: Path, landed: Callable[[dict[str, Any]], None]) -> Any:
         if executor is not None:
             return executor.run(todo, scratch, landed)
-        from .runner import run_plans
+        from scalearena.harness.runner import run_plans
 
         return run_plans(todo, scratch, cluster, 1, landed, backend_options)
 

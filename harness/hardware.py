@@ -19,8 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import MAX_YAML_BYTES, StrictSpec
-
-from .engine.catalog import GPUSpec, ModelShape
+from scalearena.harness.engine.catalog import GPUSpec, ModelShape
 
 MAX_DIM = 1 << 24  # any width, layer, head or expert count: far beyond real models, small enough for float math
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .native import _SUFFIX, GROUP, MODULES, OUT, ROOT, TYPED, check, digest, source
+from scalearena.harness.native import _SUFFIX, GROUP, MODULES, OUT, ROOT, TYPED, check, digest, source
 
 _SETUP = """
 import sys

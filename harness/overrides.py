@@ -5,8 +5,7 @@ import copy
 from typing import Any
 
 from scalearena.contracts.errors import UserError
-
-from .safe_yaml import parse_yaml
+from scalearena.harness.safe_yaml import parse_yaml
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

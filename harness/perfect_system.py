@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scalearena.controllers.planner_capacity import hand_out, replica_capacity
-
-from .control.view import VariantInfo, scenario_variants
+from scalearena.harness.control.view import VariantInfo, scenario_variants
 
 WINDOW_S = 30.0
 

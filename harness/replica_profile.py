@@ -35,9 +35,9 @@ import numpy as np
 if TYPE_CHECKING:
     from scipy.interpolate import RegularGridInterpolator
 
-from .engine.catalog import GPUSpec
-from .engine.latency import build_latency
-from .engine_spec import EngineSpec
+from scalearena.harness.engine.catalog import GPUSpec
+from scalearena.harness.engine.latency import build_latency
+from scalearena.harness.engine_spec import EngineSpec
 
 OSL_MAX = 4096
 

@@ -65,10 +65,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scalearena.harness.engine.core import Engine
+from scalearena.harness.engine.prefix_cache import chain_keys
 from scalearena.workloads.base import RequestSpec, prefix_units
-
-from .engine.core import Engine
-from .engine.prefix_cache import chain_keys
 
 PREFIX_LRU_BLOCKS = 31250  # llm-d approximate prefix scorer's default lruCapacityPerServer (blocks per server)
 Units = tuple[tuple[int, int], ...]

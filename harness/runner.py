@@ -24,13 +24,12 @@ from typing import Any
 
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
+from scalearena.harness.backends.registry import build_backend
+from scalearena.harness.frontier_spec import FRONTIER_FILE
+from scalearena.harness.interrupts import held
+from scalearena.harness.scenario import Scenario
+from scalearena.harness.suite import RunPlan
 from scalearena.reports.results import RunWriter, atomic_write_json
-
-from .backends.registry import build_backend
-from .frontier_spec import FRONTIER_FILE
-from .interrupts import held
-from .scenario import Scenario
-from .suite import RunPlan
 
 Progress = Callable[[float, float], None]
 
@@ -40,11 +39,11 @@ def check_prerequisites(cluster: str) -> None:
     the CLI prints any progress or makes the --out folder): kind/kubectl/docker for kind and cluster, prometheus
     for local. (CLUSTER=cluster's image registry is checked with the objects, ``check_plans``.)"""
     if cluster == "local":
-        from .backends.local.prometheus import find_prometheus
+        from scalearena.harness.backends.local.prometheus import find_prometheus
 
         find_prometheus()
     elif cluster in ("kind", "kwok", "cluster"):
-        from .backends.kube.cluster import preflight
+        from scalearena.harness.backends.kube.cluster import preflight
 
         preflight(cluster)
 
@@ -54,7 +53,7 @@ def check_plans(plans: list[RunPlan], cluster: str, options: Any) -> None:
     any run of a suite (a time scale its simulator cannot take, a knob the objects cannot carry) is one error line
     before the --out folder exists, not a "bad input" run in a half-written folder. The same for a local run's
     engine other than serve-engine (``LocalBackend.check``: a tool not built, a variant it cannot run)."""
-    from .backends.registry import KUBE_CLUSTERS, entry
+    from scalearena.harness.backends.registry import KUBE_CLUSTERS, entry
 
     if cluster in KUBE_CLUSTERS:
         backend = entry(cluster).build(options)
@@ -118,7 +117,7 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
         cfg, derived = plan.autoscaler, dict(getattr(plan.autoscaler, "derived", None) or {})  # a recipe's values
         derived |= plan.notes  # suite --tuned: what was tuned, where
         if getattr(cfg, "size", None):  # static-peak / static-mean: the count found by simulation
-            from .static_sizing import size_static
+            from scalearena.harness.static_sizing import size_static
 
             cfg, sized = size_static(plan.scenario, cfg)
             derived |= sized
@@ -267,11 +266,11 @@ def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
               backend_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands. A recipe
     that reads series the backend does not expose is refused before anything runs (exit 2)."""
-    from .objects.recipes import check_series
+    from scalearena.harness.objects.recipes import check_series
 
     for p in plans:
         check_series(p.autoscaler, cluster, (backend_options or {}).get("gateway"))
-    from .executor import LocalExecutor
+    from scalearena.harness.executor import LocalExecutor
 
     with LocalExecutor(jobs if len(plans) > 1 else 1, cluster, backend_options) as ex:
         return ex.run(plans, out, on_done)

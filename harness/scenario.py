@@ -27,26 +27,34 @@ from scalearena.contracts.limits import (
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.registry import REGISTRY
 from scalearena.controllers.static import StaticConfig
-from scalearena.workloads.spec import WorkloadSpec
-
-from .disagg_spec import ROLE_DESCRIPTION, DisaggregationSpec, KVTransferSpec, Role, check_roles
-from .engine.catalog import GPUSpec
-from .engine_spec import ConstantLatency as ConstantLatency  # re-exported: importers of the scenario schema
-from .engine_spec import EngineSpec as EngineSpec
-from .engine_spec import LatencyModel as LatencyModel
-from .engine_spec import RooflineLatency as RooflineLatency
-from .engine_spec import _Spec  # the one base of the scenario's models
-from .engine_spec import step_model as step_model
-from .fault_spec import Fault as Fault
-from .fault_spec import MetricsOutage as MetricsOutage
-from .fault_spec import PodCrash as PodCrash
-from .fault_spec import SlowColdStart as SlowColdStart
-from .hardware import GPUTypeSpec
-from .overrides import apply_overrides as apply_overrides  # re-exported: suite.py, paper/plans.py
-from .overrides import parse_override as parse_override
-from .safe_yaml import read_yaml
-from .schema_help import raise_at, validated
-from .startup_spec import (
+from scalearena.harness.disagg_spec import (
+    ROLE_DESCRIPTION,
+    DisaggregationSpec,
+    KVTransferSpec,
+    Role,
+    check_roles,
+)
+from scalearena.harness.engine.catalog import GPUSpec
+from scalearena.harness.engine_spec import (
+    ConstantLatency as ConstantLatency,  # re-exported: importers of the scenario schema
+)
+from scalearena.harness.engine_spec import EngineSpec as EngineSpec
+from scalearena.harness.engine_spec import LatencyModel as LatencyModel
+from scalearena.harness.engine_spec import RooflineLatency as RooflineLatency
+from scalearena.harness.engine_spec import _Spec  # the one base of the scenario's models
+from scalearena.harness.engine_spec import step_model as step_model
+from scalearena.harness.fault_spec import Fault as Fault
+from scalearena.harness.fault_spec import MetricsOutage as MetricsOutage
+from scalearena.harness.fault_spec import PodCrash as PodCrash
+from scalearena.harness.fault_spec import SlowColdStart as SlowColdStart
+from scalearena.harness.hardware import GPUTypeSpec
+from scalearena.harness.overrides import (
+    apply_overrides as apply_overrides,  # re-exported: suite.py, paper/plans.py
+)
+from scalearena.harness.overrides import parse_override as parse_override
+from scalearena.harness.safe_yaml import read_yaml
+from scalearena.harness.schema_help import raise_at, validated
+from scalearena.harness.startup_spec import (
     ColdStartSpec,
     NodePoolSpec,
     SleepModeSpec,
@@ -54,7 +62,8 @@ from .startup_spec import (
     check_variant,
     expected_startup_s,
 )
-from .warmup import compile_warmup
+from scalearena.harness.warmup import compile_warmup
+from scalearena.workloads.spec import WorkloadSpec
 
 if TYPE_CHECKING:
     from scalearena.controllers.base import AutoscalerConfig
@@ -124,7 +133,7 @@ class ClusterSpec(_Spec):
 
     @model_validator(mode="after")
     def _unique(self) -> ClusterSpec:
-        from .engine.catalog import ALIASES, GPUS
+        from scalearena.harness.engine.catalog import ALIASES, GPUS
 
         names = [v.name for v in self.variants]
         dup = {n for n in names if names.count(n) > 1}
@@ -144,7 +153,7 @@ class ClusterSpec(_Spec):
 
     def gpu(self, name: str) -> GPUSpec:
         """The datasheet of a GPU type: ``gpu_types`` first, then the catalog."""
-        from .engine.catalog import gpu_spec
+        from scalearena.harness.engine.catalog import gpu_spec
 
         return gpu_spec(name, {k: g.to_gpu(k) for k, g in self.gpu_types.items()})
 
@@ -313,7 +322,7 @@ class Scenario(_Spec):
 
     def registered(self) -> list[str]:
         """Every registered autoscaler that runs on this scenario with its defaults (a P/D recipe needs P/D pools)."""
-        from .objects.recipes import applies
+        from scalearena.harness.objects.recipes import applies
 
         return [n for n in REGISTRY.names() if applies(n, self)]
 
@@ -324,7 +333,7 @@ class Scenario(_Spec):
 
         if not isinstance(cfg, RecipeConfig):
             return cfg
-        from .objects.recipes import compile_recipe
+        from scalearena.harness.objects.recipes import compile_recipe
 
         return compile_recipe(cfg, self)
 
@@ -346,7 +355,7 @@ def compile_objects(sc: Scenario, base_dir: Path | None) -> Scenario:
 
     if not any(a.kind == "kubernetes" or isinstance(a, RecipeConfig) for a in sc.autoscalers):
         return sc
-    from .objects import compile_objects as compile_one
+    from scalearena.harness.objects import compile_objects as compile_one
 
     variants = {v.name: v.model for v in sc.cluster.variants}
     out = []

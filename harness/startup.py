@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .startup_spec import bytes_per_gpu, model_bytes, phase_rng, sample_s
+from scalearena.harness.startup_spec import bytes_per_gpu, model_bytes, phase_rng, sample_s
 
 PENDING, CREATING, RUNNING = "Pending", "ContainerCreating", "Running"
 STAGE = {

@@ -48,7 +48,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from scalearena.contracts.limits import MAX_DURATION_S, MAX_GPUS_PER_REPLICA, MAX_REPLICAS, StrictSpec
 
 if TYPE_CHECKING:
-    from .scenario import ClusterSpec, VariantSpec
+    from scalearena.harness.scenario import ClusterSpec, VariantSpec
 
 GB = 1e9
 Z95 = 1.6448536269514722  # standard normal quantile at 0.95

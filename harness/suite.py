@@ -16,10 +16,9 @@ from pydantic import Field
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_SEED, MAX_SEEDS, StrictSpec
-
-from .frontier_spec import FrontierSpec
-from .scenario import Scenario, apply_overrides, read_yaml, scenario_from_data
-from .schema_help import validated
+from scalearena.harness.frontier_spec import FrontierSpec
+from scalearena.harness.scenario import Scenario, apply_overrides, read_yaml, scenario_from_data
+from scalearena.harness.schema_help import validated
 
 
 class SweepSpec(StrictSpec):

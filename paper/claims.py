@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .results import Run, select
-from .stats import Estimate, estimate
+from scalearena.paper.results import Run, select
+from scalearena.paper.stats import Estimate, estimate
 
 KV_THRESHOLD = 0.8
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from .doc import write
-from .plans import paper_plans
-from .results import index_results
+from scalearena.paper.doc import write
+from scalearena.paper.plans import paper_plans
+from scalearena.paper.results import index_results
 
 
 @click.command()

@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .claims import (
+from scalearena.paper.claims import (
     Claim,
     exp1_claims,
     exp2_claims,
@@ -14,8 +14,8 @@ from .claims import (
     physical_claims,
     sensitivity_rows,
 )
-from .plans import SWEEPS
-from .results import Run
+from scalearena.paper.plans import SWEEPS
+from scalearena.paper.results import Run
 
 VERDICT = {True: "holds", False: "does not hold", None: "not evaluated"}
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import BY_ID, Metric
-from .stats import estimate
-from .verdict import Point
+from scalearena.reports.catalog import BY_ID, Metric
+from scalearena.reports.stats import estimate
+from scalearena.reports.verdict import Point
 
 FRONTIER_FILE = "frontier.json"  # harness/frontier.py writes it when a suite runs the oracle frontier
 

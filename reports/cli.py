@@ -22,7 +22,7 @@ def write_report_with_progress(results_dir: Path, jobs: int | None = None, force
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-    from .report import write_suite_report
+    from scalearena.reports.report import write_suite_report
 
     console = Console(stderr=True)
     columns = (TextColumn("report: {task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
@@ -60,7 +60,7 @@ def report(results_dir: Path, jobs: int | None, force: bool, min_attainment: flo
     Pages whose inputs (result files and renderer) are unchanged are kept."""
     try:
         if (results_dir / "tune.json").is_file():  # a tuning study's folder: its one page (reports/tune.py)
-            from .tune import write_tune_report
+            from scalearena.reports.tune import write_tune_report
 
             out = write_tune_report(results_dir, force=force)
         else:
@@ -104,11 +104,16 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
     itl_mean, itl_p99, e2e_p99, gpu_hours, cost, energy_kwh +10 %;
     failures +10 % (+0 when the baseline had none).
     """
-    from .compare import compare as run_compare
-    from .compare import parse_tolerances
-    from .compare_config import RunFilter
-    from .compare_output import append_step_summary, markdown, text_table, write_compare_html
-    from .results import check_writable
+    from scalearena.reports.compare import compare as run_compare
+    from scalearena.reports.compare import parse_tolerances
+    from scalearena.reports.compare_config import RunFilter
+    from scalearena.reports.compare_output import (
+        append_step_summary,
+        markdown,
+        text_table,
+        write_compare_html,
+    )
+    from scalearena.reports.results import check_writable
 
     only = RunFilter(scenarios, autoscalers, run_keys)
     try:

@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import Literal
 
 from scalearena.contracts.errors import UserError
-
-from .catalog import BY_ID, METRICS, Metric
-from .compare_config import RunFilter, config_changes, select
-from .load import ResultSet, Run, load_results
-from .stats import compare_seeds
-from .trust import check_summary
+from scalearena.reports.catalog import BY_ID, METRICS, Metric
+from scalearena.reports.compare_config import RunFilter, config_changes, select
+from scalearena.reports.load import ResultSet, Run, load_results
+from scalearena.reports.stats import compare_seeds
+from scalearena.reports.trust import check_summary
 
 Verdict = Literal["improved", "same", "within", "regressed", "noise", "missing", "new", "n/a"]
 ALPHA = 0.05  # a worsening beyond tolerance with p >= ALPHA is seed noise, not a regression

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .load import ResultSet, Run
+from scalearena.reports.load import ResultSet, Run
 
 # Scenario settings whose change makes the numbers of the two sides incomparable: what is served (the cluster: its
 # variants, engines, bounds, start-up; the router), what is offered (workload, duration, drain, faults), and

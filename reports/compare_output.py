@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .compare import ALPHA, Comparison, Delta
+from scalearena.reports.compare import ALPHA, Comparison, Delta
 
 VERDICT_MARK = {"regressed": "REGRESSED", "missing": "MISSING", "improved": "improved", "within": "ok",
                 "same": "same", "new": "new", "n/a": "n/a", "noise": "noise"}
@@ -187,7 +187,7 @@ def _ink(v: float, lim: float = HEATMAP_CLIP_PCT) -> str:
 
 
 def write_compare_html(c: Comparison, path: Path, verbose: bool = False, refused: bool = False) -> Path:
-    from .report import _write_html, environment
+    from scalearena.reports.report import _write_html, environment
 
     verdict = f"{REFUSED} — if compared anyway: {verdict_line(c)}" if refused else verdict_line(c)
     html = environment().get_template("compare.html").render(

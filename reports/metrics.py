@@ -20,13 +20,12 @@ import numpy as np
 import pandas as pd
 
 from scalearena.contracts.records import FAILURE_CAUSES
-
-from .provisioning import vs_oracle
-from .recovery import slo_recovery
-from .request_table import RequestTable, as_table
-from .scaling import efficiency_kpis, scaling_kpis
-from .signal_health import signal_health
-from .usage import (
+from scalearena.reports.provisioning import vs_oracle
+from scalearena.reports.recovery import slo_recovery
+from scalearena.reports.request_table import RequestTable, as_table
+from scalearena.reports.scaling import efficiency_kpis, scaling_kpis
+from scalearena.reports.signal_health import signal_health
+from scalearena.reports.usage import (
     IDLE_POWER_FRACTION,
     Timeseries,
     TimeseriesColumns,
@@ -36,7 +35,7 @@ from .usage import (
     sum_or_none,
     timeseries_columns,
 )
-from .verdict import DEFAULT_TARGET
+from scalearena.reports.verdict import DEFAULT_TARGET
 
 PERCENTILES = (50, 90, 99)
 SCALING_ACTIONS = ("scale_up", "scale_down")

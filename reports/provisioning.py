@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .usage import Timeseries, as_float, meta_window, sample_weights, timeseries_columns
+from scalearena.reports.usage import Timeseries, as_float, meta_window, sample_weights, timeseries_columns
 
 
 def _need(plan: dict[str, Any], variant: str, windows: np.ndarray) -> np.ndarray:

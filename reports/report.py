@@ -30,16 +30,15 @@ from jinja2 import Environment, FileSystemLoader
 from scalearena import __version__
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.records import FAILURE_CAUSES
+from scalearena.reports import run_plots, startup_plots
+from scalearena.reports.catalog import BY_ID, cost_metric, cost_tooltip
+from scalearena.reports.figures import TimeUnit, page_scripts, time_axis
+from scalearena.reports.load import ResultSet, Run, load_results
 from scalearena.reports.metrics import json_clean
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
-
-from . import run_plots, startup_plots
-from .catalog import BY_ID, cost_metric, cost_tooltip
-from .figures import TimeUnit, page_scripts, time_axis
-from .load import ResultSet, Run, load_results
-from .signal_health import flat_text, missing_text
-from .suite_decide import SUITE_INPUTS
-from .trust import check_summary
+from scalearena.reports.signal_health import flat_text, missing_text
+from scalearena.reports.suite_decide import SUITE_INPUTS
+from scalearena.reports.trust import check_summary
 
 TEMPLATES = Path(__file__).parent / "templates"
 CHARTJS_VERSION = "4.6.1"  # reports/static/chart.umd.min.js
@@ -286,7 +285,7 @@ def _write_run_job(args: tuple[str, str, str]) -> str | None:
 
 
 def render_suite(rs: Any, inputs: str | None = None, min_attainment: float | None = None) -> str:
-    from .suite_page import suite_context
+    from scalearena.reports.suite_page import suite_context
 
     return environment().get_template("suite.html").render(**suite_context(rs, min_attainment),
                                                            inputs_hash=inputs)
@@ -339,7 +338,7 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
     if rs.single_run:
         return write_run_report(out_dir, force=force)
     rs = trusted(rs)
-    from .suite_page import suite_colors
+    from scalearena.reports.suite_page import suite_colors
 
     root = rs.root
     tasks, digests = [], []
@@ -354,8 +353,8 @@ def write_suite_report(out_dir: str | Path, jobs: int | None = None, progress: P
     suite_digest = inputs_hash([root / f for f in SUITE_INPUTS], *digests, f"min_attainment={min_attainment}")
 
     def suite_page() -> None:
-        from .suite_page import summary_json
-        from .suite_stats import SUMMARY_FILE
+        from scalearena.reports.suite_page import summary_json
+        from scalearena.reports.suite_stats import SUMMARY_FILE
 
         if force or stored_hash(out) != suite_digest or not (root / SUMMARY_FILE).is_file():
             _write_html(out, render_suite(rs, suite_digest, min_attainment))

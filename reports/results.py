@@ -37,9 +37,8 @@ import pyarrow.parquet as pq
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.records import REQUEST_COLUMNS, TIMESERIES_COLUMNS, RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision
-
-from .parquet_stream import ROW_GROUP_ROWS, ParquetStream
-from .request_table import ParquetRequests
+from scalearena.reports.parquet_stream import ROW_GROUP_ROWS, ParquetStream
+from scalearena.reports.request_table import ParquetRequests
 
 
 def check_writable(path: Path) -> None:

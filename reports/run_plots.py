@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .figures import (
+from scalearena.reports.figures import (
     STATUS_COLORS,
     TimeUnit,
     annotation_line,

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .request_table import RequestTable, as_table
-from .usage import Timeseries, TimeseriesColumns, as_float, timeseries_columns
+from scalearena.reports.request_table import RequestTable, as_table
+from scalearena.reports.usage import Timeseries, TimeseriesColumns, as_float, timeseries_columns
 
 # Two applied changes of one variant in opposite directions at most this far apart are one oscillation.
 OSCILLATION_WINDOW_S = 300.0

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .figures import TimeUnit, axis, figure, legend_item, panel
-from .load import natural_key
+from scalearena.reports.figures import TimeUnit, axis, figure, legend_item, panel
+from scalearena.reports.load import natural_key
 
 MAX_ROWS = 40
 PHASE_COLORS = {

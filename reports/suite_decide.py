@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .bounds import FRONTIER_FILE, Perfect, frontier_points, perfect_reference, read_bounds
-from .catalog import BY_ID, Metric
-from .load import ResultSet, Run, natural_key
-from .stats import Estimate, estimate
-from .verdict import BOUND_KINDS, DEFAULT_TARGET, Point, Verdict, decide, meets, page_cost
+from scalearena.reports.bounds import FRONTIER_FILE, Perfect, frontier_points, perfect_reference, read_bounds
+from scalearena.reports.catalog import BY_ID, Metric
+from scalearena.reports.load import ResultSet, Run, natural_key
+from scalearena.reports.stats import Estimate, estimate
+from scalearena.reports.verdict import BOUND_KINDS, DEFAULT_TARGET, Point, Verdict, decide, meets, page_cost
 
 SUITE_INPUTS = ("suite.json", FRONTIER_FILE)  # the files the suite page reads besides the runs' summaries
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .catalog import BY_ID, Metric
-from .figures import (
+from scalearena.reports.catalog import BY_ID, Metric
+from scalearena.reports.figures import (
     LOAD_GREY,
     TimeUnit,
     axis,
@@ -34,8 +34,8 @@ from .figures import (
     thin,
     time_axis,
 )
-from .load import Run, natural_key
-from .stats import estimate
+from scalearena.reports.load import Run, natural_key
+from scalearena.reports.stats import estimate
 
 PANELS = ("goodput_rps", "failures", "ttft_mean", "itl_mean", "cost", "energy_kwh")  # cost: the page's unit
 DODGE = 0.3  # replicas: total spread of the lines of one plot

@@ -14,10 +14,10 @@ import itertools
 import math
 from typing import Any
 
-from .catalog import BY_ID, Metric
-from .load import ResultSet, Run, natural_key
-from .stats import Estimate, compare_seeds, estimate
-from .suite_decide import groups
+from scalearena.reports.catalog import BY_ID, Metric
+from scalearena.reports.load import ResultSet, Run, natural_key
+from scalearena.reports.stats import Estimate, compare_seeds, estimate
+from scalearena.reports.suite_decide import groups
 
 # Metrics of the pairwise differences: what a choice between two autoscalers turns on.
 PAIR_METRICS = ("slo_attainment", "goodput_rps", "cost", "ttft_p99")

@@ -13,9 +13,8 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_MAGNITUDE
-
-from .catalog import METRICS
-from .load import Run
+from scalearena.reports.catalog import METRICS
+from scalearena.reports.load import Run
 
 COUNTS = ("requests_total", "requests_ok", "requests_failed", "scaling_actions")
 

@@ -17,13 +17,12 @@ from typing import Any
 import pandas as pd
 
 from scalearena.contracts.errors import UserError
-
-from . import verdict_plots
-from .bounds import bound_rows, frontier_points, perfect_reference
-from .catalog import BY_ID
-from .report import _write_html, environment, inputs_hash, stored_hash
-from .suite_decide import PointDecision, sentence, table_rows
-from .verdict import BOUND_KINDS, Point, Verdict, decide
+from scalearena.reports import verdict_plots
+from scalearena.reports.bounds import bound_rows, frontier_points, perfect_reference
+from scalearena.reports.catalog import BY_ID
+from scalearena.reports.report import _write_html, environment, inputs_hash, stored_hash
+from scalearena.reports.suite_decide import PointDecision, sentence, table_rows
+from scalearena.reports.verdict import BOUND_KINDS, Point, Verdict, decide
 
 REFERENCE_COLORS = {"default": "#cf222e", "oracle": "#1a7f37"}
 FRONT_ROWS = 40  # front trials listed in the table (cheapest first)

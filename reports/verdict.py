@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .stats import wilson_low
+from scalearena.reports.stats import wilson_low
 
 DEFAULT_TARGET = 0.95  # SLO attainment a run must reach to be a candidate (scenario/suite setting, CLI override)
 BOUND_KINDS = frozenset({"oracle"})  # autoscalers that read the future: bounds, never deployable picks

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .figures import annotation_line, axis, figure, legend_item, nums, panel
-from .suite_decide import PointDecision
-from .verdict import page_cost
+from scalearena.reports.figures import annotation_line, axis, figure, legend_item, nums, panel
+from scalearena.reports.suite_decide import PointDecision
+from scalearena.reports.verdict import page_cost
 
 MAX_COLUMNS = 4
 GREEN = "#4c9f70"

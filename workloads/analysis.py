@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .base import RequestSpec
+from scalearena.workloads.base import RequestSpec
 
 
 def _frame(requests: Iterable[RequestSpec] | pd.DataFrame) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .spec import (
+from scalearena.workloads.spec import (
     ConstantArrivals,
     DiurnalArrivals,
     FlashCrowdArrivals,

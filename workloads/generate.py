@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
-from .arrivals import CHUNK, arrival_chunks
-from .base import RequestSpec
-from .lengths import token_length_chunks, token_lengths
-from .spec import SharedPrefix, TraceArrivals, WorkloadSpec
+from scalearena.workloads.arrivals import CHUNK, arrival_chunks
+from scalearena.workloads.base import RequestSpec
+from scalearena.workloads.lengths import token_length_chunks, token_lengths
+from scalearena.workloads.spec import SharedPrefix, TraceArrivals, WorkloadSpec
 
 if TYPE_CHECKING:
-    from .traces.base import TraceStats
+    from scalearena.workloads.traces.base import TraceStats
 
 class Scenario(Protocol):
     """What request generation reads of a scenario (harness.scenario.Scenario satisfies it);
@@ -172,7 +172,9 @@ def _synthetic(w: WorkloadSpec, model: str, duration_s: float, seed: int, i: int
 def _traced(
     w: WorkloadSpec, model: str, duration_s: float, seed: int, i: int, stats: TraceStats
 ) -> Iterator[Draft]:
-    from .traces.replay import replay  # local: keeps the synthetic path free of trace readers
+    from scalearena.workloads.traces.replay import (
+        replay,  # local: keeps the synthetic path free of trace readers
+    )
 
     assert isinstance(w.arrivals, TraceArrivals)
     rows = replay(w.arrivals, duration_s, stream_rng(seed, i, ARRIVALS), stats)
@@ -199,7 +201,7 @@ def _tag(i: int, drafts: Iterator[Draft]) -> Iterator[tuple[float, str, int, Dra
 
 def iter_drafts(scenario: Scenario, stats: WorkloadStats | None = None) -> Iterator[Draft]:
     """Every workload's drafts merged by (arrival_s, model); ties keep workload order."""
-    from .traces.base import TraceStats
+    from scalearena.workloads.traces.base import TraceStats
 
     streams: list[Iterator[Draft]] = []
     for i, w in enumerate(scenario.workloads):

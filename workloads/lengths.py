@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from scalearena.contracts.errors import UserError
-
-from .spec import (
+from scalearena.workloads.spec import (
     BoundedNormalTokens,
     EmpiricalTokens,
     FixedTokens,

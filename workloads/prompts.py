@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .base import HASH_BLOCK_TOKENS, RequestSpec
+from scalearena.workloads.base import HASH_BLOCK_TOKENS, RequestSpec
 
 _FILLER_WORDS = 65536
 _FILLER = "w " * _FILLER_WORDS

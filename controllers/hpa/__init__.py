@@ -7,6 +7,6 @@ scaling policies. A package because the four move together and ``keda`` reuses t
 """
 from __future__ import annotations
 
-from .policy import HPA, HPAConfig
+from scalearena.controllers.hpa.policy import HPA, HPAConfig
 
 __all__ = ["HPA", "HPAConfig"]

@@ -35,8 +35,7 @@ from typing import Literal
 from pydantic import Field
 
 from scalearena.contracts.limits import StrictSpec
-
-from ..base import Reason
+from scalearena.controllers.base import Reason
 
 
 class _Spec(StrictSpec):

@@ -17,17 +17,23 @@ from pydantic import Field, model_validator
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.limits import StrictSpec
-
-from ..base import ClusterView, Decision, Reason, VariantView
-from ..signals import Signal, query_rows, signal_value
-from .behavior import Behavior, BehaviorState, longest_period, normalize, normalize_legacy, resolve
-from .replicas import (
+from scalearena.controllers.base import ClusterView, Decision, Reason, VariantView
+from scalearena.controllers.hpa.behavior import (
+    Behavior,
+    BehaviorState,
+    longest_period,
+    normalize,
+    normalize_legacy,
+    resolve,
+)
+from scalearena.controllers.hpa.replicas import (
     Proposal,
     external_average_replicas,
     external_value_replicas,
     milli,
     pods_metric_replicas,
 )
+from scalearena.controllers.signals import Signal, query_rows, signal_value
 
 TARGET_PODS = "$__target_pods"
 # ^ in a Pods query: replaced at each sync by the variant's pod names joined with '|' (what the HPA hands

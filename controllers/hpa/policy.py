@@ -22,10 +22,9 @@ from pydantic import Field
 
 from scalearena.contracts.series import KV_USAGE, NUM_WAITING
 from scalearena.contracts.tunable import Tunable, around, declared, tune
-
-from ..base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision
-from .behavior import Behavior
-from .engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric, metric_label
+from scalearena.controllers.base import AutoscalerBase, AutoscalerConfig, ClusterView, Decision
+from scalearena.controllers.hpa.behavior import Behavior
+from scalearena.controllers.hpa.engine import ExternalMetric, HPAEngine, MetricSpec, PodsMetric, metric_label
 
 __all__ = ["HPA", "HPAConfig", "PodsMetric", "ExternalMetric", "MetricSpec"]
 

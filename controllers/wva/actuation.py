@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..base import ClusterView, Decision
+from scalearena.controllers.base import ClusterView, Decision
 
 DESIRED = "wva_desired_replicas"
 CURRENT = "wva_current_replicas"

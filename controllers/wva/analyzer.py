@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import Thresholds
+from scalearena.controllers.wva.config import Thresholds
 
 
 @dataclass(frozen=True)

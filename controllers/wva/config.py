@@ -21,8 +21,7 @@ from pydantic import Field, model_validator
 
 from scalearena.contracts.limits import StrictSpec
 from scalearena.contracts.tunable import Tunable, declared, tune
-
-from ..base import AutoscalerConfig
+from scalearena.controllers.base import AutoscalerConfig
 
 
 class _Spec(StrictSpec):

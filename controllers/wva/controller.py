@@ -26,15 +26,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from ..base import AutoscalerBase, ClusterView, Decision, Reason, VariantView, clamp
-from .actuation import MetricSample, ScalingKey, metric_samples, scaling_key
-from .analyzer import analyze
-from .config import WVAConfig
-from .limiter import budget_pools, limit
-from .optimizer import ModelPlan, optimize_model
-from .scale_to_zero import cheapest, enforce, wake_from_zero
-from .signals import read_variant, transition_reasons
-from .status import METRICS_AVAILABLE, OPTIMIZATION_READY, TARGET_RESOLVED, ConditionBook
+from scalearena.controllers.base import AutoscalerBase, ClusterView, Decision, Reason, VariantView, clamp
+from scalearena.controllers.wva.actuation import MetricSample, ScalingKey, metric_samples, scaling_key
+from scalearena.controllers.wva.analyzer import analyze
+from scalearena.controllers.wva.config import WVAConfig
+from scalearena.controllers.wva.limiter import budget_pools, limit
+from scalearena.controllers.wva.optimizer import ModelPlan, optimize_model
+from scalearena.controllers.wva.scale_to_zero import cheapest, enforce, wake_from_zero
+from scalearena.controllers.wva.signals import read_variant, transition_reasons
+from scalearena.controllers.wva.status import (
+    METRICS_AVAILABLE,
+    OPTIMIZATION_READY,
+    TARGET_RESOLVED,
+    ConditionBook,
+)
 
 __all__ = ["WVA", "WVAConfig"]
 

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import VariantView
-from .optimizer import ModelPlan
+from scalearena.controllers.base import VariantView
+from scalearena.controllers.wva.optimizer import ModelPlan
 
 ALL_TYPES = "*"
 

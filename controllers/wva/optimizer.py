@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..base import VariantView
-from .analyzer import ModelAnalysis
-from .config import HeadroomSpec
+from scalearena.controllers.base import VariantView
+from scalearena.controllers.wva.analyzer import ModelAnalysis
+from scalearena.controllers.wva.config import HeadroomSpec
 
 PlanAction = Literal["scale_up", "scale_down", "hold"]
 

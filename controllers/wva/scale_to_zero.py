@@ -23,8 +23,7 @@ from typing import Any
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import REQUEST_SUCCESS
-
-from ..base import MetricsReader, VariantView
+from scalearena.controllers.base import MetricsReader, VariantView
 
 
 @dataclass(frozen=True)

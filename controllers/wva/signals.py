@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import KV_USAGE, NUM_WAITING
-
-from ..base import ClusterView, VariantView
-from .analyzer import ReplicaSample
+from scalearena.controllers.base import ClusterView, VariantView
+from scalearena.controllers.wva.analyzer import ReplicaSample
 
 
 @dataclass(frozen=True)

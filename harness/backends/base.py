@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.scenario import Scenario
 from scalearena.reports.results import RunWriter
-
-from ..scenario import Scenario
 
 Progress = Callable[[float, float], None]
 

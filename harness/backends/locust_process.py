@@ -38,10 +38,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from scalearena.harness.backends.local.supervisor import LOOPBACK, free_port
 from scalearena.harness.interrupts import die_with_parent
 from scalearena.workloads import load_handoff as load
-
-from .local.supervisor import LOOPBACK, free_port
 
 Spawn = Callable[[str, list[str], dict[str, str]], subprocess.Popen]
 START_FILE = "locust-start.json"

@@ -88,13 +88,13 @@ class BackendEntry:
 
 
 def _sim(o: SimOptions) -> Any:
-    from .sim import SimBackend
+    from scalearena.harness.backends.sim import SimBackend
 
     return SimBackend()
 
 
 def _local(o: LocalOptions) -> Any:
-    from .local.backend import LocalBackend
+    from scalearena.harness.backends.local.backend import LocalBackend
 
     return LocalBackend(time_scale=o.time_scale, api=o.api, prompt=o.prompt, locust_workers=o.locust_workers,
                         engine=o.engine)
@@ -102,7 +102,7 @@ def _local(o: LocalOptions) -> Any:
 
 def _kube(mode: str) -> Callable[[KubeOptions], Any]:
     def build(o: KubeOptions) -> Any:
-        from .kube.backend import KubeBackend
+        from scalearena.harness.backends.kube.backend import KubeBackend
 
         return KubeBackend(mode=mode, keep=o.keep, image_prefix=o.image_prefix, ready_timeout_s=o.ready_timeout_s,
                            gateway=o.gateway, load=o.load, load_workers=o.load_workers, time_scale=o.time_scale)

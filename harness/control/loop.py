@@ -28,9 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from scalearena.contracts.records import TimeseriesRecord
-
-from .plane import ControlPlane
-from .ports import Clock
+from scalearena.harness.control.plane import ControlPlane
+from scalearena.harness.control.ports import Clock
 
 
 class LoopHooks:

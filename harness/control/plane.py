@@ -21,10 +21,9 @@ from typing import Any
 
 from scalearena.contracts.records import TimeseriesRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, ClusterView, Decision, Reason, clamp
-
-from .actuation import PublishedActuation
-from .ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
-from .view import VariantInfo, build_view, oracle_plan
+from scalearena.harness.control.actuation import PublishedActuation
+from scalearena.harness.control.ports import Actuator, Clock, LoadProbe, MetricsSource, ReplicaStatus
+from scalearena.harness.control.view import VariantInfo, build_view, oracle_plan
 
 
 class ControlPlane:

@@ -28,11 +28,10 @@ from scalearena.controllers.base import (
     StepModel,
     VariantView,
 )
-
-from ..engine.latency import build_latency
-from ..replica_profile import replica_profile
-from ..scenario import step_model
-from .ports import MetricsSource, ReplicaStatus
+from scalearena.harness.control.ports import MetricsSource, ReplicaStatus
+from scalearena.harness.engine.latency import build_latency
+from scalearena.harness.replica_profile import replica_profile
+from scalearena.harness.scenario import step_model
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 histograms (``histogram``)."""
 from __future__ import annotations
 
-from .catalog import GPUS, MODELS, GPUSpec, ModelShape, gpu_spec, model_shape
-from .core import Engine, EngineEvent, EngineMetrics, SubmitResult, fit_limit
-from .latency import ConstantModel, RooflineModel, build_latency
+from scalearena.harness.engine.catalog import GPUS, MODELS, GPUSpec, ModelShape, gpu_spec, model_shape
+from scalearena.harness.engine.core import Engine, EngineEvent, EngineMetrics, SubmitResult, fit_limit
+from scalearena.harness.engine.latency import ConstantModel, RooflineModel, build_latency
 
 __all__ = [
     "GPUS", "MODELS", "ConstantModel", "Engine", "EngineEvent", "EngineMetrics", "GPUSpec", "ModelShape",

@@ -14,8 +14,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import gpu_spec, model_shape
-from .latency import RooflineModel, RooflineParams
+from scalearena.harness.engine.catalog import gpu_spec, model_shape
+from scalearena.harness.engine.latency import RooflineModel, RooflineParams
 
 PROFILE_FILES = ("h200_profile.csv", "h200_mixed_profile.csv")
 PHASES = ("prefill", "decode", "mixed")

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..router import RoutedPod
-from .core import Engine
+from scalearena.harness.engine.core import Engine
+from scalearena.harness.router import RoutedPod
 
 PENDING: Final = "pending"
 STARTING: Final = "starting"

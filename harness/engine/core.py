@@ -62,10 +62,10 @@ from enum import Enum
 from heapq import heappop, heappush
 from typing import Final
 
-from .histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
-from .kv_transfer import LOADING, NIXL_ABORT_REQUEST_TIMEOUT_S, KVTransferMixin
-from .latency import CHUNK_TOKENS, LatencyModel
-from .prefix_cache import PrefixCache, chain_keys
+from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
+from scalearena.harness.engine.kv_transfer import LOADING, NIXL_ABORT_REQUEST_TIMEOUT_S, KVTransferMixin
+from scalearena.harness.engine.latency import CHUNK_TOKENS, LatencyModel
+from scalearena.harness.engine.prefix_cache import PrefixCache, chain_keys
 
 # Final: the compiled build (harness/native.py) inlines them instead of looking them up per use
 WAITING: Final = 0

@@ -116,7 +116,7 @@ class KVTransferMixin:
 
     def _begin_load(self, s: Any, now: float, cached: int) -> None:
         """Admission of a do_remote_prefill request: hold its blocks, ask the caller for the KV."""
-        from .core import EngineEvent
+        from scalearena.harness.engine.core import EngineEvent
 
         s.state = LOADING
         s.remote_prefill = False  # one transfer per request (vLLM clears do_remote_prefill at allocation)

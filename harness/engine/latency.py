@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .catalog import GIB, GPUSpec, ModelShape, gpu_spec
+from scalearena.harness.engine.catalog import GIB, GPUSpec, ModelShape, gpu_spec
 
 # Fitted on benchmarks/data/h200 (every measured H200 step: prefill, decode, mixed; plain PyTorch + CUDA graphs)
 # by benchmarks/calibrate_roofline.py; see docs/simulator.md for the per-phase errors.

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .latency import ConstantModel, RooflineModel
+from scalearena.harness.engine.latency import ConstantModel, RooflineModel
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build(args: argparse.Namespace):  # noqa: ANN201 - returns (controller, api)
     from scalearena.controllers.registry import REGISTRY
+    from scalearena.harness.k8s.config import (
+        SATURATION_CONFIGMAP,
+        SCALE_TO_ZERO_CONFIGMAP,
+        wva_config_from_configmaps,
+    )
+    from scalearena.harness.k8s.controller import WVAKubeController
+    from scalearena.harness.k8s.kubeapi import ClientKubeAPI, NotFound, load_api_client
     from scalearena.harness.metrics.prometheus import PrometheusAuth, PrometheusMetrics, PromQL
-
-    from .config import SATURATION_CONFIGMAP, SCALE_TO_ZERO_CONFIGMAP, wva_config_from_configmaps
-    from .controller import WVAKubeController
-    from .kubeapi import ClientKubeAPI, NotFound, load_api_client
 
     api = ClientKubeAPI(load_api_client(args.kubeconfig, args.context))
     token_file = args.prometheus_token_file if args.prometheus_token_file and Path(

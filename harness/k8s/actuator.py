@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from .kubeapi import Conflict, KubeAPI
+from scalearena.harness.k8s.kubeapi import Conflict, KubeAPI
 
 LABELS = ("variant_name", "namespace", "accelerator_type")
 

@@ -27,13 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from scalearena.controllers.base import Autoscaler, ClusterView, Decision, MetricsReader
-
-from ..control.ports import Clock, ReplicaStatus, WallClock
-from ..control.view import VariantInfo, build_view, metrics_router_queue
-from ..scenario import step_model
-from .actuator import MetricPublisher, ScaleActuator
-from .kubeapi import Conflict, KubeAPI, NotFound, Obj, selector_string
-from .status import (
+from scalearena.harness.control.ports import Clock, ReplicaStatus, WallClock
+from scalearena.harness.control.view import VariantInfo, build_view, metrics_router_queue
+from scalearena.harness.k8s.actuator import MetricPublisher, ScaleActuator
+from scalearena.harness.k8s.kubeapi import Conflict, KubeAPI, NotFound, Obj, selector_string
+from scalearena.harness.k8s.status import (
     METRICS_AVAILABLE,
     OPTIMIZATION_READY,
     TARGET_RESOLVED,
@@ -41,6 +39,7 @@ from .status import (
     build_status,
     status_changed,
 )
+from scalearena.harness.scenario import step_model
 
 log = logging.getLogger("scalearena.wva")
 MetricsFactory = Callable[[Mapping[str, str]], MetricsReader]  # {variant: model} -> reader

@@ -21,8 +21,7 @@ import urllib.request
 from typing import Any
 
 from scalearena.contracts.errors import UserError
-
-from .kubeapi import KubeAPI, Obj
+from scalearena.harness.k8s.kubeapi import KubeAPI, Obj
 
 VARIANT_SELECTOR = "scalearena.io/component=variant"
 log = logging.getLogger("scalearena.endpoints")
@@ -76,7 +75,7 @@ def sync_forever(api: KubeAPI, namespace: str, router: str, interval_s: float = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .kubeapi import ClientKubeAPI, load_api_client
+    from scalearena.harness.k8s.kubeapi import ClientKubeAPI, load_api_client
 
     p = argparse.ArgumentParser(prog="python -m scalearena.harness.k8s.endpoints")
     p.add_argument("--namespace", default="scalearena")

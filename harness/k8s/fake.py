@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-from .kubeapi import ApiError, Conflict, NotFound, Obj
+from scalearena.harness.k8s.kubeapi import ApiError, Conflict, NotFound, Obj
 
 Key = tuple[str, str, str]  # kind, namespace, name
 

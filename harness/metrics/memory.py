@@ -56,8 +56,7 @@ from scalearena.contracts.series import (
     epp_labels,
 )
 from scalearena.controllers.base import PodMetrics
-
-from ..engine.histogram import (
+from scalearena.harness.engine.histogram import (
     E2E_BUCKETS,
     ITL_BUCKETS,
     TTFT_BUCKETS,
@@ -65,11 +64,11 @@ from ..engine.histogram import (
     Histogram,
     quantile_from_buckets,
 )
-from ..promql import TSDB, PromQLEngine
-from ..promql.rules import RuleEvaluator, RuleGroup
-from ..promql.tsdb import to_ms
-from ..promql.values import Labels, make_labels, to_api_result
-from .native_keys import NativeKeys, epp_latency_keys, native_keys
+from scalearena.harness.metrics.native_keys import NativeKeys, epp_latency_keys, native_keys
+from scalearena.harness.promql import TSDB, PromQLEngine
+from scalearena.harness.promql.rules import RuleEvaluator, RuleGroup
+from scalearena.harness.promql.tsdb import to_ms
+from scalearena.harness.promql.values import Labels, make_labels, to_api_result
 
 
 class Sample(NamedTuple):

@@ -19,14 +19,13 @@ from typing import Any
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.controllers.kubernetes import KubernetesConfig, ObjectTarget
-
-from ..promql.rules import RuleGroup, load_rule_groups
-from .adapter import AdapterConfig
-from .hpa import translate_hpa
-from .keda import translate_scaled_object
-from .load import Doc, check_env_used, load_documents
-from .mapping import map_documents
-from .va import variant_autoscaling
+from scalearena.harness.objects.adapter import AdapterConfig
+from scalearena.harness.objects.hpa import translate_hpa
+from scalearena.harness.objects.keda import translate_scaled_object
+from scalearena.harness.objects.load import Doc, check_env_used, load_documents
+from scalearena.harness.objects.mapping import map_documents
+from scalearena.harness.objects.va import variant_autoscaling
+from scalearena.harness.promql.rules import RuleGroup, load_rule_groups
 
 __all__ = ["bound_warnings", "check_mapping", "compile_documents", "compile_objects", "rule_groups"]
 
@@ -125,7 +124,7 @@ def bound_warnings(cfg: Any, variants: Iterable[Any]) -> list[str]:
 
 
 def _adapter(d: Doc) -> AdapterConfig:
-    from ..schema_help import validated
+    from scalearena.harness.schema_help import validated
 
     return validated(AdapterConfig, {k: v for k, v in d.data.items() if k not in ("metadata", "kind")}, d.where)
 

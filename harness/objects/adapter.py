@@ -30,9 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scalearena.contracts.series import CATALOGUE
 from scalearena.controllers.hpa.engine import TARGET_PODS
-
-from ..promql.regex import compiled, label_match, search
-from ..promql.shape import check_shape
+from scalearena.harness.promql.regex import compiled, label_match, search
+from scalearena.harness.promql.shape import check_shape
 
 
 class _Model(BaseModel):

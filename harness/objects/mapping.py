@@ -34,10 +34,9 @@ from dataclasses import replace
 from typing import Any
 
 from scalearena.contracts.series import NAMESPACE, epp_labels
-
-from ..promql.errors import PromQLError
-from ..promql.validate import parse_supported
-from .load import Doc
+from scalearena.harness.objects.load import Doc
+from scalearena.harness.promql.errors import PromQLError
+from scalearena.harness.promql.validate import parse_supported
 
 _MATCHER = re.compile(r"""\b(namespace|model_name|deployment|service|inference_pool)(\s*(?:=~|!~|!=|=)\s*)("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 

@@ -19,9 +19,8 @@ from typing import Any
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.series import CATALOGUE, EPP_QUEUE_SIZE, NAMESPACE
 from scalearena.controllers.llmd import RECIPES, RecipeConfig, default_env
-
-from . import compile_documents
-from .load import Doc, check_env_used, load_documents
+from scalearena.harness.objects import compile_documents
+from scalearena.harness.objects.load import Doc, check_env_used, load_documents
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "autoscalers" / "llm-d"
 
@@ -118,8 +117,8 @@ def _mean_prompt(sc: Any, model: str) -> int:
 
 
 def _peak_prefill(sc: Any, v: Any, derived: dict[str, str]) -> str:
-    from ..engine.latency import build_latency
-    from ..engine.prefill import peak_prefill
+    from scalearena.harness.engine.latency import build_latency
+    from scalearena.harness.engine.prefill import peak_prefill
 
     lat, _ = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"variant {v.name}.engine")
     prompt = _mean_prompt(sc, v.model)

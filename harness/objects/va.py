@@ -14,10 +14,9 @@ from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_COST, MAX_REPLICAS
 from scalearena.controllers.kubernetes import ObjectTarget
 from scalearena.controllers.wva.controller import WVAConfig
-
-from ..schema_help import validated
-from .hpa import check_replica_range
-from .load import Doc
+from scalearena.harness.objects.hpa import check_replica_range
+from scalearena.harness.objects.load import Doc
+from scalearena.harness.schema_help import validated
 
 
 class VASpec(BaseModel):

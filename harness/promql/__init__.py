@@ -6,10 +6,15 @@ test_promql_differential.py holds the two to equal answers).
 """
 from __future__ import annotations
 
-from .engine import PromQLEngine
-from .errors import PromQLError, PromQLParseError, QueryExecutionError, UnsupportedPromQL
-from .tsdb import TSDB
-from .values import Matrix, Sample, Scalar, Series, Vector
+from scalearena.harness.promql.engine import PromQLEngine
+from scalearena.harness.promql.errors import (
+    PromQLError,
+    PromQLParseError,
+    QueryExecutionError,
+    UnsupportedPromQL,
+)
+from scalearena.harness.promql.tsdb import TSDB
+from scalearena.harness.promql.values import Matrix, Sample, Scalar, Series, Vector
 
 __all__ = [
     "TSDB", "Matrix", "PromQLEngine", "PromQLError", "PromQLParseError", "QueryExecutionError", "Sample",

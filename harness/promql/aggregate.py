@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from .errors import QueryExecutionError
-from .functions import quantile
-from .values import NAME, NAN, Labels, Sample, Vector, drop_name, label
+from scalearena.harness.promql.errors import QueryExecutionError
+from scalearena.harness.promql.functions import quantile
+from scalearena.harness.promql.values import NAME, NAN, Labels, Sample, Vector, drop_name, label
 
 
 def group_key(labels: Labels, names: frozenset[str], by: bool) -> Labels:

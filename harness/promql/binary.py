@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import QueryExecutionError
-from .values import (
+from scalearena.harness.promql.errors import QueryExecutionError
+from scalearena.harness.promql.values import (
     ARITHMETIC,
     NAME,
     Labels,

@@ -22,13 +22,19 @@ from typing import Any
 
 import promql_parser as pp
 
-from . import validate
-from .aggregate import aggregate, histogram_quantile
-from .binary import Matching, scalar_binop, set_binop, vector_binop, vector_scalar_binop
-from .errors import QueryExecutionError
-from .functions import MATH_FUNCTIONS, RANGE_FUNCTIONS, quantile
-from .tsdb import TSDB, LabelMatcher, to_ms
-from .values import (
+from scalearena.harness.promql import validate
+from scalearena.harness.promql.aggregate import aggregate, histogram_quantile
+from scalearena.harness.promql.binary import (
+    Matching,
+    scalar_binop,
+    set_binop,
+    vector_binop,
+    vector_scalar_binop,
+)
+from scalearena.harness.promql.errors import QueryExecutionError
+from scalearena.harness.promql.functions import MATH_FUNCTIONS, RANGE_FUNCTIONS, quantile
+from scalearena.harness.promql.tsdb import TSDB, LabelMatcher, to_ms
+from scalearena.harness.promql.values import (
     NAME,
     SET_OPS,
     Labels,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from .values import NAN, go_max, go_min
+from scalearena.harness.promql.values import NAN, go_max, go_min
 
 RangeFn = Callable[[list[int], list[float], int, int, float], "float | None"]
 

@@ -31,11 +31,10 @@ import promql_parser as pp
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scalearena.contracts.errors import UserError
-
-from .engine import PromQLEngine
-from .errors import PromQLError, QueryExecutionError, is_parser_panic
-from .tsdb import STALE_NAN, to_ms
-from .values import NAME, Labels, Scalar, Vector
+from scalearena.harness.promql.engine import PromQLEngine
+from scalearena.harness.promql.errors import PromQLError, QueryExecutionError, is_parser_panic
+from scalearena.harness.promql.tsdb import STALE_NAN, to_ms
+from scalearena.harness.promql.values import NAME, Labels, Scalar, Vector
 
 _DURATION_TEXT = re.compile(r"(\d+(ms|s|m|h|d|w|y))+|\d+")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import PromQLParseError
+from scalearena.harness.promql.errors import PromQLParseError
 
 MAX_QUERY_CHARS = 16_384
 MAX_QUERY_DEPTH = 64

@@ -17,8 +17,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .regex import label_match
-from .values import NAME, Labels, make_labels
+from scalearena.harness.promql.regex import label_match
+from scalearena.harness.promql.values import NAME, Labels, make_labels
 
 # Prometheus' staleness marker: a NaN with this exact bit pattern (model/value/value.go StaleNaN).
 STALE_NAN_BITS = 0x7FF0000000000002

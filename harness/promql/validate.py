@@ -13,10 +13,10 @@ from typing import Any
 
 import promql_parser as pp
 
-from .errors import PromQLParseError, UnsupportedPromQL, is_parser_panic
-from .functions import MATH_FUNCTIONS, RANGE_FUNCTIONS
-from .position import describe, error_position
-from .shape import check_shape
+from scalearena.harness.promql.errors import PromQLParseError, UnsupportedPromQL, is_parser_panic
+from scalearena.harness.promql.functions import MATH_FUNCTIONS, RANGE_FUNCTIONS
+from scalearena.harness.promql.position import describe, error_position
+from scalearena.harness.promql.shape import check_shape
 
 SUPPORTED_FUNCTIONS = frozenset(
     {*RANGE_FUNCTIONS, *MATH_FUNCTIONS, "quantile_over_time", "histogram_quantile", "clamp", "clamp_min",

@@ -19,16 +19,15 @@ from rich.text import Text
 from scalearena.contracts.cli_params import OutDir, check_jobs
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_SEEDS
+from scalearena.harness import frontier
+from scalearena.harness.executor import EXECUTORS, Executor, make_executor
+from scalearena.harness.scenario import load_scenario
+from scalearena.harness.tuning.objectives import check_target, cost_axis, default_objectives, parse_objectives
+from scalearena.harness.tuning.outputs import write
+from scalearena.harness.tuning.space import build_space
+from scalearena.harness.tuning.study import SAMPLERS, Tuning, open_storage, open_study, optimize
+from scalearena.harness.tuning.trials import Outcome, outcome, plans
 from scalearena.reports.verdict import Verdict, target_of
-
-from .. import frontier
-from ..executor import EXECUTORS, Executor, make_executor
-from ..scenario import load_scenario
-from .objectives import check_target, cost_axis, default_objectives, parse_objectives
-from .outputs import write
-from .space import build_space
-from .study import SAMPLERS, Tuning, open_storage, open_study, optimize
-from .trials import Outcome, outcome, plans
 
 err = Console(stderr=True)
 

@@ -23,16 +23,15 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.frontier import document
+from scalearena.harness.tuning.objectives import ATTAINMENT, cost_axis
+from scalearena.harness.tuning.space import apply
+from scalearena.harness.tuning.study import Tuning, finished, storage_url
+from scalearena.harness.tuning.trials import COMPILED, REPORTED, Outcome, as_written
 from scalearena.reports.bounds import frontier_points
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
 from scalearena.reports.tune import study_points, study_verdict
 from scalearena.reports.verdict import BOUND_KINDS, Verdict
-
-from ..frontier import document
-from .objectives import ATTAINMENT, cost_axis
-from .space import apply
-from .study import Tuning, finished, storage_url
-from .trials import COMPILED, REPORTED, Outcome, as_written
 
 
 def state(ft: FrozenTrial) -> str:
@@ -125,7 +124,7 @@ def _write_parquet(path: Path, df: pd.DataFrame) -> None:
 
 def _meta(t: Tuning, frame: pd.DataFrame, v: Verdict, refs: dict[str, Outcome], best: FrozenTrial | None
           ) -> dict[str, Any]:
-    from ..runner import git_sha, versions
+    from scalearena.harness.runner import git_sha, versions
 
     counts = frame["state"].value_counts().to_dict() if not frame.empty else {}
     return {

@@ -22,8 +22,7 @@ from scalearena.contracts.limits import unit_problem
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.contracts.tunable import Tunable, field_kind
 from scalearena.controllers.base import AutoscalerConfig
-
-from ..safe_yaml import parse_yaml
+from scalearena.harness.safe_yaml import parse_yaml
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,12 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.tunable import Tunable
 from scalearena.controllers.base import AutoscalerConfig
-
-from ..executor import Executor
-from ..frontier_spec import FrontierSpec
-from ..scenario import Scenario
-from .objectives import ATTAINMENT, Objective
-from .space import Space, apply
-from .trials import Outcome, label, outcome, plans, rounded
+from scalearena.harness.executor import Executor
+from scalearena.harness.frontier_spec import FrontierSpec
+from scalearena.harness.scenario import Scenario
+from scalearena.harness.tuning.objectives import ATTAINMENT, Objective
+from scalearena.harness.tuning.space import Space, apply
+from scalearena.harness.tuning.trials import Outcome, label, outcome, plans, rounded
 
 STUDY_NAME = "tune"
 SAMPLERS = ("tpe", "nsga2", "random")

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.scenario import Scenario, compile_objects
+from scalearena.harness.suite import RunPlan
+from scalearena.harness.tuning.objectives import ATTAINMENT, Objective
 from scalearena.reports.catalog import BY_ID
-
-from ..scenario import Scenario, compile_objects
-from ..suite import RunPlan
-from .objectives import ATTAINMENT, Objective
 
 SIGNIFICANT = 4  # sampled real numbers are rounded to this many significant digits before they run
 REPORTED = ("cost", "cost_usd", "gpu_hours", "slo_attainment", "goodput_rps", "throughput_rps", "failures",
@@ -49,7 +48,7 @@ def as_written(cfg: AutoscalerConfig) -> AutoscalerConfig:
     fields = type(cfg).model_fields
     reset = {k: fields[k].get_default(call_default_factory=True) for k in COMPILED if k in fields}
     if isinstance(cfg, RecipeConfig):
-        from ..objects.recipes import MANIFESTS
+        from scalearena.harness.objects.recipes import MANIFESTS
 
         shipped = fields["objects"].get_default(call_default_factory=True)
         if cfg.objects == [str(MANIFESTS / f) for f in shipped]:

@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.tunable import Tunable
+from scalearena.harness.executor import Executor
+from scalearena.harness.suite import RunPlan
+from scalearena.harness.tuning.objectives import default_objectives, parse_objectives
+from scalearena.harness.tuning.outputs import tuned_config, write
+from scalearena.harness.tuning.space import build_space
+from scalearena.harness.tuning.study import Tuning, finished, open_storage, open_study, optimize
+from scalearena.harness.tuning.trials import holding
 from scalearena.reports.load import TUNING_DIR
-
-from ..executor import Executor
-from ..suite import RunPlan
-from .objectives import default_objectives, parse_objectives
-from .outputs import tuned_config, write
-from .space import build_space
-from .study import Tuning, finished, open_storage, open_study, optimize
-from .trials import holding
 
 TRAIN_OFFSET = 1000  # training seed = the scenario's seed + this: other arrivals than the held-out runs
 UNTUNED = frozenset({"oracle", "static", "static-peak", "static-mean"})  # a bound and the fixed pools
@@ -119,9 +118,8 @@ def with_tuned(plans: list[RunPlan], out: Path, trials: int, cluster: str, jobs:
     """``plans`` and, after them, the tuned runs (``--tuned``); the studies run on ``executor`` or on a local
     pool of ``jobs`` workers. Simulator only: a study is hundreds of runs."""
     from scalearena.contracts.errors import UserError
+    from scalearena.harness.executor import make_executor
     from scalearena.reports.verdict import target_of
-
-    from ..executor import make_executor
 
     if cluster != "sim":
         raise UserError(f"--tuned tunes on the simulator, not --cluster {cluster}", expected="--cluster sim")

@@ -22,7 +22,17 @@ import re
 from collections.abc import Iterator
 from datetime import date
 
-from .base import TraceRow, bad, check_order, csv_rows, header_index, next_row, open_trace, tokens, utf8_lines
+from scalearena.workloads.traces.base import (
+    TraceRow,
+    bad,
+    check_order,
+    csv_rows,
+    header_index,
+    next_row,
+    open_trace,
+    tokens,
+    utf8_lines,
+)
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _NS = 1_000_000_000

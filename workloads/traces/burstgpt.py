@@ -15,7 +15,17 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 
-from .base import TraceRow, bad, check_order, csv_rows, header_index, next_row, open_trace, tokens, utf8_lines
+from scalearena.workloads.traces.base import (
+    TraceRow,
+    bad,
+    check_order,
+    csv_rows,
+    header_index,
+    next_row,
+    open_trace,
+    tokens,
+    utf8_lines,
+)
 
 COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
 

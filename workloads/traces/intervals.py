@@ -17,9 +17,8 @@ import math
 from typing import NamedTuple
 
 from scalearena.contracts.errors import UserError
-
-from .burstgpt import read_burstgpt
-from .replay import READERS
+from scalearena.workloads.traces.burstgpt import read_burstgpt
+from scalearena.workloads.traces.replay import READERS
 
 
 class IntervalLoad(NamedTuple):

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Iterator
 
-from .base import TraceRow, bad, check_order, open_trace, tokens, utf8_lines
+from scalearena.workloads.traces.base import TraceRow, bad, check_order, open_trace, tokens, utf8_lines
 
 FIELDS = ("timestamp", "input_length", "output_length")
 

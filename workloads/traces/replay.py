@@ -28,12 +28,11 @@ from typing import NamedTuple
 import numpy as np
 
 from scalearena.contracts.errors import UserError
-
-from ..spec import TraceArrivals
-from .azure import read_azure
-from .base import TraceReader, TraceRow, TraceStats
-from .burstgpt import read_burstgpt
-from .mooncake import read_mooncake
+from scalearena.workloads.spec import TraceArrivals
+from scalearena.workloads.traces.azure import read_azure
+from scalearena.workloads.traces.base import TraceReader, TraceRow, TraceStats
+from scalearena.workloads.traces.burstgpt import read_burstgpt
+from scalearena.workloads.traces.mooncake import read_mooncake
 
 READERS: dict[str, TraceReader] = {"azure": read_azure, "mooncake": read_mooncake, "burstgpt": read_burstgpt}
 CHUNK = 4096

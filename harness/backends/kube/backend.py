@@ -40,15 +40,8 @@ from typing import TYPE_CHECKING, Any
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.kubernetes import KubernetesConfig
-from scalearena.reports.results import RunWriter
-
-from ...interrupts import interruptible
-from ...objects.reads import reads_kube_state
-from ...objects.recipes import check_series
-from ...scenario import Scenario
-from ...startup_spec import refuse_sim_only
-from .byo import refuse_external_behind_keda, user_objects, uses_keda
-from .cluster import (
+from scalearena.harness.backends.kube.byo import refuse_external_behind_keda, user_objects, uses_keda
+from scalearena.harness.backends.kube.cluster import (
     IMAGES,
     KEDA_MANIFEST,
     KindCluster,
@@ -60,15 +53,15 @@ from .cluster import (
     require_image_prefix,
     split_scope,
 )
-from .gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
-from .honesty import Readiness, check_run
-from .keda import keda_objects
-from .knobs import refuse_unrendered
-from .kwok_stack import LocalStack
-from .load import InClusterLoad, choose_load, locust_objects
-from .render import Obj, render
-from .sampling import Sampler
-from .scenario import (
+from scalearena.harness.backends.kube.gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
+from scalearena.harness.backends.kube.honesty import Readiness, check_run
+from scalearena.harness.backends.kube.keda import keda_objects
+from scalearena.harness.backends.kube.knobs import refuse_unrendered
+from scalearena.harness.backends.kube.kwok_stack import LocalStack
+from scalearena.harness.backends.kube.load import InClusterLoad, choose_load, locust_objects
+from scalearena.harness.backends.kube.render import Obj, render
+from scalearena.harness.backends.kube.sampling import Sampler
+from scalearena.harness.backends.kube.scenario import (
     NAMESPACE,
     hpa_objects,
     variant_objects,
@@ -76,12 +69,18 @@ from .scenario import (
     wva_controller_settings,
     wva_objects,
 )
-from .security import admin_token, harden
-from .timescale import refuse_scaled_promql, scale_objects
-from .validate import check_objects
+from scalearena.harness.backends.kube.security import admin_token, harden
+from scalearena.harness.backends.kube.timescale import refuse_scaled_promql, scale_objects
+from scalearena.harness.backends.kube.validate import check_objects
+from scalearena.harness.interrupts import interruptible
+from scalearena.harness.objects.reads import reads_kube_state
+from scalearena.harness.objects.recipes import check_series
+from scalearena.harness.scenario import Scenario
+from scalearena.harness.startup_spec import refuse_sim_only
+from scalearena.reports.results import RunWriter
 
 if TYPE_CHECKING:
-    from .kwok import KwokCluster
+    from scalearena.harness.backends.kube.kwok import KwokCluster
 
 ROOT = Path(__file__).resolve().parents[3]
 KUBE_MODES = ("kind", "kwok", "cluster")
@@ -300,7 +299,7 @@ class KubeBackend:
         kubectl.apply(rest)
 
     def _kwok_cluster(self) -> KwokCluster:
-        from .kwok import KwokCluster
+        from scalearena.harness.backends.kube.kwok import KwokCluster
 
         return KwokCluster(shell=self.shell, time_scale=self.time_scale)
 

@@ -19,11 +19,10 @@ from typing import Any
 import yaml
 
 from scalearena.contracts.errors import UserError
-
-from ...objects.load import load_documents
-from ...objects.mapping import map_documents
-from .render import render
-from .scenario import NAMESPACE
+from scalearena.harness.backends.kube.render import render
+from scalearena.harness.backends.kube.scenario import NAMESPACE
+from scalearena.harness.objects.load import load_documents
+from scalearena.harness.objects.mapping import map_documents
 
 Obj = dict[str, Any]
 RULES_KEY = "scalearena-rules.yml"  # the rule file's key in the prometheus-config ConfigMap

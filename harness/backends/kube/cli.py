@@ -22,10 +22,9 @@ from typing import Any
 import click
 
 from scalearena.contracts.files import write_secret
+from scalearena.harness.backends.kube.render import dump_yaml
+from scalearena.harness.backends.registry import KubeOptions, resolve_options
 from scalearena.harness.scenario import load_scenario
-
-from ..registry import KubeOptions, resolve_options
-from .render import dump_yaml
 
 CLUSTER_CHOICE = click.Choice(["kind", "cluster"])
 SUITE_OPTION = click.option("--suite", "suite_file", type=click.Path(dir_okay=False),
@@ -63,7 +62,7 @@ def write_object(path: Path, o: dict) -> None:
 def render(scenario: str, cluster: str, names: tuple[str, ...], overrides: tuple[str, ...], image_prefix: str | None,
            gateway: str | None, out: str) -> None:
     """Write the objects a run would apply, one YAML file per object; no cluster is touched."""
-    from .backend import KubeBackend
+    from scalearena.harness.backends.kube.backend import KubeBackend
 
     sc = load_scenario(scenario, list(overrides))
     flags = {k: v for k, v in (("image_prefix", image_prefix), ("gateway", gateway)) if v is not None}
@@ -87,7 +86,7 @@ def render(scenario: str, cluster: str, names: tuple[str, ...], overrides: tuple
               help="What to check for.")
 def doctor(cluster: str) -> None:
     """Check tools, limits and cluster access for CLUSTER=kind|kwok|cluster; exit 0 ready, 1 something to fix."""
-    from .doctor import run_doctor
+    from scalearena.harness.backends.kube.doctor import run_doctor
 
     lines, code = run_doctor(cluster)
     for line in lines:
@@ -104,7 +103,7 @@ def kind() -> None:
 @SUITE_OPTION
 def kind_up(suite_file: str) -> None:
     """Create the suite's kind cluster, build and load the images once, install KEDA if the suite needs it."""
-    from .cluster import Shell
+    from scalearena.harness.backends.kube.cluster import Shell
 
     n, name = suite_cluster_up(suite_file, Shell(), shutil.which)
     click.echo(f"kind cluster {name} ready for {n} runs; `scalearena kind down` deletes it")
@@ -112,11 +111,16 @@ def kind_up(suite_file: str) -> None:
 
 def suite_cluster_up(suite_file: str, shell: Any, which: Callable[[str], str | None]) -> tuple[int, str]:
     """``kind up``: (number of runs, cluster name). Bad suite input fails before anything is created."""
+    from scalearena.harness.backends.kube.backend import ROOT
+    from scalearena.harness.backends.kube.byo import uses_keda
+    from scalearena.harness.backends.kube.cluster import (
+        KEDA_MANIFEST,
+        KindCluster,
+        build_images,
+        fake_gpu_demand,
+        preflight,
+    )
     from scalearena.harness.suite import load_suite
-
-    from .backend import ROOT
-    from .byo import uses_keda
-    from .cluster import KEDA_MANIFEST, KindCluster, build_images, fake_gpu_demand, preflight
 
     preflight("kind", which)
     _, plans = load_suite(suite_file)
@@ -132,8 +136,8 @@ def suite_cluster_up(suite_file: str, shell: Any, which: Callable[[str], str | N
 @kind.command("down")
 def kind_down() -> None:
     """Delete the kind cluster."""
-    from .backend import ROOT
-    from .cluster import KindCluster, Shell, preflight
+    from scalearena.harness.backends.kube.backend import ROOT
+    from scalearena.harness.backends.kube.cluster import KindCluster, Shell, preflight
 
     preflight("kind", need=["kind"])  # without kind there is no kind cluster to delete: bad input, exit 2
     KindCluster(Shell(), ROOT / "manifests" / "kind" / "cluster.yaml").delete()
@@ -153,12 +157,11 @@ def kwok() -> None:
 def kwok_up(suite_file: str, time_scale: float) -> None:
     """Build what is missing, start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with the
     suite's fake GPU nodes on loopback; it keeps running until `scalearena kwok down`."""
+    from scalearena.harness.backends.kube.byo import uses_keda
+    from scalearena.harness.backends.kube.cluster import fake_gpu_demand
+    from scalearena.harness.backends.kube.kwok import KwokCluster
+    from scalearena.harness.backends.kube.tools import ensure
     from scalearena.harness.suite import load_suite
-
-    from .byo import uses_keda
-    from .cluster import fake_gpu_demand
-    from .kwok import KwokCluster
-    from .tools import ensure
 
     _, plans = load_suite(suite_file)
     ensure(progress=click.echo)
@@ -173,7 +176,7 @@ def kwok_up(suite_file: str, time_scale: float) -> None:
 @kwok.command("down")
 def kwok_down() -> None:
     """Stop every process of the kwok control plane and remove its folder; exit 1 if one would not stop."""
-    from .kwok import KwokCluster
+    from scalearena.harness.backends.kube.kwok import KwokCluster
 
     left = KwokCluster().down()
     if left:
@@ -183,7 +186,9 @@ def kwok_down() -> None:
 
 
 def _kwok_tools() -> None:
-    from .tools import tools_command  # `scalearena kwok tools`: kube/tools.py's command
+    from scalearena.harness.backends.kube.tools import (
+        tools_command,  # `scalearena kwok tools`: kube/tools.py's command
+    )
 
     kwok.add_command(tools_command, "tools")
 

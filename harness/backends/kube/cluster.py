@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import RunFailed, UserError
-
-from .render import CLUSTER_SCOPED, Obj, dump_yaml
+from scalearena.harness.backends.kube.render import CLUSTER_SCOPED, Obj, dump_yaml
 
 CLUSTER_NAME = "scalearena"
 TOOLS = {  # tool -> (version built and documented for, where to get it)
@@ -38,7 +37,7 @@ def preflight(mode: str, which: Callable[[str], str | None] | None = None, need:
     """A missing tool is bad input (exit 2, one line naming each and where to get it); ``need`` narrows the check
     to the tools one command runs (``kind down`` needs kind only)."""
     if mode == "kwok":  # everything is built from source: the Go toolchain, unless every tool is built already
-        from .tools import preflight as tools_preflight
+        from scalearena.harness.backends.kube.tools import preflight as tools_preflight
 
         tools_preflight()
         return
@@ -150,7 +149,7 @@ def fake_gpu_demand(scenarios: list[Any]) -> dict[str, int]:
     Per scenario: the sum over its variants on a product of max_replicas x gpus_per_replica; per suite:
     the maximum over its scenarios (runs go one at a time).
     """
-    from .scenario import GPU_PRODUCT
+    from scalearena.harness.backends.kube.scenario import GPU_PRODUCT
 
     need: dict[str, int] = {}
     for sc in scenarios:

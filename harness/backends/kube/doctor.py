@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cluster import CLUSTER_NAME, Shell
+from scalearena.harness.backends.kube.cluster import CLUSTER_NAME, Shell
 
 KUBE_MINOR = 33  # kindest/node:v1.33.1
 MIN_DOCKER = 24
@@ -167,7 +167,7 @@ class Doctor:
     def kwok(self) -> list[Check]:
         """CLUSTER=kwok: the Go toolchain and the module proxy (to build), the built tools, /etc/hosts (the cluster
         DNS names of the stack's services), prometheus (Debian's), and a control plane left running."""
-        from . import tools
+        from scalearena.harness.backends.kube import tools
 
         checks = []
         if not self.which("go"):
@@ -191,7 +191,7 @@ class Doctor:
                             "" if not missing else "`make kwok-tools` (or `scalearena kwok tools`) builds them; "
                             "the first build takes tens of minutes on 2 cores (docs/kubernetes.md)"))
         checks.append(self._loopback())
-        from .relay import netns_supported
+        from scalearena.harness.backends.kube.relay import netns_supported
 
         ok = netns_supported()
         checks.append(Check("network namespaces", "OK" if ok else "WARN", "a sim pod gets one of its own" if ok else
@@ -202,7 +202,7 @@ class Doctor:
         checks.append(Check("/etc/hosts", "OK" if ok else "FAIL", "writable" if ok else "not writable by this user",
                             "" if ok else "run as root (the stack's Service names are written there for the run), "
                             "or in a container or VM where you are"))
-        from .kwok import KwokCluster
+        from scalearena.harness.backends.kube.kwok import KwokCluster
 
         c = KwokCluster()
         if c.running():

@@ -24,9 +24,8 @@ from pathlib import Path
 import yaml
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.backends.kube.render import Obj, render
 from scalearena.harness.scenario import Scenario
-
-from .render import Obj, render
 
 GATEWAYS = ("serve-router", "epp")
 GIE_VERSION = "v1.0.1"  # Gateway API Inference Extension: the InferencePool v1 CRD the EPP image expects

@@ -37,10 +37,9 @@ from typing import Any
 
 from scalearena.contracts.errors import RunFailed
 from scalearena.contracts.series import KSM_REPLICAS
+from scalearena.harness.backends.kube.cluster import Kubectl
+from scalearena.harness.backends.kube.scenario import NAMESPACE
 from scalearena.workloads.load_handoff import PROBE_HEADER
-
-from .cluster import Kubectl
-from .scenario import NAMESPACE
 
 Http = Callable[[str, bytes | None], tuple[int, str]]
 

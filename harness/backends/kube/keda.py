@@ -19,10 +19,9 @@ from scalearena.contracts.series import ROUTER_QUEUE
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.keda import KEDAConfig
 from scalearena.controllers.keda_scaler import Trigger
+from scalearena.harness.backends.kube.knobs import hpa_behavior, plain
+from scalearena.harness.backends.kube.scenario import NAMESPACE
 from scalearena.harness.scenario import Scenario, VariantSpec
-
-from .knobs import hpa_behavior, plain
-from .scenario import NAMESPACE
 
 Obj = dict[str, Any]
 PROMETHEUS = f"http://prometheus.{NAMESPACE}.svc:9090"

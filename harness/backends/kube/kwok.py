@@ -43,12 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import RunFailed, UserError
-
-from ...interrupts import held
-from ...safe_yaml import read_yaml
-from ..local.supervisor import free_port, wait_for_port
-from . import pki
-from .cluster import MARKER, Kubectl, Shell
+from scalearena.harness.backends.kube import pki
+from scalearena.harness.backends.kube.cluster import MARKER, Kubectl, Shell
+from scalearena.harness.backends.local.supervisor import free_port, wait_for_port
+from scalearena.harness.interrupts import held
+from scalearena.harness.safe_yaml import read_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 KIND_CONFIG = ROOT / "manifests" / "kind" / "cluster.yaml"
@@ -210,7 +209,7 @@ class KwokCluster:
     def binary(self, name: str) -> Path:
         if self._binary is not None:
             return self._binary(name)
-        from .tools import binary
+        from scalearena.harness.backends.kube.tools import binary
 
         return binary(name)
 
@@ -424,7 +423,7 @@ class KwokCluster:
         """KEDA's operator and metrics server for this cluster, started once (kube/kwok_keda.py)."""
         if self.keda_running():
             return
-        from .kwok_keda import LocalKeda
+        from scalearena.harness.backends.kube.kwok_keda import LocalKeda
 
         LocalKeda(self, self, log=self.log).start()
 

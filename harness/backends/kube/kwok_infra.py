@@ -38,11 +38,10 @@ import yaml
 
 from scalearena.contracts.errors import RunFailed
 from scalearena.contracts.files import write_secret
-
-from ..local.supervisor import Child, Supervisor, wait_for_port
-from .cluster import IMAGES, Kubectl
-from .launcher import container_env, expand
-from .render import Obj
+from scalearena.harness.backends.kube.cluster import IMAGES, Kubectl
+from scalearena.harness.backends.kube.launcher import container_env, expand
+from scalearena.harness.backends.kube.render import Obj
+from scalearena.harness.backends.local.supervisor import Child, Supervisor, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTS = Path("/etc/hosts")
@@ -341,7 +340,7 @@ class LocalServices:
         elif comp == "wva-controller":
             argv += [f"--metrics-host={ip}", f"--kubeconfig={kc}"]
         elif comp == "prometheus-adapter":
-            from . import pki
+            from scalearena.harness.backends.kube import pki
 
             pair = pki.serving_pair(self.folder / comp, pki.Pair(self.ca, self.ca.with_suffix(".key")),
                                     "prometheus-adapter-serving", hosts=(ip, "localhost",

@@ -52,11 +52,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from scalearena.contracts.errors import RunFailed
-
-from ...safe_yaml import parse_yaml_all, read_yaml
-from ..local.supervisor import LOOPBACK, free_port, wait_for_port
-from . import pki
-from .cluster import Kubectl
+from scalearena.harness.backends.kube import pki
+from scalearena.harness.backends.kube.cluster import Kubectl
+from scalearena.harness.backends.local.supervisor import LOOPBACK, free_port, wait_for_port
+from scalearena.harness.safe_yaml import parse_yaml_all, read_yaml
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .render import Obj
+from scalearena.harness.backends.kube.render import Obj
 
 if TYPE_CHECKING:
-    from .kwok import KwokCluster
+    from scalearena.harness.backends.kube.kwok import KwokCluster
 
 
 class LocalStack:
@@ -35,19 +35,19 @@ class LocalStack:
         return self.cluster.folder / "pki" / "ca.crt"
 
     def objects(self, objs: list[Obj]) -> list[Obj]:
-        from .kwok_infra import local_objects
+        from scalearena.harness.backends.kube.kwok_infra import local_objects
 
         return local_objects(objs, self.ca.read_bytes())
 
     def start_pods(self) -> None:
-        from .launcher import PodLauncher
+        from scalearena.harness.backends.kube.launcher import PodLauncher
 
         self.launcher = PodLauncher(self.cluster.kubeconfig, "scalearena", self.folder / "pods",
                                     time_scale=self.time_scale)
         self.launcher.start()
 
     def start_services(self, objs: list[Obj]) -> dict[str, str]:
-        from .kwok_infra import LocalServices
+        from scalearena.harness.backends.kube.kwok_infra import LocalServices
 
         self.services = LocalServices(objs, self.folder / "services", self.cluster.kubectl, self.cluster.api_url(),
                                       self.ca, self.cluster.binary, ready_timeout_s=self.ready_timeout_s)

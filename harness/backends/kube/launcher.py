@@ -73,10 +73,9 @@ from typing import Any
 import click
 
 from scalearena.contracts.errors import RunFailed
-
-from ..local.supervisor import Child, Supervisor, free_port
-from .relay import NETNS_EXEC, Relay, netns_supported
-from .scenario import ENGINE_IMAGE
+from scalearena.harness.backends.kube.relay import NETNS_EXEC, Relay, netns_supported
+from scalearena.harness.backends.kube.scenario import ENGINE_IMAGE
+from scalearena.harness.backends.local.supervisor import Child, Supervisor, free_port
 
 Obj = dict[str, Any]
 VARIANT_SELECTOR = "scalearena.io/component=variant"  # = harness/k8s/endpoints.py; the Stage selects the same
@@ -224,7 +223,7 @@ SIM_WHOLE_MS_FLAGS = ("--time-to-first-token", "--time-to-first-token-std-dev", 
 
 def duration_ms(value: str) -> float:
     """A Go duration flag's value in milliseconds ('2ms' -> 2.0, '1s' -> 1000.0; a bare number is ms)."""
-    from ..local.cli import parse_duration_s
+    from scalearena.harness.backends.local.cli import parse_duration_s
 
     return parse_duration_s(value, bare_unit="ms") * 1000.0
 

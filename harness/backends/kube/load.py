@@ -33,11 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.backends.kube.cluster import Kubectl
+from scalearena.harness.backends.kube.render import Obj, render
+from scalearena.harness.backends.kube.scenario import NAMESPACE
 from scalearena.workloads import load_handoff as load
-
-from .cluster import Kubectl
-from .render import Obj, render
-from .scenario import NAMESPACE
 
 LOADS = ("port-forward", "in-cluster", "auto")
 RATE_PER_WORKER = 400.0  # req/s per Locust process: 80 % of the ~500 req/s measured in docs/local.md

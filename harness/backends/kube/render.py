@@ -24,8 +24,7 @@ from typing import Any
 import yaml
 
 from scalearena.contracts.errors import UserError
-
-from .patch import apply_json6902, strategic_merge
+from scalearena.harness.backends.kube.patch import apply_json6902, strategic_merge
 
 Obj = dict[str, Any]
 

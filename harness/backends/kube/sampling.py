@@ -30,20 +30,19 @@ from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.records import TimeseriesRecord
 from scalearena.controllers.base import AutoscalerConfig, Decision, Reason
 from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.backends.kube.scenario import NAMESPACE
+from scalearena.harness.backends.locust_process import LocustProcess
+from scalearena.harness.control.loop import LoopHooks, WallLoop
+from scalearena.harness.control.plane import ControlPlane
+from scalearena.harness.control.ports import LoadSample, ReplicaStatus, WallClock
+from scalearena.harness.control.view import forecast_from_requests, metrics_router_queue, scenario_variants
 from scalearena.harness.k8s.actuator import ScaleActuator
 from scalearena.harness.k8s.controller import pod_counts
 from scalearena.harness.k8s.kubeapi import NotFound, selector_string
+from scalearena.harness.scenario import Scenario
+from scalearena.harness.startup import kube_pod_record
 from scalearena.reports.results import RunWriter
 from scalearena.workloads import load_handoff as load
-
-from ...control.loop import LoopHooks, WallLoop
-from ...control.plane import ControlPlane
-from ...control.ports import LoadSample, ReplicaStatus, WallClock
-from ...control.view import forecast_from_requests, metrics_router_queue, scenario_variants
-from ...scenario import Scenario
-from ...startup import kube_pod_record
-from ..locust_process import LocustProcess
-from .scenario import NAMESPACE
 
 
 class Sampler(LoopHooks):

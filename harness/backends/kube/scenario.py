@@ -23,10 +23,9 @@ from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_BATCH
 from scalearena.contracts.series import NAMESPACE as SERIES_NAMESPACE
 from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.backends.kube.knobs import hpa_behavior, plain, prom_duration, quantity
+from scalearena.harness.backends.kube.render import Obj
 from scalearena.harness.scenario import Scenario, VariantSpec
-
-from .knobs import hpa_behavior, plain, prom_duration, quantity
-from .render import Obj
 
 NAMESPACE = SERIES_NAMESPACE  # the scenario's Deployments, and the namespace label of their series
 ENGINE_IMAGE = "scalearena/serve-engine:dev"  # Dockerfile.engine

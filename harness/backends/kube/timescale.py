@@ -44,10 +44,16 @@ import yaml
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.kubernetes import KubernetesConfig
-
-from ...metrics.prometheus import promql_duration
-from .launcher import SIM_REPOSITORY, SIM_WHOLE_MS_FLAGS, duration_ms, flag_value, repository, set_flag
-from .render import Obj
+from scalearena.harness.backends.kube.launcher import (
+    SIM_REPOSITORY,
+    SIM_WHOLE_MS_FLAGS,
+    duration_ms,
+    flag_value,
+    repository,
+    set_flag,
+)
+from scalearena.harness.backends.kube.render import Obj
+from scalearena.harness.metrics.prometheus import promql_duration
 
 HPA_SCALE_UP_DEFAULT: Obj = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
     {"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}]}
@@ -60,7 +66,7 @@ WVA_CONFIG, WVA_SCALE_TO_ZERO = "wva-controller-config", "wva-scale-to-zero-conf
 
 def parse_seconds(text: str | int | float) -> float:
     """A Go duration ('15s', '1m30s', '250ms') or a bare number of seconds, in seconds."""
-    from ..local.cli import parse_duration_s
+    from scalearena.harness.backends.local.cli import parse_duration_s
 
     return parse_duration_s(text, bare_unit="s")
 

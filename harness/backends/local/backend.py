@@ -43,24 +43,23 @@ from scalearena.contracts.files import write_secret
 from scalearena.contracts.series import NAMESPACE
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
+from scalearena.harness.backends.local.handoff_auth import new_key
+from scalearena.harness.backends.local.inference_sim import SIM, MetricsRelay, SimEngine
+from scalearena.harness.backends.local.kube_state import DeploymentCollector, KubeStateExporter
+from scalearena.harness.backends.local.pods import PENDING, PodSet
+from scalearena.harness.backends.local.prometheus import PrometheusProcess
+from scalearena.harness.backends.local.supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
+from scalearena.harness.backends.locust_process import LocustProcess
+from scalearena.harness.control.loop import LoopHooks, WallLoop
+from scalearena.harness.control.plane import ControlPlane
+from scalearena.harness.control.ports import LoadSample, WallClock
+from scalearena.harness.control.view import forecast_from_requests, scenario_variants
 from scalearena.harness.interrupts import Interrupted
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
 from scalearena.harness.scenario import Scenario
+from scalearena.harness.startup_spec import refuse_sim_only
 from scalearena.reports.results import RunWriter
 from scalearena.workloads import load_handoff as load
-
-from ...control.loop import LoopHooks, WallLoop
-from ...control.plane import ControlPlane
-from ...control.ports import LoadSample, WallClock
-from ...control.view import forecast_from_requests, scenario_variants
-from ...startup_spec import refuse_sim_only
-from ..locust_process import LocustProcess
-from .handoff_auth import new_key
-from .inference_sim import SIM, MetricsRelay, SimEngine
-from .kube_state import DeploymentCollector, KubeStateExporter
-from .pods import PENDING, PodSet
-from .prometheus import PrometheusProcess
-from .supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
 
 TICK_WALL_S = 0.05  # harness loop period (wall)
 

@@ -26,8 +26,7 @@ import click
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.files import read_regular
-
-from .handoff_auth import read_key
+from scalearena.harness.backends.local.handoff_auth import read_key
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -90,7 +89,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 
 def _limits(o: dict[str, Any]) -> Any:
-    from .http_guard import ConnectionLimits
+    from scalearena.harness.backends.local.http_guard import ConnectionLimits
 
     for flag in ("header_timeout", "body_timeout"):  # 0 would close every connection before its request
         _at_least(o[flag], 0.001, flag)
@@ -222,10 +221,9 @@ def _gpu(name: str, spec_json: str | None, latency_kind: str) -> Any:
               help="Wall epoch when the harness spawned this process (cold start counts from it).")
 def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
     """OpenAI-compatible server around the scalearena serving model (one pod)."""
+    from scalearena.harness.backends.local.engine_server import FAILURES, EngineServerConfig, serve
     from scalearena.harness.scenario import EngineSpec
     from scalearena.harness.schema_help import validated
-
-    from .engine_server import FAILURES, EngineServerConfig, serve
 
     base = _json_object(o["engine_spec"], "--engine-spec", "a scenario's engine section as a JSON object") or {
         "max_num_seqs": 5, "kv_cache_blocks": 1024, "block_size": 16, "latency": {"kind": "constant"},
@@ -293,10 +291,9 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
               help="How long a request may wait at the gateway for a ready engine (scenario time).")
 def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     """The gateway: EPP-like endpoint picking, admission control, scale-from-zero queue."""
+    from scalearena.harness.backends.local.router_server import RouterServerConfig, serve
     from scalearena.harness.scenario import RouterSpec
     from scalearena.harness.schema_help import validated
-
-    from .router_server import RouterServerConfig, serve
 
     spec = validated(RouterSpec, _json_object(o["router_spec"], "--router-spec", "a scenario's router section "
                                                "as a JSON object") or {}, "--router-spec")

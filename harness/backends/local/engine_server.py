@@ -54,15 +54,17 @@ from typing import Any
 
 from aiohttp import web
 
-from scalearena.harness.disagg_spec import KVTransferSpec
-from scalearena.harness.engine.core import Engine, SubmitResult
-from scalearena.harness.engine.latency import build_latency
-
-from . import openai_responses as out
-from .http_guard import ConnectionLimits, listen, make_app, read_body, setup_logging
-from .kv_connector import KVConnector
-from .metrics_text import engine_metrics_text
-from .openai_api import (
+from scalearena.harness.backends.local import openai_responses as out
+from scalearena.harness.backends.local.http_guard import (
+    ConnectionLimits,
+    listen,
+    make_app,
+    read_body,
+    setup_logging,
+)
+from scalearena.harness.backends.local.kv_connector import KVConnector
+from scalearena.harness.backends.local.metrics_text import engine_metrics_text
+from scalearena.harness.backends.local.openai_api import (
     ApiError,
     ParsedRequest,
     PromptCounter,
@@ -71,6 +73,9 @@ from .openai_api import (
     parse_request,
     response_pieces,
 )
+from scalearena.harness.disagg_spec import KVTransferSpec
+from scalearena.harness.engine.core import Engine, SubmitResult
+from scalearena.harness.engine.latency import build_latency
 
 FAILURES = {  # llm-d-inference-sim failure types -> (HTTP status, OpenAI error type)
     "rate_limit": (429, "rate_limit_exceeded"),

@@ -34,7 +34,7 @@ from aiohttp.http import HttpVersion11
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
-from .openai_api import ApiError, error_response
+from scalearena.harness.backends.local.openai_api import ApiError, error_response
 
 log = logging.getLogger("scalearena.serve")
 

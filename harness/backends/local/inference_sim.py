@@ -54,8 +54,7 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.series import NAMESPACE
-
-from .supervisor import LOOPBACK
+from scalearena.harness.backends.local.supervisor import LOOPBACK
 
 SIM = "llm-d-inference-sim"
 ENGINES = ("serve-engine", SIM)
@@ -65,7 +64,7 @@ Obj = dict[str, Any]
 
 def sim_binary() -> Path:
     """The llm-d-inference-sim binary ``make kwok-tools`` builds; a one-line UserError when it is not there."""
-    from ..kube import tools
+    from scalearena.harness.backends.kube import tools
 
     path = tools.binary(SIM)
     if not path.is_file():
@@ -89,9 +88,9 @@ def refuse_unsupported(sc: Any) -> None:
 
 def sim_containers(sc: Any) -> dict[str, Obj]:
     """Each variant's engine container as the Kubernetes path renders it (the kind overlay, kube/scenario.py)."""
-    from ..kube.render import render
-    from ..kube.scenario import variant_objects
-    from ..kube.tools import ROOT
+    from scalearena.harness.backends.kube.render import render
+    from scalearena.harness.backends.kube.scenario import variant_objects
+    from scalearena.harness.backends.kube.tools import ROOT
 
     objs = variant_objects(sc, render(ROOT / "manifests" / "overlays" / "kind"))
     return {o["metadata"]["name"]: o["spec"]["template"]["spec"]["containers"][0] for o in objs
@@ -102,7 +101,7 @@ def sim_containers(sc: Any) -> dict[str, Obj]:
 def refuse_fractional_ms(c: Obj, variant: str, time_scale: float) -> None:
     """The whole-millisecond rule (module docstring) after the time scale; the scenario's own latencies were
     checked when the container was rendered (kube/scenario.py ``engine_args``)."""
-    from ..kube.timescale import TimeScale
+    from scalearena.harness.backends.kube.timescale import TimeScale
 
     TimeScale(time_scale).sim_latencies(c, f"variant {variant} ({SIM})")
 
@@ -111,7 +110,7 @@ class SimEngine:
     """How a local pod runs llm-d-inference-sim: checks at construction (UserError), argv per pod."""
 
     def __init__(self, sc: Any, time_scale: float, binary: Path | None = None, network: str = "auto") -> None:
-        from ..kube.relay import netns_supported
+        from scalearena.harness.backends.kube.relay import netns_supported
 
         refuse_unsupported(sc)
         self.binary = binary or sim_binary()
@@ -130,7 +129,7 @@ class SimEngine:
 
     def command(self, variant: str, pod: str, port: int) -> tuple[list[str], dict[str, str]]:
         """(argv, env) of pod ``pod`` of ``variant`` listening on ``port``: the pod launcher's plan."""
-        from ..kube.launcher import container_env, plan_container, sim_program
+        from scalearena.harness.backends.kube.launcher import container_env, plan_container, sim_program
 
         pod_obj = {"metadata": {"name": pod, "namespace": NAMESPACE}, "status": {"podIP": LOOPBACK}}
         c = self.containers[variant]
@@ -139,7 +138,7 @@ class SimEngine:
                               network="netns" if self.netns else "port", time_scale=self.time_scale, port=lambda: port)
         if not self.netns:  # the host's namespace: it listens on `port` on every interface (module docstring)
             return plan.argv, plan.env
-        from ..kube.relay import NETNS_EXEC
+        from scalearena.harness.backends.kube.relay import NETNS_EXEC
 
         # its own network namespace, its port unchanged inside; `started` relays 127.0.0.1:port into it
         self._forwards[pod] = {port: next(iter(plan.forwards.values()))}
@@ -151,7 +150,7 @@ class SimEngine:
         if forwards is None:
             return
         if self._relay is None:
-            from ..kube.relay import Relay
+            from scalearena.harness.backends.kube.relay import Relay
 
             self._relay = Relay()
         self._relay.add(pod, LOOPBACK, forwards, pid)

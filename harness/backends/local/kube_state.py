@@ -24,9 +24,8 @@ from prometheus_client import CollectorRegistry, start_wsgi_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from scalearena.contracts.series import BY_NAME, NAMESPACE, deployment_values
-
-from ...control.ports import ReplicaStatus
-from .supervisor import LOOPBACK
+from scalearena.harness.backends.local.supervisor import LOOPBACK
+from scalearena.harness.control.ports import ReplicaStatus
 
 
 class DeploymentCollector:

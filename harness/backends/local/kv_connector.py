@@ -33,8 +33,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from .handoff_auth import new_secret, secret_matches, vouched
-from .openai_api import ApiError
+from scalearena.harness.backends.local.handoff_auth import new_secret, secret_matches, vouched
+from scalearena.harness.backends.local.openai_api import ApiError
 
 
 class KVConnector:

@@ -30,9 +30,16 @@ from typing import Any
 
 import requests
 
-from ...control.ports import ReplicaStatus
-from ...startup import after_bind, clip, phase, pod_record, scheduling_delay, total_cold_start_s
-from .supervisor import LOOPBACK, Supervisor, free_port
+from scalearena.harness.backends.local.supervisor import LOOPBACK, Supervisor, free_port
+from scalearena.harness.control.ports import ReplicaStatus
+from scalearena.harness.startup import (
+    after_bind,
+    clip,
+    phase,
+    pod_record,
+    scheduling_delay,
+    total_cold_start_s,
+)
 
 PENDING, READY, TERMINATING, GONE = "pending", "ready", "terminating", "gone"
 

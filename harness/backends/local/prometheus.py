@@ -40,10 +40,9 @@ import requests
 import yaml
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.backends.local.supervisor import LOOPBACK, Supervisor, free_port
 from scalearena.harness.metrics.prometheus import promql_duration as prometheus_duration
 from scalearena.reports.results import atomic_write_bytes
-
-from .supervisor import LOOPBACK, Supervisor, free_port
 
 JOB_ENGINES = "engines"
 JOB_ROUTER = "router"

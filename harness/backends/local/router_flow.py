@@ -16,12 +16,11 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from scalearena.harness.backends.local.openai_api import ApiError
+from scalearena.harness.flow_control import FlowQueues
+from scalearena.harness.router import Route, Router
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import FAIRNESS_HEADER, PRIORITY_HEADER
-
-from ...flow_control import FlowQueues
-from ...router import Route, Router
-from .openai_api import ApiError
 
 
 def flow_tags(headers: Mapping[str, str]) -> tuple[str, int]:

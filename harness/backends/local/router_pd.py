@@ -29,10 +29,9 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
+from scalearena.harness.backends.local.handoff_auth import vouch
+from scalearena.harness.backends.local.openai_api import ApiError
 from scalearena.workloads.load_handoff import PREFILL_POD_HEADER
-
-from .handoff_auth import vouch
-from .openai_api import ApiError
 
 
 def pd_headers(route: Any) -> dict[str, str]:

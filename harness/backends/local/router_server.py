@@ -62,16 +62,33 @@ from aiohttp import web
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.files import read_regular
+from scalearena.harness.backends.local.http_guard import (
+    ConnectionLimits,
+    listen,
+    log,
+    make_app,
+    read_body,
+    setup_logging,
+)
+from scalearena.harness.backends.local.metrics_text import parse_engine_metrics
+from scalearena.harness.backends.local.openai_api import (
+    DEFAULT_MAX_TOKENS,
+    ApiError,
+    ParsedRequest,
+    PromptCounter,
+    parse_request,
+)
+from scalearena.harness.backends.local.router_flow import FlowGate, flow_tags
+from scalearena.harness.backends.local.router_metrics import RouterMetrics, epp_state
+from scalearena.harness.backends.local.router_pd import (
+    KV_PARAMS,
+    pd_headers,
+    prefill_then_decode_body,
+    without_kv_params,
+)
 from scalearena.harness.router import Route, RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.load_handoff import POD_HEADER, PROBE_HEADER, REQUEST_ID_HEADER, VARIANT_HEADER
-
-from .http_guard import ConnectionLimits, listen, log, make_app, read_body, setup_logging
-from .metrics_text import parse_engine_metrics
-from .openai_api import DEFAULT_MAX_TOKENS, ApiError, ParsedRequest, PromptCounter, parse_request
-from .router_flow import FlowGate, flow_tags
-from .router_metrics import RouterMetrics, epp_state
-from .router_pd import KV_PARAMS, pd_headers, prefill_then_decode_body, without_kv_params
 
 ERROR_EVENT = b'data: {"error"'  # an OpenAI-style error event in a stream (ours, vLLM's, llm-d-inference-sim's)
 PREFIX_BLOCK_TOKENS = 16  # the prefix scorer hashes the prompt in blocks of this many tokens (vLLM's default block)

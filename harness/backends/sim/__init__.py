@@ -32,9 +32,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from scalearena.harness.backends.sim.loop import SimBackend, Simulation
 from scalearena.reports.results import RunWriter
-
-from .loop import SimBackend, Simulation
 
 __all__ = ["SimBackend", "Simulation", "scratch_run"]
 

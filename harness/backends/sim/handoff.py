@@ -32,11 +32,11 @@ from typing import Any
 
 from mypy_extensions import trait
 
-from ...disagg_spec import kv_bytes_per_token
-from ...engine.cluster import GONE, Pod
-from ...engine.core import SubmitResult
-from .events import KV_DONE
-from .state import SimState
+from scalearena.harness.backends.sim.events import KV_DONE
+from scalearena.harness.backends.sim.state import SimState
+from scalearena.harness.disagg_spec import kv_bytes_per_token
+from scalearena.harness.engine.cluster import GONE, Pod
+from scalearena.harness.engine.core import SubmitResult
 
 
 @trait

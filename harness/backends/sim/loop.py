@@ -21,22 +21,8 @@ from typing import Any
 from scalearena.contracts.records import RequestRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
-from scalearena.reports.results import RunWriter
-from scalearena.workloads.base import RequestSpec
-from scalearena.workloads.generate import iter_requests
-
-from ...control.plane import ControlPlane
-from ...control.ports import VirtualClock
-from ...control.view import LazyForecast, OraclePlanStream, forecast_from_requests, scenario_variants
-from ...engine.cluster import READY, Deployment, GPUPool
-from ...engine.latency import build_latency
-from ...flow_control import FlowQueues
-from ...metrics.memory import MemoryMetrics, Sample
-from ...objects import rule_groups
-from ...router import Router
-from ...scenario import PodCrash, Scenario
-from ..base import Progress
-from .events import (
+from scalearena.harness.backends.base import Progress
+from scalearena.harness.backends.sim.events import (
     ARRIVAL,
     CA_SCAN,
     DECIDE,
@@ -56,10 +42,28 @@ from .events import (
     STANDBY_EXPIRE,
     TIMEOUT,
 )
-from .handoff import Handoff
-from .pods import PodLifecycle
-from .requests import RequestFlow, _Req
-from .startup import StartupLifecycle
+from scalearena.harness.backends.sim.handoff import Handoff
+from scalearena.harness.backends.sim.pods import PodLifecycle
+from scalearena.harness.backends.sim.requests import RequestFlow, _Req
+from scalearena.harness.backends.sim.startup import StartupLifecycle
+from scalearena.harness.control.plane import ControlPlane
+from scalearena.harness.control.ports import VirtualClock
+from scalearena.harness.control.view import (
+    LazyForecast,
+    OraclePlanStream,
+    forecast_from_requests,
+    scenario_variants,
+)
+from scalearena.harness.engine.cluster import READY, Deployment, GPUPool
+from scalearena.harness.engine.latency import build_latency
+from scalearena.harness.flow_control import FlowQueues
+from scalearena.harness.metrics.memory import MemoryMetrics, Sample
+from scalearena.harness.objects import rule_groups
+from scalearena.harness.router import Router
+from scalearena.harness.scenario import PodCrash, Scenario
+from scalearena.reports.results import RunWriter
+from scalearena.workloads.base import RequestSpec
+from scalearena.workloads.generate import iter_requests
 
 
 class SimBackend:
@@ -171,7 +175,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         meta.setdefault("sample_interval_s", sc.metrics.sample_interval_s)
         meta.setdefault("scrape_interval_s", sc.metrics.scrape_interval_s)
         if "variants" not in meta:
-            from ...runner import variant_meta
+            from scalearena.harness.runner import variant_meta
 
             meta["variants"] = variant_meta(sc)
         self._warm = sc.cluster.warm_start  # initial replicas skip the cold start

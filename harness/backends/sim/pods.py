@@ -15,11 +15,20 @@ from typing import Any
 
 from mypy_extensions import trait
 
-from ...control.ports import LoadSample, ReplicaStatus
-from ...engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, TERMINATING, Deployment, Pod
-from ...router import RoutedPod
-from .events import GRACE_END
-from .state import SimState
+from scalearena.harness.backends.sim.events import GRACE_END
+from scalearena.harness.backends.sim.state import SimState
+from scalearena.harness.control.ports import LoadSample, ReplicaStatus
+from scalearena.harness.engine.cluster import (
+    ASLEEP,
+    GONE,
+    PENDING,
+    READY,
+    STARTING,
+    TERMINATING,
+    Deployment,
+    Pod,
+)
+from scalearena.harness.router import RoutedPod
 
 
 @trait

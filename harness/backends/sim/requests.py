@@ -14,14 +14,13 @@ from typing import Any
 
 from mypy_extensions import trait
 
+from scalearena.harness.backends.sim.events import ENGINE, FLOW, TIMEOUT
+from scalearena.harness.backends.sim.state import SimState
+from scalearena.harness.engine.cluster import GONE, TERMINATING, Pod
+from scalearena.harness.engine.core import Engine, SubmitResult
+from scalearena.harness.engine.histogram import EppLatency
+from scalearena.harness.router import NO_BOOKING, Route, Router
 from scalearena.workloads.base import RequestSpec, prefix_units
-
-from ...engine.cluster import GONE, TERMINATING, Pod
-from ...engine.core import Engine, SubmitResult
-from ...engine.histogram import EppLatency
-from ...router import NO_BOOKING, Route, Router
-from .events import ENGINE, FLOW, TIMEOUT
-from .state import SimState
 
 
 class _Req:

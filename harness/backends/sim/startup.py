@@ -21,13 +21,19 @@ from typing import Any
 
 from mypy_extensions import trait
 
-from ...engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, Deployment, Pod
-from ...engine.nodes import Node, NodePool
-from ...engine.prefix_cache import PrefixCache
-from ...startup import after_bind, clip, phase, pod_record, scheduling_delay, wake_s
-from ...startup_spec import phase_rng, sample_s
-from .events import CA_SCAN, NODE_READY, POD_READY, POD_SCHEDULABLE, STANDBY_EXPIRE
-from .state import SimState
+from scalearena.harness.backends.sim.events import (
+    CA_SCAN,
+    NODE_READY,
+    POD_READY,
+    POD_SCHEDULABLE,
+    STANDBY_EXPIRE,
+)
+from scalearena.harness.backends.sim.state import SimState
+from scalearena.harness.engine.cluster import ASLEEP, GONE, PENDING, READY, STARTING, Deployment, Pod
+from scalearena.harness.engine.nodes import Node, NodePool
+from scalearena.harness.engine.prefix_cache import PrefixCache
+from scalearena.harness.startup import after_bind, clip, phase, pod_record, scheduling_delay, wake_s
+from scalearena.harness.startup_spec import phase_rng, sample_s
 
 
 @trait

@@ -13,7 +13,7 @@ from typing import Any
 
 from mypy_extensions import trait
 
-from ...engine.cluster import Deployment, Pod
+from scalearena.harness.engine.cluster import Deployment, Pod
 
 
 @trait
