@@ -16,14 +16,14 @@ SEEDS ?= 5
 
 .PHONY: bench test fuzz perf fidelity bound lint report render venv clean paper prometheus chromium images e2e baseline kind-up kind-down pins kwok-tools
 
-# The simulator's compiled core (harness/native.py: mypyc over these modules, the .py files stay the
+# The simulator's compiled core (harness/sim/native.py: mypyc over these modules, the .py files stay the
 # reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
 NATIVE ?= 1
-NATIVE_SRC := harness/engine/core.py harness/engine/histogram.py harness/engine/kv_transfer.py \
-  harness/engine/prefix_cache.py harness/engine/latency.py harness/engine/cluster.py harness/router.py \
-  harness/backends/sim/events.py harness/backends/sim/state.py harness/backends/sim/requests.py \
-  harness/backends/sim/handoff.py harness/backends/sim/pods.py harness/backends/sim/startup.py \
-  harness/backends/sim/loop.py harness/native.py harness/native_build.py workloads/base.py
+NATIVE_SRC := harness/sim/engine/core.py harness/sim/engine/histogram.py harness/sim/engine/kv_transfer.py \
+  harness/sim/engine/prefix_cache.py harness/sim/engine/latency.py harness/sim/engine/cluster.py harness/sim/router.py \
+  harness/sim/events.py harness/sim/state.py harness/sim/requests.py \
+  harness/sim/handoff.py harness/sim/pods.py harness/sim/startup.py \
+  harness/sim/loop.py harness/sim/native.py harness/sim/native_build.py workloads/base.py
 NATIVE_STAMP := build/native/manifest.json
 BUILT := $(STAMP) $(if $(filter 0,$(NATIVE)),,$(NATIVE_STAMP))
 
@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml setup.py
 	@touch $(STAMP)
 
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
-	@$(BIN)/python -m scalearena.harness.native_build
+	@$(BIN)/python -m scalearena.harness.sim.native_build
 
 venv: $(BUILT)
 
@@ -67,7 +67,7 @@ kind-down: $(STAMP)
 # CLUSTER=kwok's upstream programs (tools/versions.yaml) built from source through the Go module proxy into
 # ~/.cache/scalearena/bin (SCALEARENA_TOOLS_DIR); needs Go 1.25.7 or newer. What is built already is reused.
 kwok-tools: $(STAMP)
-	$(BIN)/python -m scalearena.harness.backends.kube.tools
+	$(BIN)/python -m scalearena.harness.kube.tools
 
 # Refresh the image digests pinned in manifests/ (needs network and docker; see docs/kubernetes.md).
 pins:

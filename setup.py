@@ -22,7 +22,6 @@ TOP = ["contracts", "harness", "controllers", "workloads", "reports", "paper"]
 DATA = {
     "workloads": {"scenarios": ["*.yaml"], "suites": ["*.yaml"], "data": ["*"]},
     "reports": {"templates": ["*.html", "*.md"], "static": ["*.js", "*.md"]},
-    "harness": {"engine": ["*.json"], "engine.data": ["*"]},
 }
 package_dir = {"scalearena": "scalearena"}
 packages = ["scalearena"]

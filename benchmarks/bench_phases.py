@@ -43,10 +43,10 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="scalearena-phases-"))
     ph = Phases()
-    from scalearena.harness import cli
-    from scalearena.harness.executor import LocalExecutor
-    from scalearena.harness.runner import SuiteRecorder, default_jobs, prepare_out, with_pages
-    from scalearena.harness.suite import load_suite
+    from scalearena.harness.cli import main as cli
+    from scalearena.harness.config.suite import load_suite
+    from scalearena.harness.run.executor import LocalExecutor
+    from scalearena.harness.run.runner import SuiteRecorder, default_jobs, prepare_out, with_pages
     ph.mark("import the CLI (parent)")
     spec, plans = load_suite(ROOT / "workloads/suites/paper.yaml")
     prepare_out(out)

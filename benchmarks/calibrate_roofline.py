@@ -2,8 +2,8 @@
 
 Reads the shipped profiles (``benchmarks/data/h200``: ``h200_profile.csv`` and
 ``h200_mixed_profile.csv``, see that folder's README) through
-``harness.engine.calibration`` and fits the seven free parameters of
-``harness.engine.latency.RooflineModel`` by least squares on the log of
+``harness.sim.engine.calibration`` and fits the seven free parameters of
+``harness.sim.engine.latency.RooflineModel`` by least squares on the log of
 model / measured time (relative errors, so a 2 ms step counts as much as a
 200 ms one): matmul and attention efficiencies, memory efficiency, the
 crossover sharpness, the KV-read parallelism, the per-token-per-layer cost
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from scalearena.harness.engine.calibration import load_points, model_ms, phase_errors
-from scalearena.harness.engine.catalog import gpu_spec, model_shape
-from scalearena.harness.engine.latency import RooflineParams, roofline_defaults
+from scalearena.harness.sim.engine.calibration import load_points, model_ms, phase_errors
+from scalearena.harness.sim.engine.catalog import gpu_spec, model_shape
+from scalearena.harness.sim.engine.latency import RooflineParams, roofline_defaults
 
 DEFAULT_DIR = Path(__file__).resolve().parent / "data" / "h200"  # a copy of shared/data/profiles
 NAMES = ("compute_efficiency", "memory_efficiency", "attention_efficiency", "crossover_sharpness",

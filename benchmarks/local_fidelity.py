@@ -19,10 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scalearena.harness.backends.local.backend import LocalBackend
-from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.runner import variant_meta
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.local.backend import LocalBackend
+from scalearena.harness.run.runner import variant_meta
+from scalearena.harness.sim.backend import SimBackend
 from scalearena.reports.results import RunWriter
 
 ROOT = Path(__file__).resolve().parents[1]

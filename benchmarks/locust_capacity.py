@@ -2,7 +2,7 @@
 
 For each worker count (1: one process in library mode; N > 1: Locust's
 master/worker mode as ``--backend-option locust_workers=N`` starts it,
-harness/backends/locust_process.py) it sweeps constant arrival rates against
+harness/local/locust_process.py) it sweeps constant arrival rates against
 one serve-engine (constant latency, a short stream per request) and prints,
 per rate: requests sent and finished ok, the achieved send rate (requests
 over the span of actual sends), and the send lag (actual minus scheduled
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scalearena.harness.backends.local.supervisor import Supervisor, free_port, wait_for_port
-from scalearena.harness.backends.locust_process import LocustProcess
+from scalearena.harness.local.locust_process import LocustProcess
+from scalearena.harness.local.supervisor import Supervisor, free_port, wait_for_port
 from scalearena.workloads import load_handoff as load
 from scalearena.workloads.base import RequestSpec
 
@@ -70,7 +70,7 @@ def main() -> int:
           f"{args.tokens}-token streams")
     with tempfile.TemporaryDirectory() as tmp, Supervisor(Path(tmp) / "logs") as sup:
         port = free_port()
-        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
+        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.local.cli", "engine",
                                    "--model", "m", "--port", str(port), "--max-num-seqs", "65536",
                                    "--max-waiting-queue-length", "65536", "--kv-cache-size", "10000000",
                                    "--time-to-first-token", "50ms", "--inter-token-latency", "20ms"])

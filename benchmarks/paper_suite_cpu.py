@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from scalearena.harness import runner
-from scalearena.harness.suite import load_suite
+from scalearena.harness.config.suite import load_suite
+from scalearena.harness.run import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,7 +24,7 @@ process's own) are the steadier figure; ratios are simulated seconds / wall seco
 Usage: ``python benchmarks/perf.py [--only paper,hour,static,day,suite,promql,tune,predictors] [--profile]
 [--markdown]`` (``--profile``: cProfile of the paper run's pure-Python reference: Python calls, events and
 views per request and the top of the profile, beside the compiled core's time per request; ``--markdown``:
-the README table). The simulator core is the compiled one when ``make venv`` built it (harness/native.py;
+the README table). The simulator core is the compiled one when ``make venv`` built it (harness/sim/native.py;
 the first line printed says which); ``SCALEARENA_NATIVE=0`` times the pure-Python modules.
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ CASES = ("paper", "hour", "static", "day", "suite", "promql", "tune", "predictor
 
 def scenario(name: str, duration_s: float, arrivals: dict[str, Any], max_replicas: int, autoscaler: dict[str, Any],
              tokens: dict[str, Any]) -> Any:
-    from scalearena.harness.scenario import scenario_from_data
+    from scalearena.harness.config.scenario import scenario_from_data
 
     data = {
         "name": name, "duration_s": duration_s, "seed": 7,
@@ -98,7 +98,7 @@ def rss_mib() -> float:
 
 # ---- child: one run ------------------------------------------------------------------------------
 def child_run(case: str, repeat: int) -> dict[str, Any]:
-    from scalearena.harness.backends.sim import SimBackend
+    from scalearena.harness.sim.backend import SimBackend
     from scalearena.reports.results import RunWriter
 
     sc = case_scenario(case)
@@ -129,7 +129,7 @@ def child_profile(case: str) -> dict[str, Any]:
     import io
     import pstats
 
-    from scalearena.harness.backends.sim.loop import Simulation
+    from scalearena.harness.sim.loop import Simulation
     from scalearena.reports.results import RunWriter
     from scalearena.workloads.generate import build_requests
 
@@ -157,7 +157,7 @@ def child_profile(case: str) -> dict[str, Any]:
     top = io.StringIO()
     pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(12)
     n = len(reqs)
-    from scalearena.harness import native
+    from scalearena.harness.sim import native
 
     return {"requests": n, "sim_cpu_s": min(times), "us_per_request": min(times) / n * 1e6, "native": native.describe(),
             "python_calls": st.total_calls, "calls_per_request": st.total_calls / n,  # type: ignore[attr-defined]
@@ -165,8 +165,8 @@ def child_profile(case: str) -> dict[str, Any]:
 
 
 def child_suite() -> dict[str, Any]:
-    from scalearena.harness.runner import run_plans
-    from scalearena.harness.suite import load_suite
+    from scalearena.harness.config.suite import load_suite
+    from scalearena.harness.run.runner import run_plans
 
     _, plans = load_suite(ROOT / "workloads" / "suites" / "paper.yaml")
     jobs = os.cpu_count() or 1
@@ -183,10 +183,10 @@ def child_promql() -> dict[str, Any]:
     """The paper suite's hpa runs: the preset vs its own objects read through PromQL (one process, in turn)."""
     import yaml
 
-    from scalearena.harness.backends.kube.scenario import hpa_objects
-    from scalearena.harness.backends.sim import SimBackend
-    from scalearena.harness.scenario import scenario_from_data
-    from scalearena.harness.suite import load_suite
+    from scalearena.harness.config.scenario import scenario_from_data
+    from scalearena.harness.config.suite import load_suite
+    from scalearena.harness.kube.scenario import hpa_objects
+    from scalearena.harness.sim.backend import SimBackend
     from scalearena.reports.results import RunWriter
 
     _, plans = load_suite(ROOT / "workloads" / "suites" / "paper.yaml")
@@ -247,7 +247,7 @@ def tune_figure(trials: int = 200) -> tuple[str, str, str]:
 
 # ---- parent: run the children, print -------------------------------------------------------------
 def child(args: list[str], native: str | None = None) -> dict[str, Any]:
-    """One case in a fresh process; ``native`` "0": the pure-Python simulator core (harness/native.py)."""
+    """One case in a fresh process; ``native`` "0": the pure-Python simulator core (harness/sim/native.py)."""
     env = None if native is None else {**os.environ, "SCALEARENA_NATIVE": native}
     r = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False,
                        env=env)
@@ -275,7 +275,7 @@ def main() -> None:
                   "suite": child_suite, "promql": child_promql}[kind]()
         print(json.dumps(result))
         return
-    from scalearena.harness import native
+    from scalearena.harness.sim import native
 
     print(native.describe())  # the compiled build (make venv) or why the pure-Python modules run
     rows: list[tuple[str, str, str]] = []

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.backends.sim.loop import Simulation
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.sim.loop import Simulation
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import WorkloadStats, build_requests
 

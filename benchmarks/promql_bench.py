@@ -15,9 +15,9 @@ import math
 import time
 
 from scalearena.contracts import series as S
-from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 from scalearena.harness.metrics.memory import MemoryMetrics, Sample
 from scalearena.harness.metrics.prometheus import PromQL
+from scalearena.harness.sim.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 
 DURATION_S, SCRAPE_S, PODS = 600, 15, 10
 VARIANTS = ("va-a100", "va-h100")

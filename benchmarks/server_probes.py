@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-CLI = [sys.executable, "-m", "scalearena.harness.backends.local.cli"]
+CLI = [sys.executable, "-m", "scalearena.harness.local.cli"]
 
 
 def start(argv: list[str], log: Path) -> tuple[subprocess.Popen, str]:

@@ -17,7 +17,7 @@ p50 / p99, and checks the targets of docs/fidelity.md:
 
 Runs on kwok take real time: each run lasts its window (220 s) divided by the time scale, plus ~40 s of
 set-up. Autoscalers written as Kubernetes objects with their own PromQL (a user's HPA, the llm-d recipes)
-cannot be time-scaled (harness/backends/kube/timescale.py) and run at time scale 1; the others at
+cannot be time-scaled (harness/kube/timescale.py) and run at time scale 1; the others at
 ``--time-scale`` (default 2). A full run (7 autoscalers x 3 seeds) takes about 70 minutes here.
 
 Usage::
@@ -98,7 +98,7 @@ class Row:
 def scenario_and_labels(labels: list[str] | None) -> tuple[Path, Any, list[str]]:
     """The suite's scenario (its path and the loaded scenario) and the autoscalers to compare (default: the
     suite's), read with the project's suite loader."""
-    from scalearena.harness.suite import load_suite
+    from scalearena.harness.config.suite import load_suite
 
     spec, plans = load_suite(SUITE)
     sc_path = (SUITE.parent / spec.runs[0].scenario).resolve()
@@ -152,7 +152,7 @@ def run_sides(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scal
             "--out", str(out / "sim"), "--no-frontier")
     if sim_only:
         return
-    from scalearena.harness.backends.kube.byo import uses_keda
+    from scalearena.harness.kube.byo import uses_keda
 
     # one cluster per time scale and per KEDA: KEDA's metrics server takes v1beta1.external.metrics.k8s.io, so a
     # user's HPA reading External metrics through prometheus-adapter runs where `kwok up` installs no KEDA
@@ -344,9 +344,9 @@ def at_real_itl(sc_path: Path, rows: list[Row], out: Path) -> None:
     """Diagnostic, not calibration: the simulator again, each seed with the mean ITL the real engines delivered in
     that seed's kwok run (llm-d-inference-sim overshoots its sleeps: docs/fidelity.md), everything else unchanged.
     What then agrees with the real run is explained by the engines' speed, not by the autoscaler."""
-    from scalearena.harness.runner import execute
-    from scalearena.harness.scenario import load_scenario
-    from scalearena.harness.suite import RunPlan
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.config.suite import RunPlan
+    from scalearena.harness.run.runner import execute
 
     for row in rows:
         for real in row.real:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.workloads.generate import WorkloadStats, iter_requests
 
 START_NS = np.datetime64("2024-05-10T00:00:00", "ns")

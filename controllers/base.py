@@ -78,7 +78,7 @@ class StepModel(Protocol):
 
 class ReplicaProfile(Protocol):
     """One replica's latency under steady load, swept from the variant's latency model by the harness
-    (harness/engine/profile.py) as Dynamo's pre-deployment profiler sweeps a real engine: for a mix of
+    (harness/sim/engine/profile.py) as Dynamo's pre-deployment profiler sweeps a real engine: for a mix of
     mean ``isl`` prompt and ``osl`` output tokens and ``batch`` sequences running, the TTFT of a new
     arrival and the inter-token latency, both in seconds, interpolated between the swept points."""
 
@@ -93,7 +93,7 @@ class ReplicaProfile(Protocol):
 @dataclass(frozen=True)
 class Admission:
     """The gateway's saturation test as it applies to a variant's pods (llm-d EPP saturation detector,
-    harness/router.py): a pod is saturated at KV usage >= ``kv_threshold`` or ``waiting`` >=
+    harness/sim/router.py): a pod is saturated at KV usage >= ``kv_threshold`` or ``waiting`` >=
     ``queue_threshold`` and gets no new request while another pod is not; when every pod is saturated
     ``kind`` saturation rejects (429) and flow_control holds the request. So the router, not only the
     engine, bounds what one replica holds: a policy that sizes replicas from per-replica capacity must

@@ -4,7 +4,7 @@ disaggregated planner does (components/src/dynamo/planner/core/throughput_scalin
 
 Every request of the model is prefilled on a ``prefill`` replica and decoded on a ``decode`` one (the
 router's decode pool also takes ``both`` replicas: llm-d's decode profile picks among decode and
-aggregated pods, harness/disagg_spec.py). So each pool gets the whole predicted request rate:
+aggregated pods, harness/config/disagg_spec.py). So each pool gets the whole predicted request rate:
 
 - prefill: a replica serves one prompt after another; t = the profiled TTFT of a prompt of the
   predicted ISL alone (batch 1), rate = 1 / t. Batching prompts does not raise it (their compute

@@ -22,7 +22,7 @@ class StaticConfig(AutoscalerConfig):
     period_s: float = Field(default=30.0, gt=0, description="How often the fixed target is re-asserted, seconds.")
     size: Literal["peak", "mean"] | None = Field(
         default=None, description="Size the fixed count before the run, by simulation: the fewest replicas meeting "
-        "the SLO at the workload's peak (busiest 60 s) or mean rate (harness/static_sizing.py); replaces `replicas` "
+        "the SLO at the workload's peak (busiest 60 s) or mean rate (harness/sizing/static.py); replaces `replicas` "
         "and `per_variant`.")
 
 

@@ -28,7 +28,7 @@ from scalearena.paper.results import index_results
 def paper(out: str, seeds: int, sensitivity: bool, hetero: bool, doc: str, overrides: tuple[str, ...],
           jobs: int | None, analyse_only: bool, report: bool, executor_kind: str, address: str | None) -> None:
     """Reproduce the WVA paper: run its experiments over several seeds and write docs/paper-reproduction.md."""
-    from scalearena.harness.cli import _executor, _jobs, _run_all
+    from scalearena.harness.cli.main import _executor, _jobs, _run_all
 
     out_dir = Path(out)
     code = 0

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scalearena.harness.scenario import apply_overrides, read_yaml, scenario_from_data
-from scalearena.harness.suite import RunPlan, load_suite, plans_for_scenario
+from scalearena.harness.config.overrides import apply_overrides
+from scalearena.harness.config.scenario import read_yaml, scenario_from_data
+from scalearena.harness.config.suite import RunPlan, load_suite, plans_for_scenario
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # paper/ sits beside workloads/
 PAPER_SUITE = WORKLOADS / "suites" / "paper.yaml"

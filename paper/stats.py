@@ -2,7 +2,6 @@
 ``scalearena.reports.stats`` (Student-t quantiles from SciPy), re-exported under the paper's names."""
 from __future__ import annotations
 
-from scalearena.reports.stats import Estimate, estimate
-from scalearena.reports.stats import t_quantile as t95
+from scalearena.reports.stats import Estimate, estimate, t_quantile as t95
 
 __all__ = ["Estimate", "estimate", "t95"]

@@ -1,7 +1,7 @@
 """The bounds of a scenario point as the suite and tune pages read them from OUT/frontier.json (written by
-harness/frontier.py): the oracle frontier's runs, which become ``verdict.Point`` s of the bound regret is
+harness/sizing/frontier.py): the oracle frontier's runs, which become ``verdict.Point`` s of the bound regret is
 measured against (reports/verdict.py ``Frontier``), and llm-d-autoscaling #1499's "perfect system"
-(harness/perfect_system.py), a reference shown next to it. Both are averaged over seeds like any point
+(harness/sizing/perfect_system.py), a reference shown next to it. Both are averaged over seeds like any point
 (the frontier per setting). Reading only: no number here is computed from runs.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from scalearena.reports.catalog import BY_ID, Metric
 from scalearena.reports.stats import estimate
 from scalearena.reports.verdict import Point
 
-FRONTIER_FILE = "frontier.json"  # harness/frontier.py writes it when a suite runs the oracle frontier
+FRONTIER_FILE = "frontier.json"  # harness/sizing/frontier.py writes it when a suite runs the oracle frontier
 
 
 def _rows(doc: Any, key: str) -> list[dict[str, Any]]:

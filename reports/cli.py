@@ -104,8 +104,7 @@ def compare(baseline: Path, current: Path, tolerances: tuple[str, ...], scenario
     itl_mean, itl_p99, e2e_p99, gpu_hours, cost, energy_kwh +10 %;
     failures +10 % (+0 when the baseline had none).
     """
-    from scalearena.reports.compare import compare as run_compare
-    from scalearena.reports.compare import parse_tolerances
+    from scalearena.reports.compare import compare as run_compare, parse_tolerances
     from scalearena.reports.compare_config import RunFilter
     from scalearena.reports.compare_output import (
         append_step_summary,

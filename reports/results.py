@@ -207,7 +207,7 @@ class RunWriter:
         self._decisions_flushed = time.monotonic()
 
     def add_pod(self, row: dict[str, Any]) -> None:
-        """One pod's start-up phases and end (pods.jsonl, harness/startup.py), appended as it ends."""
+        """One pod's start-up phases and end (pods.jsonl, harness/sim/startup_phases.py), appended as it ends."""
         if self._pods_f is None:
             self._pods_f = open(self.dir / "pods.jsonl", "w", encoding="utf-8")  # noqa: SIM115
         self._pods_f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")

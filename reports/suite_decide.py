@@ -2,7 +2,7 @@
 
 Groups a scenario's runs by sweep point and autoscaler (the seeds of one group averaged), turns each
 group into a ``verdict.Point`` and lets ``verdict.decide`` pick; the oracle frontier's points
-(OUT/frontier.json, written by harness/frontier.py when the suite ran it) are averaged over seeds per
+(OUT/frontier.json, written by harness/sizing/frontier.py when the suite ran it) are averaged over seeds per
 setting the same way and become the bound. This module only reads results and words the outcome. The target comes from ``--min-attainment`` (report CLI), else the scenario's
 ``attainment_target`` recorded in suite.json (a suite's own setting is resolved into it), else 0.95.
 """

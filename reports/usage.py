@@ -85,7 +85,7 @@ def sample_weights(t_s: np.ndarray, sample_interval_s: float, window_s: float | 
 
 
 def meta_window(meta: dict[str, Any]) -> float | None:
-    """The run's window end from its metadata (harness/scenario.py ``Scenario.window_s``); None for a run
+    """The run's window end from its metadata (harness/config/scenario.py ``Scenario.window_s``); None for a run
     written before the window was recorded (integrated over every sample, as it was then)."""
     w = meta.get("window_s")
     return float(w) if isinstance(w, int | float) and w > 0 else None

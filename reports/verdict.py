@@ -9,7 +9,7 @@ states every rule:
 * a point **meets** the target when its attainment >= target; incomplete runs never do;
 * the **verdict** is the cheapest deployable point that meets the target (ties: higher attainment,
   then name), the **runner-up** the next one; a hindsight point (``BOUND_KINDS``: it reads the
-  future arrival schedule; the oracle frontier's runs, harness/frontier.py) is never picked;
+  future arrival schedule; the oracle frontier's runs, harness/sizing/frontier.py) is never picked;
 * the **bound** (``Frontier``): the lower convex hull of the hindsight points in (attainment, cost),
   flat at the floor's cost below the floor's attainment (no run is billed less than every variant at
   its min_replicas), undefined above the best attainment a hindsight point reached;
@@ -60,7 +60,7 @@ class Point:
     n: int = 1  # seeds averaged into this point
     requests: int = 0  # requests its attainment is a share of, all seeds together (0: unknown)
     floor: bool = False  # every variant at min_replicas all run long: nothing is billed less
-    frontier: bool = False  # an oracle-frontier run (harness/frontier.py), not one of the compared autoscalers
+    frontier: bool = False  # an oracle-frontier run (harness/sizing/frontier.py), not one of the compared autoscalers
 
 
 Unit = Callable[[Point], float | None]

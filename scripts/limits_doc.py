@@ -17,9 +17,9 @@ from pathlib import Path
 from scalearena.contracts import cli_params as cp
 from scalearena.contracts import limits as lim
 from scalearena.controllers import keda_formula as kf
-from scalearena.harness.backends.local import http_guard as hg
-from scalearena.harness.backends.local import openai_api as oa
-from scalearena.harness.backends.local import router_server as rs
+from scalearena.harness.local import http_guard as hg
+from scalearena.harness.local import openai_api as oa
+from scalearena.harness.local import router_server as rs
 from scalearena.harness.promql import shape, validate
 from scalearena.reports import load
 from scalearena.workloads.traces import base as traces

@@ -3,7 +3,7 @@
 usage: python scripts/make_tokenizer.py OUT_DIR [TEXT_FILE ...]
 
 ``scalearena serve-engine`` and ``serve-router`` count a prompt's tokens with the approximation of
-harness/backends/local/openai_api.py: one token per match of ``\\w+|[^\\w\\s]`` (a run of word characters,
+harness/local/openai_api.py: one token per match of ``\\w+|[^\\w\\s]`` (a run of word characters,
 or one other non-space character). guidellm asks its tokenizer to cut a synthetic prompt to N tokens and
 sends the decoded text, so the engine counts N only when the tokenizer splits text the same way and decodes
 every token back to one countable piece of text. This one does: its pre-tokenizer is that regex, and its
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-PIECE = r"\w+|[^\w\s]"  # harness/backends/local/openai_api.py's _APPROX_TOKEN
+PIECE = r"\w+|[^\w\s]"  # harness/local/openai_api.py's _APPROX_TOKEN
 UNKNOWN = "unk"  # a plain word: one token to the servers, kept when decoded
 
 

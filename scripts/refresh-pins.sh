@@ -36,7 +36,7 @@ for ref in "${refs[@]}"; do
 done
 # kustomize `images:` overrides (manifests/overlays/gpu-pool swaps the simulator for vllm/vllm-openai):
 # `newName: REPO` followed by `newTag: TAG[@sha256:...]` becomes `newTag: TAG@sha256:...`, which kustomize
-# and harness/backends/kube/render.py both append to the name as REPO:TAG@sha256:...
+# and harness/kube/render.py both append to the name as REPO:TAG@sha256:...
 mapfile -t overrides < <(grep -rlE '^ *newTag:' manifests | sort | while read -r f; do
   awk -v f="$f" '/^ *- / { name = ""; new = "" }
                  /^ *(- )?name:/ { name = $NF }

@@ -58,7 +58,7 @@ def write_yaml(path: Path, data: Any) -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _frontier_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The oracle frontier's run cache (harness/frontier_cache.py) in a folder of the test session, never the
+    """The oracle frontier's run cache (harness/sizing/frontier_cache.py) in a folder of the test session, never the
     user's ~/.cache; subprocesses (the CLI tests) inherit it."""
     import os
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from scalearena.workloads.traces.base import TraceStats
 
 class Scenario(Protocol):
-    """What request generation reads of a scenario (harness.scenario.Scenario satisfies it);
+    """What request generation reads of a scenario (harness.config.scenario.Scenario satisfies it);
     a protocol so that workloads/ need not import the harness, which imports workloads/."""
 
     @property

@@ -215,7 +215,7 @@ def unsent_record(spec: RequestSpec, end_s: float, status: str = "error") -> Req
 
 def locustfile() -> str:
     """The open-loop user's file (workloads/locust_user.py), for ``locust -f``: master and workers import it,
-    on the host (harness/backends/locust_process.py) and in the cluster's load pod (workloads/locust_incluster.py)."""
+    on the host (harness/local/locust_process.py) and in the cluster's load pod (workloads/locust_incluster.py)."""
     import importlib.util
 
     spec = importlib.util.find_spec("scalearena.workloads.locust_user")

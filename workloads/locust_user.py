@@ -23,7 +23,7 @@ workloads/load_handoff.py):
   ``python -m scalearena.workloads.locust_user --host URL --csv PREFIX``
 * Locust's own master/worker mode, beyond one process's capacity (what the
   local backend starts with ``--backend-option locust_workers=N``, see
-  harness/backends/locust_process.py; by hand: docs/local.md):
+  harness/local/locust_process.py; by hand: docs/local.md):
   ``locust -f workloads/locust_user.py --headless --master ...`` plus workers
   with distinct SCALEARENA_WORKER_INDEX. The master hands each worker one
   user; the user sends that worker's share of the schedule. When a worker
@@ -31,7 +31,7 @@ workloads/load_handoff.py):
   that second user in a process sends nothing (``OpenLoopUser.dispatched``),
   so no request goes out twice.
 
-Start: with SCALEARENA_START_FILE (what harness/backends/locust_process.py
+Start: with SCALEARENA_START_FILE (what harness/local/locust_process.py
 sets) a user touches its ready marker and waits for the harness to write
 scenario time 0 into that file; without it, SCALEARENA_T0 fixes time 0 (by
 hand).

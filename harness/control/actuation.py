@@ -4,7 +4,7 @@ Upstream WVA does not scale its Deployments itself in the common path
 (controllers/wva/actuation.py): it publishes ``wva_desired_replicas``;
 Prometheus scrapes the controller's exporter; prometheus-adapter answers the
 HPA controller's external-metrics request with an instant query (the value
-of the last scrape); and the actuation HPA (harness/backends/kube/scenario.py
+of the last scrape); and the actuation HPA (harness/kube/scenario.py
 ``wva_objects``: target AverageValue 1, tolerance 0, no stabilization,
 10 Pods per 15 s) writes it into the Deployment at its next sync. Only a
 scale-up from zero is direct (the HPA is disabled at 0 replicas). So a WVA

@@ -81,7 +81,7 @@ class ControlPlane:
         The fast loop (WVA's scale-from-zero, 10 times a second) runs only while a variant at 0
         spec replicas has requests queued at the gateway for its model, and its view carries no
         pod samples (``Autoscaler.decide_fast``), as the in-cluster controller's
-        ``reconcile_fast`` does (harness/k8s/controller.py): the common case costs one queue read."""
+        ``reconcile_fast`` does (harness/kube/wva/controller.py): the common case costs one queue read."""
         assert self.policy is not None, "no policy runs here (an in-cluster autoscaler decides)"
         now = self.clock.now() if now is None else now
         if fast and not self._wake_candidates():
@@ -110,7 +110,7 @@ class ControlPlane:
         want = dec.desired_replicas  # already within the variant's bounds (``bounded``)
         if self.published is not None:
             # published: the gauge now, the Deployment at an HPA sync; direct only from 0 (the HPA is
-            # disabled there) and on the fast loop, as harness/k8s/controller.py actuates
+            # disabled there) and on the fast loop, as harness/kube/wva/controller.py actuates
             self.published.publish(dec.variant, now, want)
             direct = direct or spec.get(dec.variant) == 0
             if not direct:

@@ -28,10 +28,10 @@ from scalearena.controllers.base import (
     StepModel,
     VariantView,
 )
+from scalearena.harness.config.engine_spec import step_model
 from scalearena.harness.control.ports import MetricsSource, ReplicaStatus
-from scalearena.harness.engine.latency import build_latency
-from scalearena.harness.replica_profile import replica_profile
-from scalearena.harness.scenario import step_model
+from scalearena.harness.sim.engine.latency import build_latency
+from scalearena.harness.sizing.replica_profile import replica_profile
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,14 @@ class VariantInfo:
 def engine_settings(spec: Any, gpu: Any, where: str) -> dict[str, Any]:
     """A variant's engine settings as a policy sees them, ``kv_cache_blocks`` always filled in:
     explicit, or derived from GPU memory and the model shape exactly as the engine derives it
-    (``harness.engine.latency.build_latency``; ``gpu`` is a catalog name or a ``GPUSpec``)."""
+    (``harness.sim.engine.latency.build_latency``; ``gpu`` is a catalog name or a ``GPUSpec``)."""
     engine = spec.engine.model_dump(mode="json")
     engine["kv_cache_blocks"] = build_latency(spec.engine, gpu, where=where)[1]
     return engine
 
 
 def admission(router: Any) -> Admission | None:
-    """The ``Admission`` of a scenario's router (``harness.scenario.RouterSpec``); None when it admits all."""
+    """The ``Admission`` of a scenario's router (``harness.config.scenario.RouterSpec``); None when it admits all."""
     adm = router.admission
     if adm.kind == "none":
         return None
@@ -72,7 +72,7 @@ def admission(router: Any) -> Admission | None:
 
 
 def variant_info(spec: Any, gpu: Any, index: int, admission: Admission | None = None) -> VariantInfo:
-    """``VariantInfo`` of the scenario's ``cluster.variants[index]`` (a ``harness.scenario.VariantSpec``)."""
+    """``VariantInfo`` of the scenario's ``cluster.variants[index]`` (a ``harness.config.scenario.VariantSpec``)."""
     return VariantInfo(
         name=spec.name, model=spec.model, gpu=spec.gpu, gpus_per_replica=spec.gpus_per_replica, cost=spec.cost,
         min_replicas=spec.min_replicas, max_replicas=spec.max_replicas, startup_s=spec.startup_s,
@@ -83,7 +83,7 @@ def variant_info(spec: Any, gpu: Any, index: int, admission: Admission | None = 
 
 
 def scenario_variants(scenario: Any) -> tuple[VariantInfo, ...]:
-    """Every variant of a ``harness.scenario.Scenario`` (its GPU looked up in the scenario's catalog)."""
+    """Every variant of a ``harness.config.scenario.Scenario`` (its GPU looked up in the scenario's catalog)."""
     adm = admission(scenario.router)
     return tuple(variant_info(v, scenario.cluster.gpu(v.gpu), i, adm) for i, v in enumerate(scenario.cluster.variants))
 

@@ -56,7 +56,12 @@ from scalearena.contracts.series import (
     epp_labels,
 )
 from scalearena.controllers.base import PodMetrics
-from scalearena.harness.engine.histogram import (
+from scalearena.harness.metrics.native_keys import NativeKeys, epp_latency_keys, native_keys
+from scalearena.harness.promql import TSDB, PromQLEngine
+from scalearena.harness.promql.rules import RuleEvaluator, RuleGroup
+from scalearena.harness.promql.tsdb import to_ms
+from scalearena.harness.promql.values import Labels, make_labels, to_api_result
+from scalearena.harness.sim.engine.histogram import (
     E2E_BUCKETS,
     ITL_BUCKETS,
     TTFT_BUCKETS,
@@ -64,11 +69,6 @@ from scalearena.harness.engine.histogram import (
     Histogram,
     quantile_from_buckets,
 )
-from scalearena.harness.metrics.native_keys import NativeKeys, epp_latency_keys, native_keys
-from scalearena.harness.promql import TSDB, PromQLEngine
-from scalearena.harness.promql.rules import RuleEvaluator, RuleGroup
-from scalearena.harness.promql.tsdb import to_ms
-from scalearena.harness.promql.values import Labels, make_labels, to_api_result
 
 
 class Sample(NamedTuple):

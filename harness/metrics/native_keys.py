@@ -29,8 +29,14 @@ from scalearena.contracts.series import (
     TTFT_HIST,
     epp_labels,
 )
-from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, EppLatency, Histogram
 from scalearena.harness.promql.values import Labels, make_labels
+from scalearena.harness.sim.engine.histogram import (
+    E2E_BUCKETS,
+    ITL_BUCKETS,
+    TTFT_BUCKETS,
+    EppLatency,
+    Histogram,
+)
 
 _HIST_BOUNDS = ((TTFT_HIST, TTFT_BUCKETS), (ITL_HIST, ITL_BUCKETS), (E2E_HIST, E2E_BUCKETS))
 

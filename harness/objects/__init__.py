@@ -124,7 +124,7 @@ def bound_warnings(cfg: Any, variants: Iterable[Any]) -> list[str]:
 
 
 def _adapter(d: Doc) -> AdapterConfig:
-    from scalearena.harness.schema_help import validated
+    from scalearena.harness.config.schema_help import validated
 
     return validated(AdapterConfig, {k: v for k, v in d.data.items() if k not in ("metadata", "kind")}, d.where)
 

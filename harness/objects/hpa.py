@@ -26,10 +26,10 @@ from scalearena.contracts.limits import MAX_MAGNITUDE, MAX_REPLICAS
 from scalearena.controllers.hpa import HPAConfig
 from scalearena.controllers.hpa.behavior import Behavior, ScalingPolicy, ScalingRules
 from scalearena.controllers.hpa.engine import TARGET_PODS, ExternalMetric, PodsMetric
+from scalearena.harness.config.schema_help import validated
 from scalearena.harness.objects import adapter as ad
 from scalearena.harness.objects.load import Doc
 from scalearena.harness.promql import PromQLEngine, PromQLError
-from scalearena.harness.schema_help import validated
 
 _SUFFIX = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_REPLICAS
 from scalearena.controllers.keda import KEDAConfig
+from scalearena.harness.config.schema_help import validated
 from scalearena.harness.objects.hpa import HPABehavior, check_query, rules_of
 from scalearena.harness.objects.load import Doc
-from scalearena.harness.schema_help import validated
 
 
 class _M(BaseModel):

@@ -24,7 +24,7 @@ import yaml
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
-from scalearena.harness.safe_yaml import parse_yaml, parse_yaml_all, read_text
+from scalearena.harness.config.safe_yaml import parse_yaml, parse_yaml_all, read_text
 
 KINDS: dict[tuple[str, str], str] = {
     ("autoscaling/v2", "HorizontalPodAutoscaler"): "hpa",

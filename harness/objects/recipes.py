@@ -6,7 +6,7 @@ Filled per variant (a user's ``env`` entry of the same name wins): ``NAMESPACE``
 DNS label), ``EPP_SERVICE`` / ``INFERENCE_POOL`` (the EPP's ``service`` / ``inference_pool`` labels for the model's
 pool: ``<model>-epp`` and ``<model>``, as the simulator's EPP writes them), ``MIN_REPLICAS`` / ``MAX_REPLICAS`` (the
 variant's bounds), ``TTFT_SLO_S`` / ``TPOT_SLO_S`` (the scenario's ``slo``), ``PEAK_PREFILL_TPS`` (computed from the
-engine model, harness/engine/prefill.py). ``llmd-token-pd`` is read once per model that has prefill and decode
+engine model, harness/sim/engine/prefill.py). ``llmd-token-pd`` is read once per model that has prefill and decode
 variants, with ``PREFILL_*`` / ``DECODE_*`` for the two. The values computed rather than copied are kept in the
 config's ``derived`` with how they were obtained, and the run report shows them.
 """
@@ -117,8 +117,8 @@ def _mean_prompt(sc: Any, model: str) -> int:
 
 
 def _peak_prefill(sc: Any, v: Any, derived: dict[str, str]) -> str:
-    from scalearena.harness.engine.latency import build_latency
-    from scalearena.harness.engine.prefill import peak_prefill
+    from scalearena.harness.sim.engine.latency import build_latency
+    from scalearena.harness.sim.engine.prefill import peak_prefill
 
     lat, _ = build_latency(v.engine, sc.cluster.gpu(v.gpu), where=f"variant {v.name}.engine")
     prompt = _mean_prompt(sc, v.model)

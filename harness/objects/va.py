@@ -14,9 +14,9 @@ from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_COST, MAX_REPLICAS
 from scalearena.controllers.kubernetes import ObjectTarget
 from scalearena.controllers.wva.controller import WVAConfig
+from scalearena.harness.config.schema_help import validated
 from scalearena.harness.objects.hpa import check_replica_range
 from scalearena.harness.objects.load import Doc
-from scalearena.harness.schema_help import validated
 
 
 class VASpec(BaseModel):

@@ -113,7 +113,7 @@ class PrometheusRule(BaseModel):
 
 def load_rule_groups(data: Any, where: str) -> list[RuleGroup]:
     """Rule groups from a parsed YAML document; any problem is one UserError with the field path."""
-    from scalearena.harness.schema_help import validated
+    from scalearena.harness.config.schema_help import validated
 
     if isinstance(data, dict) and "kind" in data:
         groups, prefix = validated(PrometheusRule, data, where).spec.groups, "spec.groups"

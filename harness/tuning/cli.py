@@ -19,9 +19,9 @@ from rich.text import Text
 from scalearena.contracts.cli_params import OutDir, check_jobs
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_SEEDS
-from scalearena.harness import frontier
-from scalearena.harness.executor import EXECUTORS, Executor, make_executor
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.run.executor import EXECUTORS, Executor, make_executor
+from scalearena.harness.sizing import frontier
 from scalearena.harness.tuning.objectives import check_target, cost_axis, default_objectives, parse_objectives
 from scalearena.harness.tuning.outputs import write
 from scalearena.harness.tuning.space import build_space

@@ -23,7 +23,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from scalearena.controllers.base import AutoscalerConfig
-from scalearena.harness.frontier import document
+from scalearena.harness.sizing.frontier import document
 from scalearena.harness.tuning.objectives import ATTAINMENT, cost_axis
 from scalearena.harness.tuning.space import apply
 from scalearena.harness.tuning.study import Tuning, finished, storage_url
@@ -124,7 +124,7 @@ def _write_parquet(path: Path, df: pd.DataFrame) -> None:
 
 def _meta(t: Tuning, frame: pd.DataFrame, v: Verdict, refs: dict[str, Outcome], best: FrozenTrial | None
           ) -> dict[str, Any]:
-    from scalearena.harness.runner import git_sha, versions
+    from scalearena.harness.run.runner import git_sha, versions
 
     counts = frame["state"].value_counts().to_dict() if not frame.empty else {}
     return {

@@ -22,7 +22,7 @@ from scalearena.contracts.limits import unit_problem
 from scalearena.contracts.suggest import did_you_mean
 from scalearena.contracts.tunable import Tunable, field_kind
 from scalearena.controllers.base import AutoscalerConfig
-from scalearena.harness.safe_yaml import parse_yaml
+from scalearena.harness.config.safe_yaml import parse_yaml
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _set(data: Any, path: str, value: Any) -> None:
 def apply(cfg: AutoscalerConfig, values: dict[str, Any]) -> AutoscalerConfig:
     """``cfg`` with ``values`` set at their paths, validated by its model (ValueError with the model's
     reason when the combination is refused). A ``kubernetes`` config is re-read from its object files by
-    the caller (harness.scenario.compile_objects): its placeholders changed."""
+    the caller (harness.config.scenario.compile_objects): its placeholders changed."""
     data = cfg.model_dump(mode="json")
     for path, value in values.items():
         _set(data, path, value)

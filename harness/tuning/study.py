@@ -27,9 +27,9 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.tunable import Tunable
 from scalearena.controllers.base import AutoscalerConfig
-from scalearena.harness.executor import Executor
-from scalearena.harness.frontier_spec import FrontierSpec
-from scalearena.harness.scenario import Scenario
+from scalearena.harness.config.frontier_spec import FrontierSpec
+from scalearena.harness.config.scenario import Scenario
+from scalearena.harness.run.executor import Executor
 from scalearena.harness.tuning.objectives import ATTAINMENT, Objective
 from scalearena.harness.tuning.space import Space, apply
 from scalearena.harness.tuning.trials import Outcome, label, outcome, plans, rounded
@@ -56,7 +56,7 @@ class Tuning:
     sampler: str = "tpe"
     sampler_seed: int = 0
     frontier: FrontierSpec | None = None  # the oracle frontier to run as the bound (None: only the oracle)
-    frontier_rows: list[dict[str, Any]] = field(default_factory=list)  # its points once run (harness/frontier.py)
+    frontier_rows: list[dict[str, Any]] = field(default_factory=list)  # its points once run (harness/sizing/frontier.py)
     perfect_rows: list[dict[str, Any]] = field(default_factory=list)  # #1499's perfect system per seed
 
     @property

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scalearena.controllers.base import AutoscalerConfig
-from scalearena.harness.scenario import Scenario, compile_objects
-from scalearena.harness.suite import RunPlan
+from scalearena.harness.config.scenario import Scenario, compile_objects
+from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.tuning.objectives import ATTAINMENT, Objective
 from scalearena.reports.catalog import BY_ID
 

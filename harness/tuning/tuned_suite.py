@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from scalearena.contracts.tunable import Tunable
-from scalearena.harness.executor import Executor
-from scalearena.harness.suite import RunPlan
+from scalearena.harness.config.suite import RunPlan
+from scalearena.harness.run.executor import Executor
 from scalearena.harness.tuning.objectives import default_objectives, parse_objectives
 from scalearena.harness.tuning.outputs import tuned_config, write
 from scalearena.harness.tuning.space import build_space
@@ -118,7 +118,7 @@ def with_tuned(plans: list[RunPlan], out: Path, trials: int, cluster: str, jobs:
     """``plans`` and, after them, the tuned runs (``--tuned``); the studies run on ``executor`` or on a local
     pool of ``jobs`` workers. Simulator only: a study is hundreds of runs."""
     from scalearena.contracts.errors import UserError
-    from scalearena.harness.executor import make_executor
+    from scalearena.harness.run.executor import make_executor
     from scalearena.reports.verdict import target_of
 
     if cluster != "sim":

@@ -104,7 +104,7 @@ def _serve() -> None:
     """The child side: one JSON list of CLI arguments per stdin line, one JSON answer per stdout line."""
     from click.testing import CliRunner
 
-    from scalearena.harness import cli
+    from scalearena.harness.cli import main as cli
 
     cli._write_report = lambda out: None  # not what is fuzzed (see the module docstring)
     out = os.fdopen(os.dup(1), "w")

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cluster():  # noqa: ANN201
-    from scalearena.harness.backends.kube.cluster import KindCluster, Shell, build_images, preflight
+    from scalearena.harness.kube.cluster import KindCluster, Shell, build_images, preflight
 
     preflight("kind")
     kind = KindCluster(Shell(), ROOT / "manifests/kind/cluster.yaml")
@@ -50,8 +50,8 @@ def test_workers_have_fake_gpus(cluster) -> None:  # noqa: ANN001
 
 
 def test_wva_controller_writes_conditions(cluster) -> None:  # noqa: ANN001
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
 
     k = cluster.kubectl
     sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml")
@@ -79,8 +79,8 @@ def test_wva_controller_writes_conditions(cluster) -> None:  # noqa: ANN001
 
 
 def test_short_run_accounts_for_every_request(cluster, tmp_path: Path) -> None:  # noqa: ANN001
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
     from scalearena.reports.results import RunWriter
 
     sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml", overrides=["duration_s=60"])
@@ -98,8 +98,8 @@ def test_llm_d_slo_recipe_runs_on_kube_state_metrics_and_its_rules(cluster, tmp_
     (tests/unit/test_kind_recipes.py); this is the check that it runs."""
     import urllib.parse
 
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
     from scalearena.reports.results import RunWriter
 
     k = cluster.kubectl

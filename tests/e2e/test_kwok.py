@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.kwok]
 
 
 def _need_go() -> None:
-    from scalearena.harness.backends.kube import tools
+    from scalearena.harness.kube import tools
 
     try:
         tools.preflight()
@@ -38,7 +38,7 @@ def _need_go() -> None:
 
 @pytest.fixture(scope="module")
 def tools_built() -> None:
-    from scalearena.harness.backends.kube import tools
+    from scalearena.harness.kube import tools
 
     _need_go()
     tools.ensure(progress=print)
@@ -62,7 +62,7 @@ def _ours(folder: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def cluster(tools_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from scalearena.harness.backends.kube.kwok import KwokCluster
+    from scalearena.harness.kube.kwok import KwokCluster
 
     folder = tmp_path_factory.mktemp("kwok") / "cp"
     c = KwokCluster(folder, log=print)
@@ -97,7 +97,7 @@ def test_server_version_is_the_pinned_release(cluster) -> None:  # noqa: ANN001
 def test_an_interrupted_start_leaves_no_process(tools_built: None, tmp_path: Path, step: str) -> None:
     """Issue 26 item 2: `down` leaves no process behind whatever failed: the start is interrupted right after each
     component's process starts, and no process naming the cluster's folder survives."""
-    from scalearena.harness.backends.kube.kwok import KwokCluster
+    from scalearena.harness.kube.kwok import KwokCluster
 
     class Stop(Exception):
         pass
@@ -115,8 +115,8 @@ def test_an_interrupted_start_leaves_no_process(tools_built: None, tmp_path: Pat
 
 
 def test_a_bad_flag_fails_the_start_with_the_component_and_its_log(tools_built: None, tmp_path: Path) -> None:
-    from scalearena.harness.backends.kube.kwok import KwokCluster
-    from scalearena.harness.backends.kube.tools import binary
+    from scalearena.harness.kube.kwok import KwokCluster
+    from scalearena.harness.kube.tools import binary
 
     wrapper = tmp_path / "kube-scheduler"
     wrapper.write_text(f"#!/bin/sh\nexec {binary('kube-scheduler')} --no-such-flag \"$@\"\n")
@@ -134,8 +134,8 @@ SHORT = ("duration_s=60", "drain_s=15")
 
 def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aware.yaml",  # noqa: ANN001
          overrides: tuple[str, ...] = SHORT, time_scale: float = 1.0) -> dict:
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
     from scalearena.reports.results import RunWriter
 
     sc = load_scenario(ROOT / "workloads/scenarios" / scenario, overrides=list(overrides))
@@ -159,7 +159,7 @@ def _run(cluster, tmp_path: Path, autoscaler: str, scenario: str = "exp2-cost-aw
 def _while_up(check: Callable[[object], None]) -> Iterator[None]:
     """Run ``check(sampler)`` once the load is over and before teardown (on kwok the stack's processes stop with
     the run, so what kind's e2e tests read afterwards is read here, while it still runs)."""
-    from scalearena.harness.backends.kube.sampling import Sampler
+    from scalearena.harness.kube.sampling import Sampler
 
     finish = Sampler.finish
 
@@ -236,7 +236,7 @@ def test_a_time_scaled_run_keeps_scenario_time(tools_built: None, tmp_path: Path
     TTFT is 200 ms plus twice the stack's overhead (a few ms at scale 1); unscaled it would be 2 x 200 = 400 ms."""
     import pyarrow.parquet as pq
 
-    from scalearena.harness.backends.kube.kwok import KwokCluster
+    from scalearena.harness.kube.kwok import KwokCluster
 
     c = KwokCluster(tmp_path / "cp", log=print, time_scale=2)
     c.up({"NVIDIA-A100-SXM4-80GB": 4, "NVIDIA-H100-80GB-HBM3": 10}, owner="suite")

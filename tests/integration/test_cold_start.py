@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from scalearena.controllers.base import Decision, Reason
-from scalearena.harness.backends.sim.loop import Simulation
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.sim.loop import Simulation
 from scalearena.reports.results import RunWriter
 
 # 10 GB at 100 MB/s = 100 s pull; 20 GB at 1 GB/s = 20 s load; warm-up 30 s; scheduling 2 s

@@ -5,7 +5,7 @@ No API server here, so kubernetes_sd cannot run; the same targets reach Promethe
 carrying the ``__meta_kubernetes_*`` labels kubernetes_sd (role pod: one target per container port) gives the
 kube-state-metrics pod of manifests/base/kube-state-metrics.yaml, and both jobs of manifests/base/prometheus.yaml
 run with their relabelling and ``honor_labels`` unchanged. The exporter is the harness's own kube-state-metrics
-endpoint (harness/backends/local/kube_state.py), which writes kube-state-metrics' exposition (``namespace`` and
+endpoint (harness/local/kube_state.py), which writes kube-state-metrics' exposition (``namespace`` and
 ``deployment`` labels, docs/metrics/workload/deployment-metrics.md); the real image was not run here.
 """
 from __future__ import annotations
@@ -20,11 +20,11 @@ import requests
 import yaml
 
 from scalearena.contracts.series import BY_NAME, KSM_REPLICAS, KSM_REPLICAS_UNAVAILABLE
-from scalearena.harness.backends.kube.render import render
-from scalearena.harness.backends.local.kube_state import DeploymentCollector, KubeStateExporter
-from scalearena.harness.backends.local.prometheus import PrometheusProcess
-from scalearena.harness.backends.local.supervisor import Supervisor
 from scalearena.harness.control.ports import ReplicaStatus
+from scalearena.harness.kube.render import render
+from scalearena.harness.local.kube_state import DeploymentCollector, KubeStateExporter
+from scalearena.harness.local.prometheus import PrometheusProcess
+from scalearena.harness.local.supervisor import Supervisor
 
 pytestmark = [
     pytest.mark.local,

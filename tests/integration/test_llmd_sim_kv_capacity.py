@@ -13,7 +13,7 @@ prompts fit where distinct ones do not.
 
 This is why CLUSTER=kwok runs of the paper scenarios (kv-cache-size 1024 x block-size 16 = 16,384 prompt
 tokens per engine, prompts up to 8,192 words) end with long-prompt requests in status ``error``: scalearena's
-engine model (harness/engine/core.py) instead keeps such a request waiting until its blocks are free.
+engine model (harness/sim/engine/core.py) instead keeps such a request waiting until its blocks are free.
 
 Numbers worked out by hand: every word of the prompts is one token for the dummy tokenizer (``\\w+`` runs);
 7,616 words = 476 blocks of 16 exactly; two distinct prompts hold 952 of the 1,024 blocks (KV usage
@@ -35,9 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.backends.kube import launcher as L
-from scalearena.harness.backends.kube import tools
-from scalearena.harness.backends.local.supervisor import free_port
+from scalearena.harness.kube import launcher as L, tools
+from scalearena.harness.local.supervisor import free_port
 
 pytestmark = pytest.mark.local
 
@@ -86,7 +85,7 @@ def _wait(cond: Callable[[], bool], timeout: float) -> None:
 @pytest.fixture(params=["direct", "netns-relay"])
 def sim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int]]:
     if not SIM.exists():
-        pytest.skip(f"{SIM} not built (python -m scalearena.harness.backends.kube.tools)")
+        pytest.skip(f"{SIM} not built (python -m scalearena.harness.kube.tools)")
     relayed = request.param == "netns-relay"
     if relayed and not L.netns_supported():
         pytest.skip("needs CAP_SYS_ADMIN (root) for a network namespace")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scalearena.harness.backends.local.backend import LocalBackend
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.local.backend import LocalBackend
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import build_requests
 
@@ -76,7 +76,7 @@ def test_replicas_rise_after_the_step(autoscaler: str, tmp_path: Path) -> None:
     for p in cold:
         ph = p["phases"][0]
         # 10 s, unless the pod went while starting (the run's window ends, or a scale-down): then the phase
-        # is clipped at the pod's end (harness/startup.py clip), as the simulator's pods.jsonl does
+        # is clipped at the pod's end (harness/sim/startup_phases.py clip), as the simulator's pods.jsonl does
         ended = p["ended_s"] if p["ended_s"] is not None else float("inf")
         assert ph["end_s"] - ph["start_s"] == pytest.approx(min(10.0, ended - ph["start_s"]))
         assert p["ready_s"] is None or p["ready_s"] >= ph["end_s"] - 0.5  # 0.5 s: wall-clock axis rounding
@@ -86,8 +86,8 @@ def test_sim_and_local_bill_the_same_window(tmp_path: Path) -> None:
     """One scenario on both backends: each samples and integrates over [0, duration_s + drain_s]
     (Scenario.window_s), although the simulator has nothing in flight well before the end and the
     local run's load may overstay it."""
-    from scalearena.harness.runner import execute
-    from scalearena.harness.suite import RunPlan
+    from scalearena.harness.config.suite import RunPlan
+    from scalearena.harness.run.runner import execute
 
     # 20 s at 1 rps (the step comes at 40 s, after the end) + 6 s of drain: a 26 s window
     sc = load_scenario(HERE / "local_step.yaml", ["duration_s=20", "drain_s=6"])

@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from scalearena.harness.backends.kube import tools
-from scalearena.harness.backends.local.backend import LocalBackend, LocalRun
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube import tools
+from scalearena.harness.local.backend import LocalBackend, LocalRun
 from scalearena.reports.results import RunWriter
 
 HERE = Path(__file__).parent

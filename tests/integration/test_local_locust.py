@@ -5,7 +5,7 @@ Locust process actually sent must be the same sequence: same ids in the same
 order of scheduled time, same prompt length (as the engine counted it from
 the words it received, echoed in usage.prompt_tokens), same max_tokens.
 Real processes: one serve-engine (zero latency) and the Locust user; then
-Locust's master with 2 workers (harness/backends/locust_process.py, as the
+Locust's master with 2 workers (harness/local/locust_process.py, as the
 local backend starts it with ``locust_workers=2``), whose records together
 hold the same sequence, each request once, split by ``request_id % 2``.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness.backends.local.supervisor import Supervisor
-from scalearena.harness.backends.locust_process import LocustProcess
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.local.locust_process import LocustProcess
+from scalearena.harness.local.supervisor import Supervisor
 from scalearena.workloads import load_handoff as load
 from scalearena.workloads.generate import build_requests
 
@@ -54,7 +54,7 @@ def test_locust_sends_the_simulators_sequence(tmp_path: Path, scenario_dict: dic
     load.write_schedule(schedule, specs)
     with Supervisor(tmp_path / "logs") as sup:
         # --port 0: the engine binds a port the kernel picks and prints it, so no other process can race us to it
-        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
+        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.local.cli", "engine",
                                    "--model", "m", "--port", "0", "--max-num-seqs", "256"])
         port = printed_port(eng)
         env = {load.ENV_SCHEDULE: str(schedule), load.ENV_RECORDS: str(tmp_path / "records-{worker}.jsonl"),
@@ -82,7 +82,7 @@ def test_locust_sends_the_simulators_sequence(tmp_path: Path, scenario_dict: dic
 def run_two_workers(tmp_path: Path, specs: list[Any]) -> tuple[LocustProcess, Supervisor]:
     """Locust's master + 2 workers (as the local backend starts them) against one zero-latency engine, to the end."""
     with Supervisor(tmp_path / "logs") as sup:
-        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
+        eng = sup.start("engine", [sys.executable, "-m", "scalearena.harness.local.cli", "engine",
                                    "--model", "m", "--port", "0", "--max-num-seqs", "256"])
         port = printed_port(eng)
         lp = LocustProcess(tmp_path, f"http://127.0.0.1:{port}", end_s=20.0, timeout_s=10.0, workers=2,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
 from tests.integration.test_local_backend import run_local_config
 
 pytestmark = [

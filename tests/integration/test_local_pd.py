@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from scalearena.harness.backends.local.handoff_auth import vouch
+from scalearena.harness.local.handoff_auth import vouch
 
 from .test_server_probes import TOKEN, Server, _start, metric, post, wait_for
 

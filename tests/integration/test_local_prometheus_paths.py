@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scalearena.harness.backends.local.prometheus import PrometheusProcess
-from scalearena.harness.backends.local.supervisor import LOOPBACK, Supervisor
+from scalearena.harness.local.prometheus import PrometheusProcess
+from scalearena.harness.local.supervisor import LOOPBACK, Supervisor
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed")
 

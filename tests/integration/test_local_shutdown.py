@@ -267,7 +267,7 @@ def test_ctrl_c_while_the_run_starts_still_marks_it_incomplete(tmp_path: Path) -
 def test_a_sigkilled_harness_takes_every_child_with_it(tmp_path: Path) -> None:
     """SIGKILL leaves the harness no chance to clean up (no handler, no atexit): before, its engines, router,
     Prometheus and Locust kept listening, each in its own session. Each is started with PR_SET_PDEATHSIG
-    (harness/interrupts.py die_with_parent), so the kernel SIGKILLs it when the harness dies."""
+    (harness/run/interrupts.py die_with_parent), so the kernel SIGKILLs it when the harness dies."""
     out = tmp_path / "out"
     cli = LocalCli(out)
     try:

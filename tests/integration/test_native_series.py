@@ -24,9 +24,9 @@ import pytest
 import requests
 
 from scalearena.contracts import series as S
-from scalearena.harness.backends.local.backend import LocalBackend, LocalRun
-from scalearena.harness.backends.sim import Simulation
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.local.backend import LocalBackend, LocalRun
+from scalearena.harness.sim.backend import Simulation
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import build_requests
 

@@ -1,7 +1,7 @@
 """A user's own HPA object run in the simulator (harness/objects, controllers/kubernetes.py).
 
 The built-in ``hpa`` preset and the objects it renders for a cluster (the HorizontalPodAutoscaler
-of harness/backends/kube/scenario.py ``hpa_objects``, what CLUSTER=kind applies, read back with the
+of harness/kube/scenario.py ``hpa_objects``, what CLUSTER=kind applies, read back with the
 prometheus-adapter rules of manifests/) must take the same decision at every sync of the same
 run: the objects' metrics are read as PromQL from the in-memory engine, the preset's from the
 view's pod samples, and the two are the same numbers.
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from scalearena.harness.backends.kube.keda import keda_objects
-from scalearena.harness.backends.kube.scenario import hpa_objects
-from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.kube.keda import keda_objects
+from scalearena.harness.kube.scenario import hpa_objects
+from scalearena.harness.sim.backend import SimBackend
 from scalearena.reports.results import RunWriter
 
 SCENARIO: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""The pod launcher of CLUSTER=kwok over real sockets on 127.0.0.0/8 (harness/backends/kube/launcher.py).
+"""The pod launcher of CLUSTER=kwok over real sockets on 127.0.0.0/8 (harness/kube/launcher.py).
 
 The unit tests (tests/unit/test_pod_launcher.py) drive the launcher without a socket; here the probes, the
 relay from a pod IP to the process, serve-engine bound to its pod IP and, where this process may make
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness.backends.kube import launcher as L
-from scalearena.harness.backends.local.supervisor import free_port
+from scalearena.harness.kube import launcher as L
+from scalearena.harness.local.supervisor import free_port
 from tests.unit.test_pod_launcher import (
     FakeAPI,
     add,

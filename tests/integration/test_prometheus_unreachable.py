@@ -8,7 +8,7 @@ import pytest
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import KV_USAGE
-from scalearena.harness.backends.local.supervisor import free_port
+from scalearena.harness.local.supervisor import free_port
 from scalearena.harness.metrics.prometheus import PrometheusAuth, PrometheusMetrics
 
 SECRET = "s3cr3t-token-value"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.backends.sim.loop import Simulation
+from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.harness.objects.recipes import SIM_SERIES
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.sim.backend import SimBackend
+from scalearena.harness.sim.loop import Simulation
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import build_requests
 
@@ -43,7 +43,7 @@ def run(name: str, out: Path, admission: str = "flow_control",
     w = RunWriter(out, {"scenario": sc.name, "autoscaler": name, "duration_s": sc.duration_s,
                         "slo": sc.slo.model_dump(mode="json")})
     cfg = sc.autoscaler(name)
-    for setting, how in getattr(cfg, "derived", {}).items():  # as harness/runner.py does
+    for setting, how in getattr(cfg, "derived", {}).items():  # as harness/run/runner.py does
         w.add_event(0.0, "derived_setting", setting=setting, value=how)
     SimBackend().run(sc, cfg, w, None)
     summary = w.finish()

@@ -19,15 +19,14 @@ from typing import Any
 
 import pytest
 import requests
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from tests.fuzz_settings import fuzz
 from tests.integration.test_server_probes import Server
 
 pytestmark = pytest.mark.local
 
-CLI = [sys.executable, "-m", "scalearena.harness.backends.local.cli"]
+CLI = [sys.executable, "-m", "scalearena.harness.local.cli"]
 TOKEN = "fuzz-token-0123456789abcdef"
 ALLOWED_5XX = {503}  # no ready engine for the model; past --max-connections
 

@@ -28,7 +28,7 @@ import requests
 
 pytestmark = pytest.mark.local
 
-CLI = [sys.executable, "-m", "scalearena.harness.backends.local.cli"]
+CLI = [sys.executable, "-m", "scalearena.harness.local.cli"]
 TOKEN = "probe-token-0123456789abcdef"
 
 
@@ -656,7 +656,7 @@ def test_the_connection_cap_stays_under_the_descriptor_limit() -> None:
     for its own files and client sessions), whatever --max-connections says."""
     import resource
 
-    from scalearena.harness.backends.local.http_guard import ConnectionLimits, connection_cap
+    from scalearena.harness.local.http_guard import ConnectionLimits, connection_cap
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))

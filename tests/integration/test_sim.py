@@ -8,12 +8,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scalearena.controllers.base import Decision, Reason
-from scalearena.harness.backends.sim import SimBackend, Simulation
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.sim.backend import SimBackend, Simulation
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 

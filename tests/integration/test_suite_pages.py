@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from scalearena.harness.runner import run_plan, with_pages
-from scalearena.harness.scenario import load_scenario
-from scalearena.harness.suite import plans_for_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.config.suite import plans_for_scenario
+from scalearena.harness.run.runner import run_plan, with_pages
 from scalearena.reports.report import run_inputs_hash, stored_hash, write_suite_report
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from scalearena.harness.runner import run_plan
-from scalearena.harness.scenario import load_scenario
-from scalearena.harness.suite import plans_for_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.config.suite import plans_for_scenario
+from scalearena.harness.run.runner import run_plan
 from tests.unit.test_cli import scalearena
 
 TINY = Path(__file__).with_name("tune_tiny.yaml")

@@ -1,9 +1,9 @@
 """Helpers the engine unit tests share: a constant-latency model and a driver that runs an engine to idle."""
 from __future__ import annotations
 
-from scalearena.harness.engine.core import Engine
-from scalearena.harness.engine.latency import ConstantModel
-from scalearena.harness.scenario import ConstantLatency
+from scalearena.harness.config.engine_spec import ConstantLatency
+from scalearena.harness.sim.engine.core import Engine
+from scalearena.harness.sim.engine.latency import ConstantModel
 
 
 def const(max_num_seqs: int = 256, **kw: float) -> ConstantModel:

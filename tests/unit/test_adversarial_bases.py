@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
 from tests.adversarial.strategies import ALL_AUTOSCALERS, PD_AUTOSCALERS
 
 

@@ -17,8 +17,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scalearena.controllers.base import ArrivalForecast, ClusterView, Decision, PodMetrics, VariantView
 from scalearena.controllers.llmd import RECIPES, RecipeConfig
@@ -45,7 +44,7 @@ SKELETON = {"name": "v0", "model": "m0", "min_replicas": 1, "max_replicas": 4, "
 
 def recipe_scenario(name: str, sks: list[dict]):
     """A scenario of the skeleton's variants (for llmd-token-pd, its first two of model m0 as prefill/decode)."""
-    from scalearena.harness.scenario import scenario_from_data
+    from scalearena.harness.config.scenario import scenario_from_data
 
     variants = []
     for sk in sks:

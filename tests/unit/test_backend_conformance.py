@@ -28,21 +28,23 @@ import pytest
 
 from scalearena.controllers.base import AutoscalerBase, ClusterView, Decision, Reason
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.backends.kube.scenario import NAMESPACE
-from scalearena.harness.backends.local import backend as local_backend
-from scalearena.harness.backends.local import pods as local_pods
-from scalearena.harness.backends.local import prometheus as local_prometheus
-from scalearena.harness.backends.sim import Simulation
+from scalearena.harness.config.scenario import load_scenario
 from scalearena.harness.control.loop import LoopHooks, WallLoop
 from scalearena.harness.control.ports import WallClock
-from scalearena.harness.engine.cluster import PENDING, READY, STARTING, TERMINATING, Pod
-from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
-from scalearena.harness.k8s.fake import FakeKubeAPI
+from scalearena.harness.kube.sampling import Sampler
+from scalearena.harness.kube.scenario import NAMESPACE
+from scalearena.harness.kube.wva.fake import FakeKubeAPI
+from scalearena.harness.local import (
+    backend as local_backend,
+    pods as local_pods,
+    prometheus as local_prometheus,
+)
 from scalearena.harness.metrics.memory import Sample
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
-from scalearena.harness.router import RoutedPod
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.sim.backend import Simulation
+from scalearena.harness.sim.engine.cluster import PENDING, READY, STARTING, TERMINATING, Pod
+from scalearena.harness.sim.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
+from scalearena.harness.sim.router import RoutedPod
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 
@@ -521,7 +523,7 @@ def test_only_the_control_plane_builds_a_view() -> None:
 
 
 def test_the_view_scan_catches_a_backend_that_builds_its_own(tmp_path: Path) -> None:
-    pkg = tmp_path / "harness" / "backends"
+    pkg = tmp_path / "harness" / "local"
     pkg.mkdir(parents=True)
     (pkg / "rogue.py").write_text("from x import ClusterView\n\ndef v():\n    return ClusterView(now=0, variants=())\n")
-    assert view_constructions(tmp_path / "harness") == ["harness/backends/rogue.py:4"]
+    assert view_constructions(tmp_path / "harness") == ["harness/local/rogue.py:4"]

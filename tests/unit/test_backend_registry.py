@@ -7,7 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.registry import (
+from scalearena.harness.cli.main import main
+from scalearena.harness.run.registry import (
     BACKENDS,
     KubeOptions,
     LocalOptions,
@@ -15,7 +16,6 @@ from scalearena.harness.backends.registry import (
     parse_option_flags,
     resolve_options,
 )
-from scalearena.harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -65,7 +65,7 @@ def test_validate_warns_with_counts_when_requests_cannot_fit(tmp_path, scenario_
     # 8 blocks x 16 = 128 tokens on the only variant; prompts uniform 64..128 + 32 output tokens: every
     # prompt above 96 cannot fit. 2 rps x 60 s = 120 requests; the count of misfits is the uniform share,
     # so it lies strictly between 0 and 120 and equals what the generator draws (checked via the engine rule).
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
     from scalearena.workloads.generate import iter_requests
 
     scenario_dict["cluster"]["variants"][0]["engine"]["kv_cache_blocks"] = 8
@@ -133,7 +133,7 @@ def test_local_without_prometheus_fails_before_any_progress(scenario_file, tmp_p
 
 
 def test_summary_table_shows_the_reports_cost_unit(capsys):
-    from scalearena.harness.cli_progress import print_table
+    from scalearena.harness.cli.progress import print_table
 
     def row(name: str, usd: float | None) -> dict:
         s = {"goodput_rps": 5.383, "throughput_rps": 5.522, "failures": {"rejected": 44}, "ttft_ms": {"p99": 2146.2},
@@ -162,9 +162,9 @@ def test_the_command_group_loads_no_run_machinery():
 
     # `scalearena --version`, report, compare, autoscalers: the group itself must not pull in pandas, the
     # scenario models or the simulator (1.36 -> 0.33 s of CPU for --version when this was made lazy)
-    code = ("import sys, scalearena.harness.cli; "
-            "print(sorted(m for m in ('pandas', 'pyarrow', 'scalearena.harness.scenario', 'scalearena.harness.runner',"
-            " 'scalearena.harness.engine') if m in sys.modules))")
+    code = ("import sys, scalearena.harness.cli.main; "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'scalearena.harness.config.scenario', 'scalearena.harness.run.runner',"
+            " 'scalearena.harness.sim.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -175,7 +175,7 @@ def test_an_infrastructure_failure_is_one_line_and_exit_1() -> None:
     import click
 
     from scalearena.contracts.errors import RunFailed
-    from scalearena.harness.cli import ArenaGroup
+    from scalearena.harness.cli.main import ArenaGroup
 
     @click.group(cls=ArenaGroup)
     def group() -> None:

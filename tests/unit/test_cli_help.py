@@ -7,9 +7,9 @@ from click.testing import CliRunner
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import closest
 from scalearena.controllers.kpa import KPAConfig
-from scalearena.harness.cli import main
-from scalearena.harness.scenario import scenario_from_data
-from scalearena.harness.schema_help import fields_at, params, unit_of
+from scalearena.harness.cli.main import main
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.config.schema_help import fields_at, params, unit_of
 
 
 def _invoke(*args: str):
@@ -51,7 +51,7 @@ def test_unknown_autoscaler_field_suggestion_follows_the_union_tag(scenario_dict
 
 
 def test_fields_at_walks_lists_and_tags():
-    from scalearena.harness.scenario import Scenario
+    from scalearena.harness.config.scenario import Scenario
 
     assert "max_replicas" in fields_at(Scenario, ["cluster", "variants", "0", "x"])
     assert "stable_window_s" in fields_at(Scenario, ["autoscalers", "0", "kpa", "x"])
@@ -108,7 +108,7 @@ def test_help_lists_lazy_commands_as_click_would_without_importing_them():
     import click
 
     from scalearena.cli import main as full  # with paper/ added
-    from scalearena.harness.cli_docs import docstring_of
+    from scalearena.harness.cli.docs import docstring_of
 
     ctx = click.Context(full)
     for name, spec in full.lazy_commands.items():  # the docstring read from source = click's own short help

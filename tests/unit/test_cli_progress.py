@@ -1,4 +1,4 @@
-"""RunBar (harness/cli_progress.py): a bar on a terminal, a plain line every QUIET_LINE_S in a log."""
+"""RunBar (harness/cli/progress.py): a bar on a terminal, a plain line every QUIET_LINE_S in a log."""
 from __future__ import annotations
 
 import io
@@ -6,7 +6,7 @@ import io
 from rich.console import Console
 from rich.progress import Progress
 
-from scalearena.harness.cli_progress import QUIET_LINE_S, RunBar
+from scalearena.harness.cli.progress import QUIET_LINE_S, RunBar
 
 
 def _run(terminal: bool) -> str:

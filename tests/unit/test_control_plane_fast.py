@@ -1,6 +1,6 @@
 """ControlPlane's fast loop: called only while a variant at 0 spec replicas has requests queued at
 the gateway for its model, on a view without pod samples (the in-cluster controller's
-``reconcile_fast`` gate, harness/k8s/controller.py)."""
+``reconcile_fast`` gate, harness/kube/wva/controller.py)."""
 from __future__ import annotations
 
 from typing import Any

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.harness.engine.core import Engine, SubmitResult
+from scalearena.harness.sim.engine.core import Engine, SubmitResult
 from tests.unit.enginekit import const, run_all
 
 

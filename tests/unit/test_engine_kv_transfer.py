@@ -1,11 +1,11 @@
-"""Engine sides of prefill/decode disaggregation (harness/engine/kv_transfer.py), worked by hand."""
+"""Engine sides of prefill/decode disaggregation (harness/sim/engine/kv_transfer.py), worked by hand."""
 from __future__ import annotations
 
 import pytest
 
-from scalearena.harness.engine.catalog import gpu_spec, model_shape
-from scalearena.harness.engine.core import Engine, SubmitResult
-from scalearena.harness.engine.latency import ConstantModel, RooflineModel, RooflineParams
+from scalearena.harness.sim.engine.catalog import gpu_spec, model_shape
+from scalearena.harness.sim.engine.core import Engine, SubmitResult
+from scalearena.harness.sim.engine.latency import ConstantModel, RooflineModel, RooflineParams
 from tests.unit import enginekit
 from tests.unit.enginekit import run_all
 

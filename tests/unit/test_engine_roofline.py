@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.engine.catalog import gpu_spec, model_shape
-from scalearena.harness.engine.core import Engine
-from scalearena.harness.engine.latency import RooflineModel, RooflineParams, build_latency
-from scalearena.harness.scenario import EngineSpec, RooflineLatency
+from scalearena.harness.config.engine_spec import EngineSpec, RooflineLatency
+from scalearena.harness.sim.engine.catalog import gpu_spec, model_shape
+from scalearena.harness.sim.engine.core import Engine
+from scalearena.harness.sim.engine.latency import RooflineModel, RooflineParams, build_latency
 
 
 def test_llama3_8b_params_and_kv_bytes() -> None:
@@ -82,7 +82,7 @@ def test_gpu_catalog_has_reports_fields() -> None:
 
 
 def _default_h200(model: str) -> RooflineModel:
-    from scalearena.harness.engine.latency import roofline_defaults
+    from scalearena.harness.sim.engine.latency import roofline_defaults
 
     shape = model_shape(model)
     return RooflineModel(gpu_spec("H200"), shape, 1, roofline_defaults(shape))

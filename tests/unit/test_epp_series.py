@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 from scalearena.harness.metrics.memory import MemoryMetrics, Sample
+from scalearena.harness.sim.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 
 Z = ((0.0,) * (len(TTFT_BUCKETS) + 1), (0.0,) * (len(ITL_BUCKETS) + 1), (0.0,) * (len(E2E_BUCKETS) + 1))
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness import executor_ray
-from scalearena.harness.executor import make_executor
-from scalearena.harness.suite import RunPlan
+from scalearena.harness.config.suite import RunPlan
+from scalearena.harness.run import executor_ray
+from scalearena.harness.run.executor import make_executor
 
 
 class WorkerCrashed(Exception):

@@ -1,4 +1,4 @@
-"""llm-d EPP flow control (harness/flow_control.py, the router's hold, the simulator's queues).
+"""llm-d EPP flow control (harness/sim/flow_control.py, the router's hold, the simulator's queues).
 
 Semantics from kubernetes-sigs/gateway-api-inference-extension pkg/epp/flowcontrol: strict priority
 across bands, round-robin over the flows of a band, FCFS within a flow, capacity -> 429 (rejected
@@ -11,9 +11,9 @@ import math
 import pandas as pd
 import pytest
 
-from scalearena.harness.flow_control import FlowQueues
-from scalearena.harness.router import RoutedPod, Router
-from scalearena.harness.scenario import RouterSpec
+from scalearena.harness.config.scenario import RouterSpec
+from scalearena.harness.sim.flow_control import FlowQueues
+from scalearena.harness.sim.router import RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 
 
@@ -84,8 +84,8 @@ def test_simulator_holds_and_dispatches_by_priority(tmp_path, scenario_dict) -> 
       engine; from then on the pod has one waiting until r0 ends at 1.0, when r3 starts and the 1.0
       tick sends r1; at 2.0 r2. First tokens: r0 0.1, r3 1.1, r1 2.1, r2 3.1, so TTFTs 0.1, 1.07, 2.09, 3.08 s."""
     from scalearena.controllers.registry import REGISTRY
-    from scalearena.harness.backends.sim.loop import Simulation
-    from scalearena.harness.scenario import scenario_from_data
+    from scalearena.harness.config.scenario import scenario_from_data
+    from scalearena.harness.sim.loop import Simulation
     from scalearena.reports.results import RunWriter
 
     d = scenario_dict
@@ -117,8 +117,8 @@ def test_the_default_admission_holds_and_the_time_series_counts_what_it_holds(tm
     0.2 s counts 2 held at the gateway) and all four are served; the paper's ``saturation`` rejects
     r2 and r3 with 429."""
     from scalearena.controllers.registry import REGISTRY
-    from scalearena.harness.backends.sim.loop import Simulation
-    from scalearena.harness.scenario import scenario_from_data
+    from scalearena.harness.config.scenario import scenario_from_data
+    from scalearena.harness.sim.loop import Simulation
     from scalearena.reports.results import RunWriter
 
     def run(admission: dict | None) -> tuple[pd.DataFrame, pd.DataFrame]:

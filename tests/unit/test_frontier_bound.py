@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.frontier_spec import FrontierSpec
+from scalearena.harness.config.frontier_spec import FrontierSpec
 from scalearena.reports import suite_decide
 from scalearena.reports.catalog import BY_ID
 from scalearena.reports.load import load_results

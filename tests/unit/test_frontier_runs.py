@@ -1,4 +1,4 @@
-"""The oracle frontier's runs (harness/frontier.py, harness/frontier_cache.py): the oracle's plan at each
+"""The oracle frontier's runs (harness/sizing/frontier.py, harness/sizing/frontier_cache.py): the oracle's plan at each
 headroom worked out by hand, which runs a suite adds, what is reused and cached, frontier.json, and the
 frontier's points as the report averages them (reports/suite_decide.py)."""
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pydantic import ValidationError
 
 from scalearena.controllers.base import ArrivalForecast
 from scalearena.controllers.oracle import Oracle, OracleConfig
-from scalearena.harness import frontier, frontier_cache
-from scalearena.harness.frontier_spec import FrontierSpec
-from scalearena.harness.scenario import scenario_from_data
-from scalearena.harness.suite import RunPlan, plans_for_scenario
+from scalearena.harness.config.frontier_spec import FrontierSpec
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.config.suite import RunPlan, plans_for_scenario
+from scalearena.harness.sizing import frontier, frontier_cache
 from scalearena.reports.bounds import frontier_points, perfect_reference
 from scalearena.reports.catalog import BY_ID
 from scalearena.reports.suite_decide import perfect_text

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.engine.catalog import GPUS, MODELS
-from scalearena.harness.engine.latency import RooflineModel, RooflineParams, build_latency
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.sim.engine.catalog import GPUS, MODELS
+from scalearena.harness.sim.engine.latency import RooflineModel, RooflineParams, build_latency
 from tests.conftest import SMALL_SCENARIO
 
 HF = Path(__file__).resolve().parents[1] / "fixtures" / "hf"

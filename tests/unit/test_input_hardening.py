@@ -11,7 +11,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scalearena.harness import cli, scenario
+from scalearena.harness.cli import main as cli
+from scalearena.harness.config import scenario
 from tests.conftest import write_yaml
 
 

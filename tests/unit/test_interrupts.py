@@ -8,8 +8,8 @@ import signal
 import pytest
 from click.testing import CliRunner
 
-from scalearena.harness import cli
-from scalearena.harness.interrupts import Interrupted, deferred, exit_code, held, interruptible
+from scalearena.harness.cli import main as cli
+from scalearena.harness.run.interrupts import Interrupted, deferred, exit_code, held, interruptible
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -65,9 +65,9 @@ def test_ctrl_c_during_the_report_still_writes_it_and_exits_130(scenario_file, t
 
 
 def test_unfinished_rows_say_interrupted_or_cancelled(scenario_file, tmp_path, monkeypatch) -> None:
-    from scalearena.harness.runner import SuiteRecorder
-    from scalearena.harness.scenario import load_scenario
-    from scalearena.harness.suite import plans_for_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.config.suite import plans_for_scenario
+    from scalearena.harness.run.runner import SuiteRecorder
 
     plans = plans_for_scenario(load_scenario(scenario_file), ["static", "hpa", "keda"])
     rec = SuiteRecorder(tmp_path, "t", "sim", plans, None)
@@ -81,9 +81,9 @@ def test_unfinished_rows_say_interrupted_or_cancelled(scenario_file, tmp_path, m
 
 def test_an_unrecorded_run_whose_summary_is_complete_says_ok(scenario_file, tmp_path) -> None:
     """A worker stopped while writing a finished run's page never returns its result; the run is still done."""
-    from scalearena.harness.runner import SuiteRecorder
-    from scalearena.harness.scenario import load_scenario
-    from scalearena.harness.suite import plans_for_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.config.suite import plans_for_scenario
+    from scalearena.harness.run.runner import SuiteRecorder
 
     plans = plans_for_scenario(load_scenario(scenario_file), ["static", "hpa", "keda"])
     rec = SuiteRecorder(tmp_path, "t", "sim", plans, None)

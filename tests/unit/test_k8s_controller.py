@@ -20,10 +20,10 @@ from scalearena.controllers.base import ClusterView, Decision, PodMetrics, Reaso
 from scalearena.controllers.registry import REGISTRY
 from scalearena.controllers.static import Static, StaticConfig
 from scalearena.harness.control.ports import VirtualClock
-from scalearena.harness.k8s.config import wva_config_from_configmaps
-from scalearena.harness.k8s.controller import WVAKubeController, engine_from_args, pod_counts
-from scalearena.harness.k8s.fake import FakeKubeAPI
-from scalearena.harness.k8s.kubeapi import ClientKubeAPI, Conflict, find_kubeconfig
+from scalearena.harness.kube.wva.config import wva_config_from_configmaps
+from scalearena.harness.kube.wva.controller import WVAKubeController, engine_from_args, pod_counts
+from scalearena.harness.kube.wva.fake import FakeKubeAPI
+from scalearena.harness.kube.wva.kubeapi import ClientKubeAPI, Conflict, find_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests/fixtures/k8s"
@@ -311,7 +311,7 @@ def test_missing_kubeconfig_names_what_was_expected(tmp_path: Path, monkeypatch:
     with pytest.raises(UserError) as e:
         find_kubeconfig()
     assert "~/.kube/config" in e.value.render() and "$KUBECONFIG" in e.value.render()
-    from scalearena.harness.k8s.__main__ import main
+    from scalearena.harness.kube.wva.__main__ import main
 
     assert main(["--once"]) == 2
 
@@ -323,7 +323,7 @@ def test_network_is_disabled_here() -> None:
 
 def test_the_controller_decides_on_its_period_only_and_runs_the_fast_loop_between() -> None:
     # issue 19: it used to reconcile on every watch event, far more often than WVA's 30 s cycle
-    from scalearena.harness.k8s.__main__ import run_cycles
+    from scalearena.harness.kube.wva.__main__ import run_cycles
 
     t = [0.0]
     calls: list[tuple[str, float]] = []
@@ -354,7 +354,7 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 def test_kubeconfig_is_read_through_safe_yaml(tmp_path: Path) -> None:
     # issue 17: the kubeconfig went through the client's plain yaml.safe_load; an alias bomb
     # (9 levels of 9 aliases: 9**9 = 387,420,489 values) is now refused before anything walks it
-    from scalearena.harness.k8s.kubeapi import load_api_client
+    from scalearena.harness.kube.wva.kubeapi import load_api_client
 
     bomb = tmp_path / "bomb"
     bomb.write_text(BOMB)

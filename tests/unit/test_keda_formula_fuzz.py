@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from scalearena.controllers.keda_formula import FormulaError, compile_formula
 from tests.fuzz_settings import fuzz

@@ -3,7 +3,7 @@ manifests, and the recipes the stack cannot feed refused with the series and why
 
 Offline only (no Docker, no API server where this was written): the objects a run applies are rendered by the
 backend's own ``plan`` and checked against kubernetes-validate (v1.33, strict), the API server's semantic rules
-(harness/backends/kube/validate.py), promql-parser and, when on PATH, promtool; the run's command sequence and
+(harness/kube/validate.py), promql-parser and, when on PATH, promtool; the run's command sequence and
 readiness against a recording shell, canned Prometheus answers and a virtual clock.
 """
 from __future__ import annotations
@@ -24,15 +24,15 @@ import yaml
 from scalearena.contracts.errors import RunFailed, UserError
 from scalearena.contracts.series import of_exporter
 from scalearena.controllers.llmd import RECIPES
-from scalearena.harness.backends.kube.backend import KubeBackend, runs_in_cluster
-from scalearena.harness.backends.kube.cluster import KEDA_MANIFEST, Kubectl
-from scalearena.harness.backends.kube.honesty import Readiness
-from scalearena.harness.backends.kube.render import render
-from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.backends.kube.validate import object_errors
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube.backend import KubeBackend, runs_in_cluster
+from scalearena.harness.kube.cluster import KEDA_MANIFEST, Kubectl
+from scalearena.harness.kube.honesty import Readiness
+from scalearena.harness.kube.render import render
+from scalearena.harness.kube.sampling import Sampler
+from scalearena.harness.kube.validate import object_errors
 from scalearena.harness.objects.reads import reads_kube_state, series_read
 from scalearena.harness.objects.recipes import exposed_series
-from scalearena.harness.scenario import load_scenario
 from tests.unit.pinskit import fake_digest, run_pins
 from tests.unit.test_kube_backend import RecordingShell, backend, writer
 from tests.unit.test_kube_honest import Clock

@@ -17,12 +17,12 @@ import pytest
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.base import PodMetrics
-from scalearena.harness.backends.kube import sampling as kube_sampling
-from scalearena.harness.backends.kube.backend import KubeBackend
-from scalearena.harness.backends.kube.cluster import preflight
-from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.k8s.fake import FakeKubeAPI
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube import sampling as kube_sampling
+from scalearena.harness.kube.backend import KubeBackend
+from scalearena.harness.kube.cluster import preflight
+from scalearena.harness.kube.sampling import Sampler
+from scalearena.harness.kube.wva.fake import FakeKubeAPI
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 
@@ -247,7 +247,7 @@ def test_an_hpa_objects_external_metric_is_refused_where_keda_serves_external_me
     """sim-vs-real's hpa-object reads model_requests_queued through prometheus-adapter's externalRules; on a
     cluster where KEDA's metrics server holds v1beta1.external.metrics.k8s.io the real HPA controller never got
     it ("scaledObject name is not specified", every sync) while the simulator did (docs/fidelity.md)."""
-    from scalearena.harness.backends.kube.byo import refuse_external_behind_keda
+    from scalearena.harness.kube.byo import refuse_external_behind_keda
 
     sc = load_scenario(ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml")
     cfg = sc.autoscaler("hpa-object")

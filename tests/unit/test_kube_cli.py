@@ -9,8 +9,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from scalearena.harness.backends.kube.doctor import Doctor, report
-from scalearena.harness.cli import main
+from scalearena.harness.cli.main import main
+from scalearena.harness.kube.doctor import Doctor, report
 
 ROOT = Path(__file__).resolve().parents[2]
 EXP2 = ROOT / "workloads/scenarios/exp2-cost-aware.yaml"
@@ -124,8 +124,8 @@ KEDA_K8S = {"2.17": (30, 32), "2.18": (31, 33), "2.19": (32, 34), "2.20": (33, 3
 
 
 def test_pins_are_current_for_the_kind_node_image() -> None:
-    from scalearena.harness.backends.kube.cluster import KEDA_VERSION
-    from scalearena.harness.backends.kube.doctor import KUBE_MINOR
+    from scalearena.harness.kube.cluster import KEDA_VERSION
+    from scalearena.harness.kube.doctor import KUBE_MINOR
 
     lo, hi = KEDA_K8S[".".join(KEDA_VERSION.split(".")[:2])]
     assert lo <= KUBE_MINOR <= hi  # KEDA 2.17.2 was outside its window for v1.33
@@ -170,7 +170,7 @@ def test_nightly_kind_job_runs_the_short_suite_then_the_gate_within_an_hour() ->
 
 
 def test_kind_up_sizes_for_the_suite_builds_once_and_installs_keda(tmp_path: Path) -> None:
-    from scalearena.harness.backends.kube.cli import suite_cluster_up
+    from scalearena.harness.kube.cli import suite_cluster_up
 
     nodes = json.dumps({"items": [{"metadata": {"name": n, "labels": {"scalearena.io/fake-gpus": "4",
                                                                      "nvidia.com/gpu.product": p}}}
@@ -205,7 +205,7 @@ def test_kind_up_sizes_for_the_suite_builds_once_and_installs_keda(tmp_path: Pat
 def test_doctor_for_kwok_names_go_and_the_tools_to_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SCALEARENA_TOOLS_DIR", str(tmp_path / "bin"))  # nothing built
     monkeypatch.setenv("SCALEARENA_KWOK_DIR", str(tmp_path / "kwok"))  # no cluster running
-    from scalearena.harness.backends.kube import doctor, relay
+    from scalearena.harness.kube import doctor, relay
 
     monkeypatch.setattr(relay, "netns_supported", lambda: False)  # not root: a warning, with what follows
     monkeypatch.setattr(doctor.Doctor, "_loopback", staticmethod(lambda: doctor.Check("loopback", "OK", "bindable")))
@@ -246,7 +246,7 @@ def test_cluster_without_an_image_registry_refuses_before_making_the_out_folder(
 
 def test_a_kwok_run_whose_objects_cannot_render_refuses_before_making_the_out_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scalearena.harness.backends.kube import tools
+    from scalearena.harness.kube import tools
 
     monkeypatch.setattr(tools, "preflight", lambda *a, **k: None)  # as if Go and the tools were here
     # exp2's sim ITL 2 ms at time scale 5 would be 0.4 ms, which llm-d-inference-sim runs as 0 (whole-ms sleeps)

@@ -13,10 +13,10 @@ import yaml
 
 from scalearena.contracts.errors import RunFailed, UserError
 from scalearena.contracts.records import RequestRecord, TimeseriesRecord
-from scalearena.harness.backends.kube.cluster import KindCluster, Kubectl, Shell, fake_gpu_demand
-from scalearena.harness.backends.kube.honesty import Readiness, check_run
-from scalearena.harness.scenario import load_scenario
-from scalearena.harness.suite import load_suite
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.config.suite import load_suite
+from scalearena.harness.kube.cluster import KindCluster, Kubectl, Shell, fake_gpu_demand
+from scalearena.harness.kube.honesty import Readiness, check_run
 from scalearena.reports.results import RunWriter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,9 +203,9 @@ def test_a_stale_cluster_is_refused_and_a_suite_cluster_is_reused() -> None:
 
 def test_a_run_on_a_suite_cluster_builds_nothing_and_deletes_only_its_namespace(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.backends.kube.sampling import Sampler
-    from scalearena.harness.k8s.fake import FakeKubeAPI
+    from scalearena.harness.kube.backend import KubeBackend
+    from scalearena.harness.kube.sampling import Sampler
+    from scalearena.harness.kube.wva.fake import FakeKubeAPI
     from scalearena.reports.results import RunWriter
 
     def interrupted(self: Any, *a: Any, **k: Any) -> None:

@@ -19,8 +19,9 @@ import kubernetes_validate
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.kube.cluster import Kubectl
-from scalearena.harness.backends.kube.load import (
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube.cluster import Kubectl
+from scalearena.harness.kube.load import (
     INDEX_ANNOTATION,
     RATE_PER_WORKER,
     InClusterLoad,
@@ -28,9 +29,8 @@ from scalearena.harness.backends.kube.load import (
     locust_objects,
     peak_rps,
 )
-from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.backends.registry import resolve_options
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.kube.sampling import Sampler
+from scalearena.harness.run.registry import resolve_options
 from scalearena.workloads import load_handoff as load
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.locust_incluster import wait_for_go, worker_env

@@ -1,4 +1,4 @@
-"""Start-up phases read from a real cluster's pods (harness/startup.py kube_pod_record, kube Sampler):
+"""Start-up phases read from a real cluster's pods (harness/sim/startup_phases.py kube_pod_record, kube Sampler):
 creation, PodScheduled, container start and Ready become the same phase records the simulator writes."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from scalearena.harness.startup import kube_pod_record
+from scalearena.harness.sim.startup_phases import kube_pod_record
 
 T0 = datetime.fromisoformat("2026-03-01T10:00:00+00:00").timestamp()
 
@@ -53,9 +53,9 @@ def test_a_pod_still_starting_and_one_from_before_the_run() -> None:
 
 
 def test_the_sampler_writes_one_row_per_pod_it_saw(tmp_path: Path) -> None:
-    from scalearena.harness.backends.kube.sampling import Sampler
-    from scalearena.harness.k8s.fake import FakeKubeAPI
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.sampling import Sampler
+    from scalearena.harness.kube.wva.fake import FakeKubeAPI
     from scalearena.reports.results import RunWriter
 
     root = Path(__file__).resolve().parents[2]

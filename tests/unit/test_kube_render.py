@@ -10,17 +10,17 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.kube.keda import keda_objects
-from scalearena.harness.backends.kube.patch import apply_json6902, strategic_merge
-from scalearena.harness.backends.kube.render import render
-from scalearena.harness.backends.kube.scenario import (
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube.keda import keda_objects
+from scalearena.harness.kube.patch import apply_json6902, strategic_merge
+from scalearena.harness.kube.render import render
+from scalearena.harness.kube.scenario import (
     engine_args,
     hpa_objects,
     variant_objects,
     wva_actuation,
     wva_objects,
 )
-from scalearena.harness.scenario import load_scenario
 from scalearena.workloads.generate import build_requests
 
 ROOT = Path(__file__).resolve().parents[2]

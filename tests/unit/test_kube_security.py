@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.backends.kube.backend import KubeBackend
-from scalearena.harness.backends.kube.security import harden
-from scalearena.harness.k8s.endpoints import push
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube.backend import KubeBackend
+from scalearena.harness.kube.security import harden
+from scalearena.harness.kube.wva.endpoints import push
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = [ROOT / "workloads/scenarios/exp2-cost-aware.yaml", ROOT / "workloads/scenarios/hetero-roofline.yaml"]

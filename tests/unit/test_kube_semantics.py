@@ -1,6 +1,6 @@
 """Issue 19: every object a kind run would apply passes the schema AND the API server's semantic rules.
 
-The semantic rules (harness/backends/kube/validate.py) are upstream's
+The semantic rules (harness/kube/validate.py) are upstream's
 validation.go for HPAs and KEDA's ScaledObject webhook; the tests here check
 both that the validator catches what the API server refuses and that nothing
 rendered from the repository's scenarios trips it.
@@ -16,14 +16,14 @@ import yaml
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.backends.kube.backend import KubeBackend
-from scalearena.harness.backends.kube.keda import keda_objects
-from scalearena.harness.backends.kube.knobs import quantity
-from scalearena.harness.backends.kube.scenario import hpa_objects, wva_objects
-from scalearena.harness.backends.kube.validate import object_errors
-from scalearena.harness.scenario import load_scenario
-from scalearena.harness.startup_spec import sim_only
-from scalearena.harness.suite import load_suite
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.config.startup_spec import sim_only
+from scalearena.harness.config.suite import load_suite
+from scalearena.harness.kube.backend import KubeBackend
+from scalearena.harness.kube.keda import keda_objects
+from scalearena.harness.kube.knobs import quantity
+from scalearena.harness.kube.scenario import hpa_objects, wva_objects
+from scalearena.harness.kube.validate import object_errors
 from scalearena.workloads.generate import build_requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,7 +225,7 @@ def test_every_image_copies_every_top_level_package() -> None:
 
 
 def test_numbers_are_written_without_exponents_and_prometheus_durations_in_whole_units() -> None:
-    from scalearena.harness.backends.kube.knobs import plain, prom_duration
+    from scalearena.harness.kube.knobs import plain, prom_duration
 
     assert [plain(x) for x in (1e-05, 1e6, 0.1 + 0.2, 2.5, 3.0, 0.0)] == ["0.00001", "1000000", "0.3", "2.5", "3", "0"]
     assert [prom_duration(x) for x in (15, 7.5, 0.25, 60)] == ["15s", "7500ms", "250ms", "60s"]

@@ -1,4 +1,4 @@
-"""A decode engine's kv_transfer_params are checked at admission (harness/backends/local/kv_connector.py).
+"""A decode engine's kv_transfer_params are checked at admission (harness/local/kv_connector.py).
 
 Before, a remote_port of "abc" or 1e400 was admitted and failed only when the KV read started:
 int("abc") ended the request as a 503 "pod terminated", int(1e400) dropped the connection with a
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.harness.backends.local.kv_connector import KVConnector
-from scalearena.harness.backends.local.openai_api import ApiError
+from scalearena.harness.local.kv_connector import KVConnector
+from scalearena.harness.local.openai_api import ApiError
 
 GOOD = {"do_remote_prefill": True, "remote_host": "127.0.0.1", "remote_port": 8001, "remote_request_id": "7"}
 

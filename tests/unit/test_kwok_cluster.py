@@ -15,7 +15,7 @@ import pytest
 from cryptography import x509
 
 from scalearena.contracts.errors import RunFailed, UserError
-from scalearena.harness.backends.kube import kwok, kwok_infra, pki
+from scalearena.harness.kube import kwok, kwok_infra, pki
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,8 +135,8 @@ def test_hosts_block_replaces_only_its_own_lines(tmp_path: Path) -> None:
 
 
 def _objs() -> list[dict]:
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
 
     sc = load_scenario(ROOT / "workloads/scenarios/exp2-cost-aware.yaml")
     return KubeBackend("kwok").plan(sc, sc.autoscaler("wva"))
@@ -161,7 +161,7 @@ def test_a_rendered_container_becomes_a_local_argv(tmp_path: Path) -> None:
     gw = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == "gateway")
     c = kwok_infra.prepare(gw, objs, tmp_path, lambda image, cmd: [sys.executable if a == "python" else a for a in cmd],
                            index=1)  # the endpoint-sync sidecar
-    assert c.argv[:3] == [sys.executable, "-m", "scalearena.harness.k8s.endpoints"]
+    assert c.argv[:3] == [sys.executable, "-m", "scalearena.harness.kube.wva.endpoints"]
     assert "--namespace=scalearena" in c.argv  # $(POD_NAMESPACE) from the downward API
     token_arg = next(a for a in c.argv if a.startswith("--admin-token-file="))
     token = Path(token_arg.split("=", 1)[1])
@@ -176,7 +176,7 @@ def test_a_rendered_container_becomes_a_local_argv(tmp_path: Path) -> None:
 def test_images_map_to_programs(tmp_path: Path) -> None:
     services = kwok_infra.LocalServices([], tmp_path, kubectl=None, server="", ca=tmp_path,  # type: ignore[arg-type]
                                         binary=lambda n: Path("/bin") / n)
-    assert services.program("scalearena/wva-controller:dev", []) == [sys.executable, "-m", "scalearena.harness.k8s"]
+    assert services.program("scalearena/wva-controller:dev", []) == [sys.executable, "-m", "scalearena.harness.kube.wva"]
     assert services.program("quay.io/prometheus/prometheus:v2.53.4", []) == ["/bin/prometheus"]  # built: Debian's has no k8s SD
     assert services.program("registry.k8s.io/prometheus-adapter/prometheus-adapter:v0.12.0", []) == [
         "/bin/prometheus-adapter"]

@@ -1,4 +1,4 @@
-"""CLUSTER=kwok's KEDA (harness/backends/kube/kwok_keda.py): the flags, environment and objects of the two
+"""CLUSTER=kwok's KEDA (harness/kube/kwok_keda.py): the flags, environment and objects of the two
 local processes, and the order ``start``/``stop`` do things in, with a fake supervisor and canned kubectl.
 
 The expected flags are read off KEDA v2.18.0's source (github.com/kedacore/keda/v2@v2.18.0):
@@ -26,9 +26,9 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from scalearena.contracts.errors import RunFailed
-from scalearena.harness.backends.kube import kwok_keda, pki
-from scalearena.harness.backends.kube.cluster import Kubectl
-from scalearena.harness.backends.kube.kwok_keda import APISERVICE, METRICS_SERVICE, LocalKeda, Ports
+from scalearena.harness.kube import kwok_keda, pki
+from scalearena.harness.kube.cluster import Kubectl
+from scalearena.harness.kube.kwok_keda import APISERVICE, METRICS_SERVICE, LocalKeda, Ports
 
 PORTS = Ports(operator_metrics=41001, operator_health=41002, operator_grpc=41003, metrics_server=41004,
               metrics_server_metrics=41005)
@@ -248,7 +248,7 @@ def _keda_module() -> Path | None:
 
 @pytest.mark.skipif(_keda_module() is None, reason="KEDA's module source (go mod download) or kubectl not here")
 def test_the_real_release_kustomization() -> None:
-    from scalearena.harness.backends.kube.cluster import Shell
+    from scalearena.harness.kube.cluster import Shell
 
     src = _keda_module()
     assert src is not None

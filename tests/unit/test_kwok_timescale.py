@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.kube import launcher as L
-from scalearena.harness.backends.kube.backend import KubeBackend
-from scalearena.harness.backends.kube.timescale import TimeScale, refuse_scaled_promql, scale_objects
-from scalearena.harness.backends.registry import resolve_options
-from scalearena.harness.k8s.__main__ import parse_args
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube import launcher as L
+from scalearena.harness.kube.backend import KubeBackend
+from scalearena.harness.kube.timescale import TimeScale, refuse_scaled_promql, scale_objects
+from scalearena.harness.kube.wva.__main__ import parse_args
+from scalearena.harness.run.registry import resolve_options
 
 ROOT = Path(__file__).resolve().parents[2]
 EXP2 = ROOT / "workloads/scenarios/exp2-cost-aware.yaml"

@@ -1,4 +1,4 @@
-"""harness/backends/kube/tools.py: the pinned upstream tools CLUSTER=kwok builds from source.
+"""harness/kube/tools.py: the pinned upstream tools CLUSTER=kwok builds from source.
 
 No test runs go: a fake runner stands in for it (and records what would have run), so these check the table,
 the cache naming, reuse, the error classification and the pins the kind path shares with tools/versions.yaml.
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from scalearena.contracts.errors import RunFailed, UserError
-from scalearena.harness.backends.kube import tools
-from scalearena.harness.backends.kube.cluster import KEDA_VERSION
+from scalearena.harness.kube import tools
+from scalearena.harness.kube.cluster import KEDA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 PINNED = {"kubernetes": "v1.33.1", "etcd": "v3.5.21", "kwok": "v0.7.0", "keda": "v2.18.0",

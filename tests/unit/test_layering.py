@@ -34,8 +34,8 @@ def test_the_graph_covers_the_tree() -> None:
     pairs = {(e.importer, e.target) for e in edges}
     # a module-level import, a relative one and one inside a function, all known to exist
     assert ("scalearena.harness.control.view", "scalearena.controllers.base") in pairs
-    assert ("scalearena.harness.runner", "scalearena.reports.results") in pairs
-    assert ("scalearena.paper.cli", "scalearena.harness.cli") in pairs  # inside paper()'s body
+    assert ("scalearena.harness.run.runner", "scalearena.reports.results") in pairs
+    assert ("scalearena.paper.cli", "scalearena.harness.cli.main") in pairs  # inside paper()'s body
 
 
 def test_every_import_names_an_existing_module() -> None:
@@ -67,32 +67,33 @@ def test_policies_read_no_clock_and_do_no_io() -> None:
 
 def test_checker_names_a_forbidden_import_hidden_in_a_function(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
-        "controllers/bad.py": "def f():\n    from scalearena.harness.backends import sim\n    return sim\n",
-        "harness/backends/sim.py": "X = 1\n",
+        "controllers/bad.py": "def f():\n    from scalearena.harness.sim import backend\n    return backend\n",
+        "harness/sim/backend.py": "X = 1\n",
     })
     found = [str(f) for f in forbidden_edges(import_edges(root))]
     assert found == ["controllers may import only contracts, controllers: "
-                     "scalearena.controllers.bad -> scalearena.harness.backends.sim (controllers/bad.py:2)"]
+                     "scalearena.controllers.bad -> scalearena.harness.sim.backend (controllers/bad.py:2)"]
 
 
 def test_checker_resolves_relative_imports(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
-        "reports/plots/x.py": "from ...harness.backends.local import backend\n",
-        "harness/backends/local/backend.py": "",
-        "workloads/w.py": "from ..harness.engine import core\n",  # allowed: workloads may use the engine
-        "harness/engine/core.py": "from ...controllers import base\n",
+        "reports/plots/x.py": "from ...harness.local import backend\n",
+        "harness/local/backend.py": "",
+        "workloads/w.py": "from ..contracts import errors\n",
+        "contracts/errors.py": "",
+        "harness/sim/engine/core.py": "from ....controllers import base\n",
         "controllers/base.py": "",
         "contracts/c.py": "import scalearena.workloads.w\n",
     })
     found = sorted(str(f).split(": ")[0] for f in forbidden_edges(import_edges(root)))
     assert found == ["contracts may import only contracts",
-                     "harness.engine may import only contracts, harness.engine, harness.router",
-                     "reports must not import harness.backends"]
+                     "harness.sim.engine may import only contracts, harness.sim.engine, harness.sim.router",
+                     "reports may import only contracts, controllers, reports, scalearena"]
 
 
 def test_checker_finds_a_cycle_through_a_lazy_command_string(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
-        "harness/cli.py": 'LAZY = {"paper": "scalearena.paper.cli:paper"}\n',
+        "harness/cli/main.py": 'LAZY = {"paper": "scalearena.paper.cli:paper"}\n',
         "paper/cli.py": "from scalearena.harness import cli\n",
         "workloads/gen.py": "from scalearena.contracts import errors\n",
         "contracts/errors.py": "",

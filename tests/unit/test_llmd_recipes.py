@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.keda import KEDA
+from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.harness.metrics.memory import MemoryMetrics, Sample
 from scalearena.harness.objects.recipes import check_series, exposed_series
-from scalearena.harness.scenario import scenario_from_data
 from tests.unit.viewkit import FakeMetrics, variant, view
 
 ENGINE = {"max_num_seqs": 8, "kv_cache_blocks": 1024, "block_size": 16,
@@ -187,9 +187,9 @@ def test_the_token_recipe_reads_backlog_seconds_and_kv():
 
 
 def test_peak_prefill_of_the_constant_model():
-    from scalearena.harness.engine.latency import ConstantModel
-    from scalearena.harness.engine.prefill import peak_prefill
-    from scalearena.harness.engine_spec import ConstantLatency
+    from scalearena.harness.config.engine_spec import ConstantLatency
+    from scalearena.harness.sim.engine.latency import ConstantModel
+    from scalearena.harness.sim.engine.prefill import peak_prefill
 
     # ttft 50 ms at full load with time_factor_under_load 2: 0.05 x 2 = 0.1 s; 4 slots x 500 tokens / 0.1 s = 20,000
     model = ConstantModel(ConstantLatency(kind="constant", ttft_ms=50, time_factor_under_load=2.0), 4)
@@ -197,10 +197,10 @@ def test_peak_prefill_of_the_constant_model():
 
 
 def test_peak_prefill_of_the_roofline_chunks_long_prompts():
-    from scalearena.harness.engine.catalog import gpu_spec
-    from scalearena.harness.engine.latency import build_latency
-    from scalearena.harness.engine.prefill import peak_prefill
-    from scalearena.harness.engine_spec import EngineSpec
+    from scalearena.harness.config.engine_spec import EngineSpec
+    from scalearena.harness.sim.engine.catalog import gpu_spec
+    from scalearena.harness.sim.engine.latency import build_latency
+    from scalearena.harness.sim.engine.prefill import peak_prefill
 
     lat, _ = build_latency(EngineSpec.model_validate({"latency": {"kind": "roofline", "model_shape": "qwen3-0.6b"}}),
                            gpu_spec("H100-SXM", {}))
@@ -297,7 +297,7 @@ def test_every_recipe_query_reads_only_the_series_it_declares():
 def test_on_kind_a_recipe_is_its_objects_one_per_variant_with_its_rules():
     import yaml
 
-    from scalearena.harness.backends.kube.backend import KubeBackend
+    from scalearena.harness.kube.backend import KubeBackend
 
     sc = scenario({"name": "va"}, {"name": "vb"})
     objs = KubeBackend("kind").plan(sc, sc.autoscaler("llmd-slo"))
@@ -334,7 +334,7 @@ def test_validate_refuses_a_recipe_the_cluster_cannot_feed_with_exit_2(tmp_path)
 def test_the_modern_suite_runs_every_recipe_and_its_comparison_set():
     from pathlib import Path
 
-    from scalearena.harness.suite import load_suite
+    from scalearena.harness.config.suite import load_suite
 
     root = Path(__file__).resolve().parents[2]
     _, plans = load_suite(root / "workloads" / "suites" / "modern.yaml")

@@ -1,4 +1,4 @@
-"""``--backend-option engine=llm-d-inference-sim`` on --cluster local (harness/backends/local/inference_sim.py).
+"""``--backend-option engine=llm-d-inference-sim`` on --cluster local (harness/local/inference_sim.py).
 
 No process and no socket here: the option's validation, the argv each pod gets (worked out by hand from
 kube/scenario.py ``engine_args`` and the pod launcher), what is refused before anything starts, the pod label
@@ -17,10 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.local import inference_sim as S
-from scalearena.harness.backends.local import pods as local_pods
-from scalearena.harness.backends.registry import LocalOptions, build_backend, resolve_options
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.local import inference_sim as S, pods as local_pods
+from scalearena.harness.run.registry import LocalOptions, build_backend, resolve_options
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path("/opt/sim/llm-d-inference-sim")  # never run: the argv only names it
@@ -78,7 +77,7 @@ def test_argv_is_the_kubernetes_paths_flags_with_the_pods_port_and_scaled_latenc
 def test_as_root_each_sim_gets_a_network_namespace_and_a_loopback_relay() -> None:
     # netns mode (root): the sim keeps the rendered --port=8000 inside a namespace of its own, started through
     # the relay module's NETNS_EXEC; `started` relays 127.0.0.1:<slot port> to 8000 in that namespace
-    from scalearena.harness.backends.kube.relay import NETNS_EXEC
+    from scalearena.harness.kube.relay import NETNS_EXEC
 
     eng = S.SimEngine(_scenario(), 1.0, binary=BIN, network="netns")
     argv, _ = eng.command("va", "va-0", 41002)
@@ -138,8 +137,8 @@ def test_a_missing_binary_is_one_line_naming_make_kwok_tools(tmp_path: Path, mon
 
 
 def test_cli_refuses_a_missing_binary_before_the_out_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scalearena.harness import runner
-    from scalearena.harness.cli import main
+    from scalearena.harness.cli.main import main
+    from scalearena.harness.run import runner
 
     monkeypatch.setenv("SCALEARENA_TOOLS_DIR", str(tmp_path / "empty"))
     monkeypatch.setattr(runner, "check_prerequisites", lambda cluster: None)  # prometheus need not be installed

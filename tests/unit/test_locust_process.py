@@ -1,4 +1,4 @@
-"""The host Locust launch shared by local and kube (harness/backends/locust_process.py)."""
+"""The host Locust launch shared by local and kube (harness/local/locust_process.py)."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.backends import locust_process
-from scalearena.harness.backends.locust_process import LocustProcess
+from scalearena.harness.local import locust_process
+from scalearena.harness.local.locust_process import LocustProcess
 from scalearena.workloads import load_handoff as load
 from scalearena.workloads.base import RequestSpec
 

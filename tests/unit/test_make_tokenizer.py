@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from scalearena.harness.backends.local.openai_api import PromptCounter, approx_tokens
+from scalearena.harness.local.openai_api import PromptCounter, approx_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scalearena.harness.backends.kube.render import object_key, render
+from scalearena.harness.kube.render import object_key, render
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -227,10 +227,10 @@ def test_every_pod_template_in_manifests_is_locked_down() -> None:
 
 
 def plans() -> list[tuple[str, list[dict]]]:
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.backends.kube.load import locust_objects
-    from scalearena.harness.backends.kube.security import harden
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
+    from scalearena.harness.kube.load import locust_objects
+    from scalearena.harness.kube.security import harden
 
     out = []
     for mode, gateway in (("kind", None), ("cluster", None), ("kind", "epp")):

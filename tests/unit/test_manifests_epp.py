@@ -20,13 +20,13 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.backends.kube import gateway as kube_gateway
-from scalearena.harness.backends.kube.backend import KubeBackend
-from scalearena.harness.backends.kube.gateway import GIE_CRDS, choose_gateway, epp_plugins_config
-from scalearena.harness.backends.kube.sampling import Sampler
-from scalearena.harness.backends.registry import resolve_options
-from scalearena.harness.k8s.fake import FakeKubeAPI
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube import gateway as kube_gateway
+from scalearena.harness.kube.backend import KubeBackend
+from scalearena.harness.kube.gateway import GIE_CRDS, choose_gateway, epp_plugins_config
+from scalearena.harness.kube.sampling import Sampler
+from scalearena.harness.kube.wva.fake import FakeKubeAPI
+from scalearena.harness.run.registry import resolve_options
 from scalearena.workloads import load_handoff as load
 
 from .test_kube_backend import FIX, RecordingShell, interrupted_drive, writer

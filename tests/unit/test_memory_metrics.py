@@ -5,8 +5,8 @@ import pytest
 
 from scalearena.contracts.errors import MetricsUnavailable
 from scalearena.contracts.series import E2E_HIST, KV_USAGE, NUM_WAITING, REQUEST_SUCCESS
-from scalearena.harness.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
 from scalearena.harness.metrics.memory import MemoryMetrics, Sample
+from scalearena.harness.sim.engine.histogram import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Histogram
 
 Z_TTFT = (0.0,) * (len(TTFT_BUCKETS) + 1)
 Z_ITL = (0.0,) * (len(ITL_BUCKETS) + 1)

@@ -1,4 +1,4 @@
-"""The simulator's compiled core (harness/native.py) against its pure-Python reference.
+"""The simulator's compiled core (harness/sim/native.py) against its pure-Python reference.
 
 The same scenarios run in two processes, one importing the compiled modules (``SCALEARENA_NATIVE=1``)
 and one the ``.py`` files (``SCALEARENA_NATIVE=0``); every file of every run must be equal byte for
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness import native
+from scalearena.harness.sim import native
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "workloads" / "scenarios"
@@ -39,8 +39,8 @@ RUNNER = """
 import json, sys
 from pathlib import Path
 from scalearena.harness import native
-from scalearena.harness.backends.sim import SimBackend
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.sim.backend import SimBackend
+from scalearena.harness.config.scenario import load_scenario
 from scalearena.reports.results import RunWriter
 
 out, cases = Path(sys.argv[1]), json.loads(sys.argv[2])
@@ -97,10 +97,10 @@ def test_a_build_runs_only_when_it_matches_the_sources(tmp_path: Path) -> None:
     fake_build(tmp_path / "b")
     assert native.check(tmp_path / "b")[0]
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    stale = {**manifest, "modules": {**manifest["modules"], "harness.engine.core": native.digest(b"old")}}
+    stale = {**manifest, "modules": {**manifest["modules"], "harness.sim.engine.core": native.digest(b"old")}}
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(stale))
     assert native.check(tmp_path / "b") == (
-        False, "stale: harness/engine/core.py changed since the build (make venv rebuilds it)")
+        False, "stale: harness/sim/engine/core.py changed since the build (make venv rebuilds it)")
     # a module read for its types only (RequestSpec, whose fields the compiled code reads by position)
     stale = {**manifest, "typed": {**manifest["typed"], "workloads.base": native.digest(b"old")}}
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(stale))
@@ -111,12 +111,12 @@ def test_a_build_runs_only_when_it_matches_the_sources(tmp_path: Path) -> None:
     (tmp_path / "b" / "manifest.json").write_text(json.dumps({**manifest, "python": "2.7"}))
     assert not native.check(tmp_path / "b")[0]
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(manifest))
-    native._ext("scalearena.harness.router", tmp_path / "b").unlink()
+    native._ext("scalearena.harness.sim.router", tmp_path / "b").unlink()
     assert native.check(tmp_path / "b")[1].startswith("incomplete build")
 
 
 def test_this_process_runs_the_build_only_when_it_is_current() -> None:
-    import scalearena.harness.engine.core as core
+    import scalearena.harness.sim.engine.core as core
 
     use, _ = native.decision()
     assert native.active() is use
@@ -135,7 +135,7 @@ def test_the_makefile_rebuilds_when_a_compiled_module_changes() -> None:
 
 def test_the_build_says_what_it_waits_for_on_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from scalearena.harness import native_build
+    from scalearena.harness.sim import native_build
 
     before = []  # what stderr held when the compiler started
 
@@ -151,7 +151,7 @@ def test_the_build_says_what_it_waits_for_on_stderr(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(native_build.subprocess, "run", compiler)
     monkeypatch.setattr(native_build, "OUT", tmp_path / "native")
     assert native_build.main([]) == 0
-    assert before == ["native: building the compiled simulator core with mypyc (harness/native.py; first run only,"
+    assert before == ["native: building the compiled simulator core with mypyc (harness/sim/native.py; first run only,"
                       " and again when one of its modules changes; ~20 s)...\n"]
     err = capsys.readouterr().err.splitlines()  # after the compiler: one line, done and its time
     assert len(err) == 1

@@ -8,10 +8,10 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from scalearena.contracts import series as S
-from scalearena.harness.backends.local.kube_state import DeploymentCollector, KubeStateExporter
-from scalearena.harness.backends.local.router_metrics import InFlight, RouterMetrics
 from scalearena.harness.control.ports import ReplicaStatus
-from scalearena.harness.router import Booking, RoutedPod
+from scalearena.harness.local.kube_state import DeploymentCollector, KubeStateExporter
+from scalearena.harness.local.router_metrics import InFlight, RouterMetrics
+from scalearena.harness.sim.router import Booking, RoutedPod
 
 
 def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

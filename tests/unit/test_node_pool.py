@@ -1,4 +1,4 @@
-"""The cluster autoscaler's node pool (harness/engine/nodes.py): packing, the node limit, the
+"""The cluster autoscaler's node pool (harness/sim/engine/nodes.py): packing, the node limit, the
 scale-down timers and bin-packed placement, worked by hand."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness.engine.nodes import NodePool
-from scalearena.harness.startup_spec import NodePoolSpec
+from scalearena.harness.config.startup_spec import NodePoolSpec
+from scalearena.harness.sim.engine.nodes import NodePool
 
 
 def pool(**over: Any) -> NodePool:

@@ -16,8 +16,7 @@ import pytest
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.hpa.engine import TARGET_PODS
 from scalearena.controllers.kubernetes import Kubernetes, KubernetesConfig
-from scalearena.harness.objects import adapter as ad
-from scalearena.harness.objects import compile_objects
+from scalearena.harness.objects import adapter as ad, compile_objects
 from scalearena.harness.objects.hpa import parse_quantity
 from scalearena.harness.objects.load import classify, substitute
 from tests.unit.viewkit import FakeMetrics, pods, variant, view
@@ -225,7 +224,7 @@ def test_the_object_decides_from_its_queries(tmp_path: Path) -> None:
 
 
 def test_the_shipped_example_scenario_loads_its_objects() -> None:
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
 
     root = Path(__file__).resolve().parents[2]
     sc = load_scenario(root / "workloads" / "scenarios" / "byo-objects.yaml")
@@ -243,12 +242,12 @@ def test_the_shipped_example_scenario_loads_its_objects() -> None:
 
 
 def test_on_kind_the_files_are_applied_as_written(tmp_path: Path) -> None:
-    """CLUSTER=kind|cluster (harness/backends/kube/byo.py): the HPA goes out as written with ${VAR} filled,
+    """CLUSTER=kind|cluster (harness/kube/byo.py): the HPA goes out as written with ${VAR} filled,
     the user's adapter rules become the adapter's ConfigMap, the rule groups a Prometheus rule file."""
     import yaml
 
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
 
     root = Path(__file__).resolve().parents[2]
     sc = load_scenario(root / "workloads" / "scenarios" / "byo-objects.yaml")
@@ -273,9 +272,9 @@ def test_on_local_the_rule_groups_are_a_prometheus_rule_file(tmp_path: Path, mon
 
     import yaml
 
-    from scalearena.harness.backends.local import prometheus as local_prom
-    from scalearena.harness.backends.local.prometheus import PrometheusProcess
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.local import prometheus as local_prom
+    from scalearena.harness.local.prometheus import PrometheusProcess
 
     monkeypatch.setenv("PROMETHEUS_BIN", "/bin/true")  # constructing writes the config; nothing is started
     monkeypatch.setattr(local_prom, "free_port", lambda: 9)
@@ -463,9 +462,9 @@ def test_scalearena_render_applies_a_scaledobject_as_written(tmp_path: Path) -> 
     import yaml
     from click.testing import CliRunner
 
-    from scalearena.harness.backends.kube.byo import uses_keda
-    from scalearena.harness.backends.kube.cli import render
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.byo import uses_keda
+    from scalearena.harness.kube.cli import render
 
     root = Path(__file__).resolve().parents[2]
     (tmp_path / "so.yaml").write_text(SCALED_OBJECT)

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.kubernetes import Kubernetes, KubernetesConfig

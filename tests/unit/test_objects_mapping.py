@@ -1,5 +1,5 @@
 """Objects written for the user's cluster, mapped onto the scenario's names (harness/objects/mapping.py,
-harness/cli_objects.py): namespace always, Deployments by --target, model names by --model-name.
+harness/cli/objects.py): namespace always, Deployments by --target, model names by --model-name.
 
 Expected queries are worked out from prometheus-adapter's Build() as in test_objects.py: the selector's
 matchers sorted by key, then namespace="<the HPA's namespace>", then the pod matcher; after the mapping
@@ -166,8 +166,8 @@ def test_objects_flags_refuse_bad_input_with_exit_2(tmp_path: Path, args: list[s
 
 
 def _mapped_scenario(tmp_path: Path, duration_s: int = 600) -> object:
-    from scalearena.harness.cli_objects import objects_autoscaler
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.cli.objects import objects_autoscaler
+    from scalearena.harness.config.scenario import load_scenario
 
     added = objects_autoscaler((str(_my_objects(tmp_path)),), ("ms-qwen-decode=va-qwen",),
                                ("Qwen/Qwen3-0.6B=qwen3-0.6b",), ())
@@ -197,7 +197,7 @@ def test_the_cluster_gets_the_mapped_objects(tmp_path: Path) -> None:
     variant's Deployment), so the real controllers run what the simulator evaluated."""
     import yaml
 
-    from scalearena.harness.backends.kube.backend import KubeBackend
+    from scalearena.harness.kube.backend import KubeBackend
 
     sc = _mapped_scenario(tmp_path)
     objs = KubeBackend("kind").plan(sc, sc.autoscaler("objects"))  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
 """Request validation, output length and prompt counting shared by serve-engine and
-serve-router (harness/backends/local/openai_api.py). No sockets."""
+serve-router (harness/local/openai_api.py). No sockets."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness.backends.local.openai_api import (
+from scalearena.harness.local.openai_api import (
     ApiError,
     PromptCounter,
     approx_tokens,
@@ -186,7 +186,7 @@ def test_pieces_of_a_long_output_hold_their_base_not_n() -> None:
 def test_n_times_max_tokens_is_bounded(n: int, ok: bool) -> None:
     """At most 2^20 = 1,048,576 output tokens per request: 65 x 16,000 = 1,040,000 passes, 66 x 16,000 =
     1,056,000 and 128 x 16,000 = 2,048,000 are a 400 naming n (max_model_len 32,768 fits each sequence)."""
-    from scalearena.harness.backends.local.openai_api import ApiError, check_lengths
+    from scalearena.harness.local.openai_api import ApiError, check_lengths
 
     req = parse({"model": "m", "prompt": "x", "n": n, "max_tokens": 16000})
     if ok:
@@ -212,7 +212,7 @@ def test_engine_config_file_is_read_through_safe_yaml(tmp_path: Path) -> None:
     # usage error naming the file, exit 2, before the server starts
     from click.testing import CliRunner
 
-    from scalearena.harness.backends.local.cli import serve_engine
+    from scalearena.harness.local.cli import serve_engine
 
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import random
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from scalearena.harness.backends.local.kv_connector import KVConnector
-from scalearena.harness.backends.local.openai_api import (
+from scalearena.harness.local.kv_connector import KVConnector
+from scalearena.harness.local.openai_api import (
     ApiError,
     PromptCounter,
     output_tokens,

@@ -10,13 +10,12 @@ from __future__ import annotations
 import copy
 from typing import ClassVar
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scalearena.contracts.records import STATUSES
 from scalearena.controllers.base import ClusterView, Decision, Reason
-from scalearena.harness.backends.sim.loop import Simulation
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.sim.loop import Simulation
 from scalearena.workloads.base import RequestSpec
 
 from .test_pd_sim import BASE, Writer

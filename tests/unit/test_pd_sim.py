@@ -1,4 +1,4 @@
-"""Prefill/decode disaggregation in the simulator (harness/backends/sim/handoff.py), worked by hand.
+"""Prefill/decode disaggregation in the simulator (harness/sim/handoff.py), worked by hand.
 
 The set-up of every case unless it says otherwise: model ``m`` with one prefill pod (constant
 latency: prefill-overhead 10 ms + 0.01 ms per prompt token, 1024 blocks of 16) and one decode pod
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from scalearena.controllers.registry import REGISTRY
-from scalearena.harness.backends.sim.loop import Simulation
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.sim.loop import Simulation
 from scalearena.workloads.base import RequestSpec
 
 BASE: dict[str, Any] = {

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.config.scenario import scenario_from_data
 
 from .test_pd_sim import BASE
 
@@ -68,8 +68,8 @@ def test_bad_values_are_named() -> None:
 def test_kubernetes_backends_refuse_roles_instead_of_serving_aggregated() -> None:
     from pathlib import Path
 
-    from scalearena.harness.backends.kube.backend import KubeBackend
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.kube.backend import KubeBackend
 
     sc = load_scenario(Path(__file__).resolve().parents[2] / "workloads/scenarios/pd-disaggregated.yaml")
     with pytest.raises(UserError, match=r"cluster.variants\[0\].role: role 'prefill': prefill/decode disaggregation "
@@ -78,7 +78,7 @@ def test_kubernetes_backends_refuse_roles_instead_of_serving_aggregated() -> Non
 
 
 def test_role_blind_autoscalers_are_named_for_pd_models_only() -> None:
-    from scalearena.harness.disagg_spec import role_blind
+    from scalearena.harness.config.disagg_spec import role_blind
 
     d = copy.deepcopy(BASE)
     d["autoscalers"] = [{"kind": "wva"}, {"kind": "hpa"}, {"kind": "oracle", "name": "bound"}]

@@ -1,4 +1,4 @@
-"""llm-d-autoscaling #1499's perfect system (harness/perfect_system.py), worked out by hand.
+"""llm-d-autoscaling #1499's perfect system (harness/sizing/perfect_system.py), worked out by hand.
 
 The engine: constant latency (TTFT 100 ms, ITL 10 ms), KV 1024 x 16 = 16,384 tokens, max_num_seqs 256;
 the router's default admission (llm-d flow control, a pod saturated at KV 0.8). Requests of 1000 + 1000
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.harness.control.view import scenario_variants
-from scalearena.harness.perfect_system import perfect_system, plan
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.sizing.perfect_system import perfect_system, plan
 from tests.integration.test_frontier_sim import SCENARIO
 
 

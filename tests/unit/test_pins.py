@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.backends.kube.render import _set_image, render
+from scalearena.harness.kube.render import _set_image, render
 from tests.unit.pinskit import fake_digest, run_pins
 
 ROOT = Path(__file__).resolve().parents[2]

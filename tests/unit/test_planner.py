@@ -230,8 +230,8 @@ def test_the_view_carries_the_scenarios_admission():
     from pathlib import Path
 
     from scalearena.controllers.base import Admission
+    from scalearena.harness.config.scenario import load_scenario
     from scalearena.harness.control.view import scenario_variants
-    from scalearena.harness.scenario import load_scenario
 
     path = Path(__file__).resolve().parents[2] / "workloads" / "scenarios" / "exp1-staircase.yaml"
     (info,) = scenario_variants(load_scenario(path))

@@ -8,7 +8,7 @@ import pytest
 
 from scalearena.contracts.errors import UserError
 from scalearena.controllers.planner import Planner, PlannerConfig, WarmupPoint, WarmupTrace
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
 from scalearena.workloads.traces.intervals import IntervalLoad, interval_history
 from tests.conftest import write_yaml
 from tests.unit.test_cli import scalearena

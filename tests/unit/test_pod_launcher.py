@@ -1,4 +1,4 @@
-"""The pod launcher of CLUSTER=kwok (harness/backends/kube/launcher.py) and its KWOK Stages (manifests/kwok/).
+"""The pod launcher of CLUSTER=kwok (harness/kube/launcher.py) and its KWOK Stages (manifests/kwok/).
 
 No API server here: a fake records the status patches and deletions the launcher makes, the tests call
 ``step()`` themselves on a fake clock, and a probe function stands in for the HTTP probe. No socket either
@@ -22,11 +22,11 @@ import pytest
 import yaml
 
 from scalearena.contracts.errors import RunFailed
-from scalearena.harness.backends.kube import launcher as L
-from scalearena.harness.backends.kube.render import render
-from scalearena.harness.backends.kube.scenario import variant_objects
-from scalearena.harness.k8s.endpoints import VARIANT_SELECTOR
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube import launcher as L
+from scalearena.harness.kube.render import render
+from scalearena.harness.kube.scenario import variant_objects
+from scalearena.harness.kube.wva.endpoints import VARIANT_SELECTOR
 
 ROOT = Path(__file__).resolve().parents[2]
 POD_IP = "127.9.0.5"
@@ -196,7 +196,7 @@ def test_serve_engine_argv_binds_the_pod_ip_and_takes_the_time_scale() -> None:
     program = L.default_programs(sim_binary=lambda: "unused")[L.repository(c["image"])]
     env = L.container_env(pod, c, lambda ns, name: None)
     plan = L.plan_container(pod, c, program, env, network="port", time_scale=4.0)
-    want = [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine"]
+    want = [sys.executable, "-m", "scalearena.harness.local.cli", "engine"]
     for a in c["args"]:
         want.append({"--host=0.0.0.0": f"--host={POD_IP}", "--pod=$(POD_NAME)": "--pod=va-7"}.get(a, a))
     assert plan.argv == [*want, "--time-scale=4.0"]
@@ -208,10 +208,10 @@ def test_image_entrypoint_and_cmd_follow_the_kubelet_rule() -> None:
     program = L.engine_program()
     pod = make_pod("p", [])
     argv = L.plan_container(pod, {"image": "scalearena/serve-engine:dev"}, program, {}, network="port").argv
-    assert argv == [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine",
+    assert argv == [sys.executable, "-m", "scalearena.harness.local.cli", "engine",
                     f"--host={POD_IP}", "--port=8000", "--model=model"]  # ENTRYPOINT + CMD, host on the pod IP
     argv = L.plan_container(pod, {"image": "x", "args": ["--model=m"]}, program, {}, network="port").argv
-    assert argv == [sys.executable, "-m", "scalearena.harness.backends.local.cli", "engine", "--model=m",
+    assert argv == [sys.executable, "-m", "scalearena.harness.local.cli", "engine", "--model=m",
                     f"--host={POD_IP}"]  # args replace CMD; no --host: the pod IP, not 127.0.0.1
     with pytest.raises(L.LaunchError, match="no program 'bash'"):
         L.plan_container(pod, {"image": "x", "command": ["bash", "-c", "true"]}, program, {}, network="port")

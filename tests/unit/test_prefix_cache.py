@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from scalearena.harness.engine.core import Engine
-from scalearena.harness.engine.prefix_cache import chain_keys
+from scalearena.harness.sim.engine.core import Engine
+from scalearena.harness.sim.engine.prefix_cache import chain_keys
 from scalearena.workloads.base import RequestSpec, prefix_units
 from tests.unit.test_engine import const, run_all
 
@@ -99,8 +99,7 @@ def test_a_shared_prefix_is_held_once_in_kv_memory() -> None:
 
 
 def test_kv_accounting_matches_a_recount_under_random_traffic() -> None:
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     @settings(max_examples=60, deadline=None)
     @given(st.lists(st.tuples(st.floats(0, 2), st.integers(1, 4), st.integers(1, 3), st.integers(1, 600)),

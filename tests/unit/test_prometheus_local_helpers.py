@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.backends.local.cli import parse_duration_s
-from scalearena.harness.backends.local.metrics_text import engine_metrics_text, parse_engine_metrics
-from scalearena.harness.backends.local.prometheus import Target, render_config, render_targets
-from scalearena.harness.engine.histogram import TTFT_BUCKETS, Histogram
-from scalearena.harness.scenario import EngineSpec
+from scalearena.harness.config.engine_spec import EngineSpec
+from scalearena.harness.local.cli import parse_duration_s
+from scalearena.harness.local.metrics_text import engine_metrics_text, parse_engine_metrics
+from scalearena.harness.local.prometheus import Target, render_config, render_targets
+from scalearena.harness.sim.engine.histogram import TTFT_BUCKETS, Histogram
 
 
 @pytest.mark.parametrize(

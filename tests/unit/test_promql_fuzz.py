@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from scalearena.contracts.errors import UserError
 from scalearena.harness.promql import TSDB, PromQLEngine, QueryExecutionError

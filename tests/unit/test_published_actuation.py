@@ -3,7 +3,7 @@ first HPA sync after the first scrape that follows it, 10 Pods per sync at most;
 replicas and on the fast loop.
 
 The scrape grid of these tests: every 15 s from a phase of 0.94 s (0.94, 15.94, 30.94, ...), as
-the simulator offsets its scrapes from its decisions (harness/backends/sim/loop.py).
+the simulator offsets its scrapes from its decisions (harness/sim/loop.py).
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ import pandas as pd
 import yaml
 
 from scalearena.controllers.base import Decision, Reason
-from scalearena.harness.backends.sim import Simulation
+from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.harness.control.actuation import POD_STEP, PublishedActuation
 from scalearena.harness.control.plane import ControlPlane
 from scalearena.harness.control.ports import VirtualClock
 from scalearena.harness.control.view import VariantInfo
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.sim.backend import Simulation
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.generate import build_requests
 from tests.unit.test_control_plane_fast import Ports, Writer

@@ -3,8 +3,7 @@ on it, n/a with the reason outside it, bound violations; values worked out by ha
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from scalearena.reports.verdict import NOISE_REL, Frontier, Point, decide, page_cost, regret
 

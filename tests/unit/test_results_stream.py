@@ -16,8 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scalearena.contracts.records import REQUEST_COLUMNS, RequestRecord, TimeseriesRecord
 from scalearena.controllers.base import Decision, Reason

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.engine.calibration import PHASES, load_points, model_ms, phase_errors
-from scalearena.harness.engine.catalog import gpu_spec, model_shape
-from scalearena.harness.engine.latency import RooflineModel, RooflineParams, roofline_defaults, smooth_max
+from scalearena.harness.sim.engine.calibration import PHASES, load_points, model_ms, phase_errors
+from scalearena.harness.sim.engine.catalog import gpu_spec, model_shape
+from scalearena.harness.sim.engine.latency import RooflineModel, RooflineParams, roofline_defaults, smooth_max
 
 PROFILES = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200"
 

@@ -1,9 +1,9 @@
 """Router scoring and admission with fake engines (fixed load snapshots)."""
 from __future__ import annotations
 
-from scalearena.harness.engine.prefix_cache import chain_keys
-from scalearena.harness.router import RoutedPod, Router
-from scalearena.harness.scenario import RouterSpec
+from scalearena.harness.config.scenario import RouterSpec
+from scalearena.harness.sim.engine.prefix_cache import chain_keys
+from scalearena.harness.sim.router import RoutedPod, Router
 from scalearena.workloads.base import RequestSpec
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.scenario import apply_overrides, load_scenario, scenario_from_data
+from scalearena.harness.config.overrides import apply_overrides
+from scalearena.harness.config.scenario import load_scenario, scenario_from_data
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,7 +79,7 @@ def test_seed_override(scenario_file):
 
 
 def test_shipped_scenarios_and_suites_validate():
-    from scalearena.harness.suite import load_suite
+    from scalearena.harness.config.suite import load_suite
 
     for p in sorted((REPO / "workloads" / "scenarios").glob("*.yaml")):
         load_scenario(p)

@@ -1,4 +1,4 @@
-"""Validation errors name the field as the user's file spells it: harness/schema_help.py ``validated``.
+"""Validation errors name the field as the user's file spells it: harness/config/schema_help.py ``validated``.
 
 pydantic puts the tag of a tagged-union member (``roofline``, ``inline``) or a member's type name (``int``,
 ``list[int]``) into an error's location; the user never wrote those, so the path leaves them out, while a
@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.scenario import Scenario
-from scalearena.harness.schema_help import validated
+from scalearena.harness.config.scenario import Scenario
+from scalearena.harness.config.schema_help import validated
 from tests.conftest import write_yaml
 
 ROOFLINE_NO_HIDDEN = {"kind": "roofline", "model_shape": {"num_layers": 32, "num_heads": 32, "num_kv_heads": 8,
@@ -99,7 +99,7 @@ def test_validated_returns_the_model_and_the_cli_exits_2(tmp_path, scenario_dict
     assert validated(_Tree, {"width": [1, 2]}, "tree.yaml") == _Tree(width=[1, 2])
     from click.testing import CliRunner
 
-    from scalearena.harness.cli import main
+    from scalearena.harness.cli.main import main
 
     scenario_dict["cluster"]["variants"][0]["engine"]["latency"] = ROOFLINE_NO_HIDDEN
     p = write_yaml(tmp_path / "bad.yaml", scenario_dict)

@@ -94,10 +94,10 @@ def test_running_not_ready_pod_counts_as_target_on_a_scale_down():
 
 
 def test_sim_reports_starting_pods_as_running_not_ready(tmp_path):
-    from scalearena.harness.backends.sim import Simulation
-    from scalearena.harness.engine.cluster import PENDING, READY, STARTING, Pod
-    from scalearena.harness.router import RoutedPod
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.sim.backend import Simulation
+    from scalearena.harness.sim.engine.cluster import PENDING, READY, STARTING, Pod
+    from scalearena.harness.sim.router import RoutedPod
     from scalearena.reports.results import RunWriter
 
     sc = load_scenario(Path(__file__).resolve().parents[2] / "workloads/scenarios/exp1-staircase.yaml")

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness import cli
-from scalearena.harness.backends.local import engine_server, router_server
-from scalearena.harness.backends.local.openai_api import PromptCounter
+from scalearena.harness.cli import main as cli
+from scalearena.harness.local import engine_server, router_server
+from scalearena.harness.local.openai_api import PromptCounter
 
 ENGINE = ["serve-engine", "--model", "m", "--port", "0"]
 ROUTER = ["serve-router", "--port", "0"]
@@ -99,7 +99,7 @@ def test_good_options_reach_the_server(started: list[Any]) -> None:
 
 
 def test_endpoint_documents_are_checked_before_they_are_applied() -> None:
-    from scalearena.harness.backends.local.router_server import endpoint_entries
+    from scalearena.harness.local.router_server import endpoint_entries
 
     good = {"pod": "p0", "variant": "v", "model": "m", "url": "http://x", "state": "ready", "role": "decode"}
     assert endpoint_entries({"endpoints": [good]}) == [good]
@@ -116,9 +116,9 @@ def test_kind_passes_a_scenario_gpu_types_datasheet_to_the_roofline_engine(start
     """On kind a roofline variant runs serve-engine; with the scenario's own GPU type it was given the
     name only and refused it at start (pods crash-looping). The rendered args now carry --gpu-spec,
     and those very args start the engine with that datasheet."""
-    from scalearena.harness.backends.kube.render import render
-    from scalearena.harness.backends.kube.scenario import variant_objects
-    from scalearena.harness.scenario import scenario_from_data
+    from scalearena.harness.config.scenario import scenario_from_data
+    from scalearena.harness.kube.render import render
+    from scalearena.harness.kube.scenario import variant_objects
     from tests.conftest import SMALL_SCENARIO
 
     mine = {"peak_tflops": {"bf16": 500}, "hbm_tb_s": 4.0, "memory_gib": 96, "tdp_w": 600, "price_per_hour": 3.0}

@@ -12,11 +12,10 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scalearena.controllers.base import ArrivalForecast
-from scalearena.harness.backends.sim import SimBackend, Simulation
+from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.harness.control.view import (
     LazyForecast,
     OraclePlanStream,
@@ -24,7 +23,7 @@ from scalearena.harness.control.view import (
     forecast_from_requests,
     oracle_plan,
 )
-from scalearena.harness.scenario import scenario_from_data
+from scalearena.harness.sim.backend import SimBackend, Simulation
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.generate import build_requests

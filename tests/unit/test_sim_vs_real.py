@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scalearena.harness.scenario import load_scenario
+from scalearena.harness.config.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("sim_vs_real", ROOT / "benchmarks" / "sim_vs_real.py")

@@ -1,4 +1,4 @@
-"""The start-up schema (harness/startup_spec.py): durations, derived startup_s, and the field path of
+"""The start-up schema (harness/config/startup_spec.py): durations, derived startup_s, and the field path of
 every inconsistency."""
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.scenario import scenario_from_data
-from scalearena.harness.startup import total_cold_start_s
-from scalearena.harness.startup_spec import (
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.config.startup_spec import (
     EmpiricalSeconds,
     LognormalSeconds,
     UniformSeconds,
@@ -19,6 +18,7 @@ from scalearena.harness.startup_spec import (
     phase_rng,
     sample_s,
 )
+from scalearena.harness.sim.startup_phases import total_cold_start_s
 
 BASE: dict[str, Any] = {
     "name": "t", "duration_s": 60,
@@ -78,7 +78,7 @@ def test_weights_come_from_the_model_shape() -> None:
     # roofline llama3-8b: the catalog shape's weights in bf16 (~16 GB) at 0.5 GB/s
     sc = load({"cold_start": {}, "engine": {"latency": {"kind": "roofline", "model_shape": "llama3-8b"}}})
     v = sc.cluster.variants[0]
-    from scalearena.harness.engine.catalog import model_shape
+    from scalearena.harness.sim.engine.catalog import model_shape
 
     load_s = model_shape("llama3-8b").weight_bytes / 0.5e9
     assert 30 < load_s < 34
@@ -106,8 +106,8 @@ def test_inconsistent_start_up_settings_name_their_field(variant: Any, cluster: 
 
 
 def test_local_and_kube_refuse_what_only_the_simulator_models(tmp_path: Any) -> None:
-    from scalearena.harness.backends.local.backend import LocalRun
-    from scalearena.harness.startup_spec import refuse_sim_only
+    from scalearena.harness.config.startup_spec import refuse_sim_only
+    from scalearena.harness.local.backend import LocalRun
 
     sc = load({"sleep_mode": {"wake_s": 2}, "warm_buffer": 1})
     with pytest.raises(UserError) as e:

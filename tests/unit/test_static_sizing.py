@@ -1,4 +1,4 @@
-"""static-peak / static-mean (harness/static_sizing.py): the fewest replicas meeting the SLO at the
+"""static-peak / static-mean (harness/sizing/static.py): the fewest replicas meeting the SLO at the
 workload's peak or mean rate, found by simulation before the run."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import yaml
 
-from scalearena.harness.scenario import scenario_from_data
-from scalearena.harness.static_sizing import (
+from scalearena.harness.config.scenario import scenario_from_data
+from scalearena.harness.sizing.static import (
     PEAK_WINDOW_S,
     fewest,
     probe_length,
@@ -113,7 +113,7 @@ def test_static_peak_is_the_fewest_that_meets_the_target_at_the_peak(tmp_path: P
 def test_a_static_peak_run_records_how_its_count_was_found(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from scalearena.harness.cli import main
+    from scalearena.harness.cli.main import main
 
     path = tmp_path / "sc.yaml"
     data = yaml.safe_load((ROOT / "workloads/scenarios/exp1-staircase.yaml").read_text())

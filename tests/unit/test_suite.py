@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness.suite import load_suite
+from scalearena.harness.config.suite import load_suite
 from tests.conftest import write_yaml
 
 

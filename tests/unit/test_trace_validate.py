@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from scalearena.contracts.errors import UserError
-from scalearena.harness import cli
+from scalearena.harness.cli import main as cli
 from scalearena.workloads.spec import TraceArrivals
 from scalearena.workloads.traces import TraceStats, replay
 from tests.conftest import write_yaml

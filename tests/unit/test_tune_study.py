@@ -146,7 +146,7 @@ def test_a_trial_whose_run_went_again_after_a_lost_worker_is_marked() -> None:
         return {"dir": f"trials/trial-0000/seed-{seed}", "status": "ok", **extra,
                 "summary": {"cost": 1.0, "cost_usd": 2.0, "slo_attainment": {"both": attainment}}}
 
-    # seed 2's run took 2 attempts (harness/executor_ray.py marks it); attainment mean (0.9 + 0.8) / 2 = 0.85
+    # seed 2's run took 2 attempts (harness/run/executor_ray.py marks it); attainment mean (0.9 + 0.8) / 2 = 0.85
     res = outcome([run(1, 0.9), run(2, 0.8, attempts=2)], parse_objectives([]))
     assert res.attempts == 2 and res.metrics["slo_attainment"] == pytest.approx(0.85)
     assert outcome([run(1, 0.9)], parse_objectives([])).attempts == 1

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scalearena.harness.scenario import Scenario, scenario_from_data
+from scalearena.harness.config.scenario import Scenario, scenario_from_data
 from scalearena.workloads.arrivals import arrival_times
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.generate import (
@@ -173,7 +173,7 @@ def test_trace_workload_reports_clipping_and_keeps_trace_lengths(scenario_dict: 
 def test_trace_path_relative_to_the_scenario_file(tmp_path, scenario_dict: dict[str, Any]) -> None:
     import yaml
 
-    from scalearena.harness.scenario import load_scenario
+    from scalearena.harness.config.scenario import load_scenario
 
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "t.jsonl").write_text(

@@ -6,8 +6,7 @@ reports kv = min(1, L / N), queue 0. Decisions apply at once and new pods are re
 """
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from scalearena.controllers.wva.controller import WVA, WVAConfig
 

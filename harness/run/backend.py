@@ -1,0 +1,25 @@
+"""The Backend protocol: what every cluster backend (sim, local, kind, cluster) offers.
+
+``run`` drives one (scenario, autoscaler) pair to the end and fills the
+``RunWriter`` as it goes: a ``RequestRecord`` for every request exactly once,
+a ``TimeseriesRecord`` per variant per sample interval, every decision, and
+the run's metadata (``writer.meta``). It calls ``writer.checkpoint()`` now and
+then; the caller (harness.run.runner.execute) calls ``writer.finish()`` after
+``run`` returns and ``writer.abort()`` if it raises. ``progress(now_s,
+end_s)`` is called now and then with the run's (virtual or wall) time.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.config.scenario import Scenario
+from scalearena.reports.results import RunWriter
+
+Progress = Callable[[float, float], None]
+
+
+class Backend(Protocol):
+    def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
+            progress: Progress | None = None) -> None: ...
