@@ -19,7 +19,7 @@ SEEDS ?= 5
 # The simulator's compiled core (harness/sim/native.py: mypyc over these modules, the .py files stay the
 # reference and run whenever the build does not match them); rebuilt when one changes. NATIVE=0 skips it.
 NATIVE ?= 1
-NATIVE_SRC := harness/sim/engine/core.py harness/sim/engine/histogram.py harness/sim/engine/kv_transfer.py \
+NATIVE_SRC := harness/sim/engine/event.py harness/sim/engine/core.py harness/sim/engine/histogram.py harness/sim/engine/kv_transfer.py \
   harness/sim/engine/prefix_cache.py harness/sim/engine/latency.py harness/sim/engine/cluster.py harness/sim/router.py \
   harness/sim/events.py harness/sim/state.py harness/sim/requests.py \
   harness/sim/handoff.py harness/sim/pods.py harness/sim/startup.py \

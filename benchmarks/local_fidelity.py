@@ -21,7 +21,7 @@ from pathlib import Path
 
 from scalearena.harness.config.scenario import load_scenario
 from scalearena.harness.local.backend import LocalBackend
-from scalearena.harness.run.runner import variant_meta
+from scalearena.harness.run.meta import variant_meta
 from scalearena.harness.sim.backend import SimBackend
 from scalearena.reports.results import RunWriter
 

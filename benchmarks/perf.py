@@ -166,7 +166,7 @@ def child_profile(case: str) -> dict[str, Any]:
 
 def child_suite() -> dict[str, Any]:
     from scalearena.harness.config.suite import load_suite
-    from scalearena.harness.run.runner import run_plans
+    from scalearena.harness.run.executor import run_plans
 
     _, plans = load_suite(ROOT / "workloads" / "suites" / "paper.yaml")
     jobs = os.cpu_count() or 1
@@ -174,9 +174,9 @@ def child_suite() -> dict[str, Any]:
         t0 = time.perf_counter()
         results = run_plans(plans, Path(out), "sim", jobs, lambda r: None)
         wall = time.perf_counter() - t0
-    return {"runs": len(plans), "failed": sum(r["status"] != "ok" for r in results), "wall_s": wall, "jobs": jobs,
+    return {"runs": len(plans), "failed": sum(not r.ok for r in results), "wall_s": wall, "jobs": jobs,
             "simulated_s": sum(p.scenario.duration_s + p.scenario.drain_s for p in plans),
-            "requests": sum(r["summary"]["requests_total"] for r in results if r["status"] == "ok")}
+            "requests": sum(r.summary["requests_total"] for r in results if r.ok and r.summary)}
 
 
 def child_promql() -> dict[str, Any]:

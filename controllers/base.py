@@ -287,3 +287,27 @@ class AutoscalerBase:
 
 def clamp(value: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, value))
+
+
+class Policies(Protocol):
+    """Every registered autoscaler, as a policy that wraps another (``predictive``) sees them."""
+
+    def config_of(self, kind: str) -> type[AutoscalerConfig]: ...
+
+    def build(self, config: AutoscalerConfig) -> Autoscaler: ...
+
+
+_policies: list[Policies] = []  # the one registry, once controllers.registry has built it
+
+
+def register_policies(policies: Policies) -> None:
+    """Called by controllers.registry as it is built: a wrapping policy reaches the registry through here,
+    so no policy module imports the registry that imports it (no import cycle)."""
+    _policies[:] = [policies]
+
+
+def policies() -> Policies:
+    """The registry of every autoscaler (controllers.registry.REGISTRY)."""
+    if not _policies:
+        raise RuntimeError("controllers.registry is not loaded: import it before validating a wrapping policy")
+    return _policies[0]

@@ -42,6 +42,7 @@ from scalearena.controllers.base import (
     Decision,
     PodMetrics,
     Reason,
+    policies,
 )
 from scalearena.controllers.predictors import LoadPredictor, PredictorConfig
 from scalearena.controllers.traffic import backlog, observe
@@ -71,12 +72,10 @@ class PredictiveConfig(AutoscalerConfig):
 
     @model_validator(mode="after")
     def _inner_valid(self) -> PredictiveConfig:
-        from scalearena.controllers.registry import REGISTRY
-
         kind = self.inner.get("kind")
         if kind == "predictive":
             raise ValueError("inner: a predictive autoscaler cannot wrap another predictive one")
-        REGISTRY.get(str(kind)).config.model_validate(self.inner)
+        policies().config_of(str(kind)).model_validate(self.inner)
         return self
 
 
@@ -121,9 +120,8 @@ class Predictive(AutoscalerBase):
 
     def __init__(self, config: PredictiveConfig) -> None:
         super().__init__(config)
-        from scalearena.controllers.registry import REGISTRY
-
-        self.inner = REGISTRY.build(REGISTRY.get(config.inner["kind"]).config.model_validate(config.inner))
+        registry = policies()
+        self.inner = registry.build(registry.config_of(config.inner["kind"]).model_validate(config.inner))
         self._models: dict[str, _Model] = {}
 
     @property

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from scalearena.contracts.errors import UserError
 from scalearena.contracts.suggest import did_you_mean
-from scalearena.controllers.base import Autoscaler, AutoscalerConfig
+from scalearena.controllers.base import Autoscaler, AutoscalerConfig, register_policies
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Registry:
             raise UserError(f"autoscaler {name!r} has no defaults to run on",
                             expected=f"an entry under `autoscalers:` with kind: {name} and its settings")
         return entry.config(kind=name)
+
+    def config_of(self, kind: str) -> type[AutoscalerConfig]:
+        return self.get(kind).config
 
     def build(self, config: AutoscalerConfig) -> Autoscaler:
         return self.get(config.kind).policy(config)
@@ -109,3 +112,4 @@ def _build_registry() -> Registry:
 
 
 REGISTRY = _build_registry()
+register_policies(REGISTRY)  # for the policies that wrap another (controllers/predictive.py)

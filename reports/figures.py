@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scalearena.reports.load import Run
+
 STATIC = Path(__file__).parent / "static"
 # Inlined into every page with figures, in this order (the glue last: it registers the plugin).
 SCRIPTS = ("chart.umd.min.js", "chartjs-plugin-annotation.min.js", "scalearena-charts.js")
@@ -63,6 +65,17 @@ def time_axis(seconds: float) -> TimeUnit:
     """Divisor and axis label: minutes for runs longer than 10 min, else seconds. A page calls this once,
     with its longest run, and hands the result to every figure so the unit never switches on a page."""
     return (60.0, "time (min)") if seconds > 600 else (1.0, "time (s)")
+
+
+def page_time_unit(runs: list[Run]) -> TimeUnit:
+    """One time unit for a page, from its longest run (duration_s, else its last sample)."""
+    longest = 0.0
+    for r in runs:
+        d = r.summary.get("duration_s")
+        longest = max(longest, float(d) if isinstance(d, int | float) else 0.0)
+    if longest == 0.0:
+        longest = max((float(r.timeseries["t_s"].max()) for r in runs if not r.timeseries.empty), default=0.0)
+    return time_axis(longest)
 
 
 def thin(df: pd.DataFrame, max_rows: int = MAX_POINTS) -> pd.DataFrame:

@@ -32,7 +32,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.contracts.records import FAILURE_CAUSES
 from scalearena.reports import run_plots, startup_plots
 from scalearena.reports.catalog import BY_ID, cost_metric, cost_tooltip
-from scalearena.reports.figures import TimeUnit, page_scripts, time_axis
+from scalearena.reports.figures import page_scripts, page_time_unit
 from scalearena.reports.load import ResultSet, Run, load_results
 from scalearena.reports.metrics import json_clean
 from scalearena.reports.results import atomic_write_bytes, atomic_write_json
@@ -197,17 +197,6 @@ def scaling_rows(s: dict[str, Any], div: float = 1.0) -> list[tuple[str, str]]:
          _pair(eff.get(f"{cost}_per_1m_output_tokens"), eff.get(f"{cost}_per_1m_total_tokens"), "{:.3g}")),
         ("energy per 1M tokens (kWh, TDP)", fmt(eff.get("energy_kwh_per_1m_tokens"), "{:.3g}")),
     ]
-
-
-def page_time_unit(runs: list[Run]) -> TimeUnit:
-    """One time unit for a page, from its longest run (duration_s, else its last sample)."""
-    longest = 0.0
-    for r in runs:
-        d = r.summary.get("duration_s")
-        longest = max(longest, float(d) if isinstance(d, int | float) else 0.0)
-    if longest == 0.0:
-        longest = max((float(r.timeseries["t_s"].max()) for r in runs if not r.timeseries.empty), default=0.0)
-    return time_axis(longest)
 
 
 def run_context(run: Run, color: str | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from scalearena.reports import suite_decide, suite_plots, suite_stats, verdict_plots
 from scalearena.reports.catalog import BY_ID, Metric, best_index, cost_tooltip, table_metrics
-from scalearena.reports.figures import TimeUnit, autoscaler_colors
+from scalearena.reports.figures import TimeUnit, autoscaler_colors, page_time_unit
 from scalearena.reports.load import ResultSet, Run, natural_key
 from scalearena.reports.signal_health import blind_lines
 
@@ -162,8 +162,6 @@ def blind_runs(rs: ResultSet) -> list[dict[str, str]]:
 
 def suite_context(rs: ResultSet, min_attainment: float | None = None) -> dict[str, Any]:
     """Everything suite.html shows."""
-    from scalearena.reports.report import page_time_unit
-
     suite = rs.suite or {}
     scalars = [(k, scalar_text(k, v)) for k, v in sorted(suite.items()) if not isinstance(v, dict | list)]
     for k in ("versions", "git"):

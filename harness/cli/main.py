@@ -35,13 +35,12 @@ from scalearena.harness.cli.progress import RunBar, print_table, run_lines
 from scalearena.harness.config.frontier_spec import FrontierSpec, frontier_option
 from scalearena.harness.run.executor import EXECUTORS, Executor, make_executor
 from scalearena.harness.run.interrupts import Interrupted, deferred, exit_code, interruptible, stdout_gone
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.run.registry import CLUSTERS, KUBE_CLUSTERS, parse_option_flags, resolve_options
 
 if TYPE_CHECKING:  # the run machinery (pandas, the controllers, the simulator) loads when a command needs it:
     from scalearena.harness.config.suite import RunPlan
-    from scalearena.harness.run.runner import (
-        SuiteRecorder,  # `scalearena --help` and report/compare start ~1 s sooner
-    )
+    from scalearena.harness.run.runner import SuiteRecorder  # `scalearena --help` starts ~1 s sooner
 
 err_console = Console(stderr=True)
 LAZY_COMMANDS = {
@@ -76,11 +75,10 @@ class ArenaGroup(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy_commands:
+            # a subcommand that fails to import is a bug of this checkout, not an unknown command: the error
+            # reaches invoke's guard (exit 3, traceback in the log) instead of click's "No such command"
             mod, attr = self.lazy_commands[name].split(":")
-            try:
-                return getattr(importlib.import_module(mod), attr)  # type: ignore[no-any-return]
-            except (ImportError, AttributeError):
-                return None  # that subsystem is not installed in this checkout
+            return getattr(importlib.import_module(mod), attr)  # type: ignore[no-any-return]
         return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -245,7 +243,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     prepare_out(out, name)
     plans = with_pages(plans) if report else plans  # each worker writes its run's page as the run ends
     rec = SuiteRecorder(out, name, cluster, plans, source)
-    results: list[dict[str, Any]] = []
+    results: list[RunOutcome] = []
     interrupted: KeyboardInterrupt | None = None
     if executor is None and jobs > 1:  # one warm pool for the suite's runs and the frontier's
         executor = make_executor("local", jobs, cluster, backend_options=backend_options)
@@ -262,7 +260,7 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     with deferred("interrupted: writing the report of the finished runs (again to skip it)") as late:
         try:
             rec.close(complete=interrupted is None)
-            if any(r["status"] == "ok" for r in results):
+            if any(r.ok for r in results):
                 if report:
                     _write_report(out)
                 print_table(results)
@@ -271,14 +269,14 @@ def _run_all(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
             err_console.print(Text("report not written (interrupted)"))
     if late and interrupted is None:
         interrupted = Interrupted(late[0])
-    for msg in dict.fromkeys(r["error"] for r in results if r["status"] == "bad_input"):
+    for msg in dict.fromkeys(r.error or "" for r in results if r.status == "bad_input"):
         print_error(msg)
     if interrupted is not None:
         err_console.print(Text(f"interrupted: partial results kept in {out} (unfinished runs marked incomplete)"))
         return exit_code(interrupted)
-    if any(r["status"] == "bad_input" for r in results):
+    if any(r.status == "bad_input" for r in results):
         return 2
-    return 1 if any(r["status"] != "ok" for r in results) else 0
+    return 1 if any(not r.ok for r in results) else 0
 
 
 def _preflight(plans: list[RunPlan], cluster: str, backend_options: dict[str, str] | None, source: str | None) -> None:
@@ -297,7 +295,7 @@ def _preflight(plans: list[RunPlan], cluster: str, backend_options: dict[str, st
 
 
 def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str, rec: SuiteRecorder,
-             results: list[dict[str, Any]], backend_options: dict[str, str] | None = None,
+             results: list[RunOutcome], backend_options: dict[str, str] | None = None,
              executor: Executor | None = None) -> None:
     from scalearena.harness.run.runner import run_plan
 
@@ -305,7 +303,7 @@ def _execute(plans: list[RunPlan], out: Path, cluster: str, jobs: int, name: str
     with Progress(*columns, console=err_console, transient=False) as progress:
         total = progress.add_task(f"{name} [{cluster}]", total=len(plans))
 
-        def done(r: dict[str, Any]) -> None:
+        def done(r: RunOutcome) -> None:
             rec.record(r)
             results.append(r)
             progress.advance(total)

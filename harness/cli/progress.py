@@ -16,6 +16,8 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
+from scalearena.harness.run.outcome import RunOutcome
+
 QUIET_LINE_S = 20.0  # wall seconds between two plain progress lines when there is no terminal
 
 
@@ -45,35 +47,35 @@ class RunBar:
             self.progress.console.print(Text(f"  ... {self.label}: {where} after {wall:.0f} s"), highlight=False)
 
 
-def run_lines(r: dict[str, Any]) -> list[Text]:
+def run_lines(r: RunOutcome) -> list[Text]:
     """The lines printed when a run ends: its outcome, then a warning per signal its autoscaler never
     received (reports/signal_health.py)."""
     from scalearena.reports.signal_health import blind_text
 
-    mark = {"ok": ("ok", "green"), "bad_input": ("bad input", "red")}.get(r["status"], ("failed", "red"))
-    if r.get("attempts"):
-        mark = (f"{mark[0]} after {r['attempts']} attempts (worker lost)", "yellow")
-    detail = f": {r['error']}" if r["status"] == "failed" else ""  # bad input is printed once at the end
-    lines = [Text.assemble("  ", mark, f" {r['dir']} ({r.get('wall_s', 0):.1f} s){detail}")]
-    for m in (r.get("summary") or {}).get("signals_missing") or ():
+    mark = {"ok": ("ok", "green"), "bad_input": ("bad input", "red")}.get(r.status, ("failed", "red"))
+    if r.attempts > 1:
+        mark = (f"{mark[0]} after {r.attempts} attempts (worker lost)", "yellow")
+    detail = f": {r.error}" if r.status == "failed" else ""  # bad input is printed once at the end
+    lines = [Text.assemble("  ", mark, f" {r.dir} ({r.wall_s:.1f} s){detail}")]
+    for m in (r.summary or {}).get("signals_missing") or ():
         lines.append(Text.assemble("    ", ("warning", "yellow"), f": {blind_text(m)}"))
     return lines
 
 
-def print_table(results: list[dict[str, Any]]) -> None:
-    rows = sorted((r for r in results if r["status"] == "ok"), key=lambda r: r["dir"])
+def print_table(results: list[RunOutcome]) -> None:
+    rows = sorted((r for r in results if r.ok and r.summary is not None), key=lambda r: r.dir)
     if not rows:
         return
     from scalearena.reports.catalog import cost_metric
 
-    cost = cost_metric([r["summary"] for r in rows])  # the report's one cost unit: USD if priced, else GPU-hours
+    cost = cost_metric([r.summary for r in rows if r.summary is not None])  # the report's one cost unit: USD if priced, else GPU-hours
     t = Table("run", "goodput rps", "throughput rps", "failures", "TTFT p99 ms", "replicas mean",
               "cost USD" if cost.id == "cost_usd" else "GPU-hours")
     t.columns[0].overflow = "fold"
     for r in rows:
-        s = r["summary"]
+        s = r.summary or {}
         p99 = s["ttft_ms"]["p99"]
-        t.add_row(Text(r["dir"]), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
+        t.add_row(Text(r.dir), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
                   str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
                   f"{s['replicas']['mean']:.2f}", cost.format(cost.value(s)))
     # piped output (CI logs) gets a wide table instead of rich's 80-column default

@@ -28,6 +28,7 @@ from typing import Any
 
 from scalearena.contracts.errors import UserError
 from scalearena.harness.config.suite import RunPlan
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.reports.results import atomic_write_bytes
 
 ATTEMPTS = 3
@@ -43,7 +44,7 @@ def _import_ray() -> Any:
     return ray
 
 
-def run_remote(plan: RunPlan, cluster: str, backend_options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
+def run_remote(plan: RunPlan, cluster: str, backend_options: dict[str, Any]) -> tuple[RunOutcome, dict[str, bytes]]:
     """The body of one task: run the plan in a scratch folder, return its outcome and its files."""
     from scalearena.harness.run.runner import run_plan
 
@@ -104,12 +105,12 @@ class RayExecutor:
     def _submit(self, plan: RunPlan) -> Any:
         return self._task.remote(plan, self.cluster, self.backend_options)
 
-    def run(self, plans: list[RunPlan], out: Path, on_done: Any) -> list[dict[str, Any]]:
+    def run(self, plans: list[RunPlan], out: Path, on_done: Any) -> list[RunOutcome]:
         ray = self.ray
         system = (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError,
                   ray.exceptions.RaySystemError)
         pending = {self._submit(p): (p, 1) for p in plans}
-        results: list[dict[str, Any]] = []
+        results: list[RunOutcome] = []
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
@@ -120,12 +121,11 @@ class RayExecutor:
                     if attempt < ATTEMPTS:
                         pending[self._submit(plan)] = (plan, attempt + 1)
                         continue
-                    result, files = {"dir": plan.rel_dir, "status": "failed",
-                                     "error": f"worker lost {attempt} times: {type(e).__name__}"}, {}
+                    result, files = RunOutcome(plan.rel_dir, "failed",
+                                               error=f"worker lost {attempt} times: {type(e).__name__}"), {}
                 for rel, data in sorted(files.items()):
                     atomic_write_bytes(Path(out) / rel, data)
-                if attempt > 1:
-                    result["attempts"] = attempt
+                result.attempts = attempt
                 results.append(result)
                 on_done(result)
         return results

@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 import time
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from scalearena import __version__
 from scalearena.contracts.errors import UserError
 from scalearena.harness.config.frontier_spec import FRONTIER_FILE
-from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.run.interrupts import held
+from scalearena.harness.run.meta import git_sha, run_meta, versions
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.run.registry import build_backend
 from scalearena.reports.results import RunWriter, atomic_write_json
 
@@ -65,45 +63,6 @@ def check_plans(plans: list[RunPlan], cluster: str, options: Any) -> None:
             backend.check(p.scenario)
 
 
-def variant_meta(sc: Scenario) -> list[dict[str, Any]]:
-    out = []
-    for v in sc.cluster.variants:
-        g = sc.cluster.gpu(v.gpu)
-        out.append(
-            {
-                "name": v.name,
-                "model": v.model,
-                "gpu": v.gpu,
-                "gpus_per_replica": v.gpus_per_replica,
-                "cost": v.cost,
-                "tdp_w": g.tdp_w,
-                "price_per_hour": g.price_per_hour,
-                **({"role": v.role} if v.role != "both" else {}),  # P/D only: aggregated metadata unchanged
-            }
-        )
-    return out
-
-
-def run_meta(plan: RunPlan, cluster: str) -> dict[str, Any]:
-    sc = plan.scenario
-    return {
-        "scenario": sc.name,
-        "autoscaler": plan.label,
-        "autoscaler_kind": plan.autoscaler.kind,
-        "autoscaler_config": plan.autoscaler.model_dump(mode="json"),
-        "cluster": cluster,
-        "seed": sc.seed,
-        "duration_s": sc.duration_s,
-        "window_s": sc.window_s,  # what reports/usage.py integrates over, on every backend
-        "slo": sc.slo.model_dump(mode="json"),
-        "attainment_target": sc.attainment_target,
-        "sample_interval_s": sc.metrics.sample_interval_s,
-        "scrape_interval_s": sc.metrics.scrape_interval_s,
-        "variants": variant_meta(sc),
-        "sweep": dict(plan.sweep),
-    }
-
-
 def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = None,
             backend_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one plan; returns its summary. Partial results are kept on any failure."""
@@ -139,7 +98,7 @@ def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = 
 
 
 def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | None = None,
-             backend_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             backend_options: Mapping[str, Any] | None = None) -> RunOutcome:
     """Run one plan and describe the outcome (ok / bad_input / failed) instead of raising, so a suite goes on."""
     t0 = time.perf_counter()
     try:
@@ -147,12 +106,11 @@ def run_plan(plan: RunPlan, out: str | Path, cluster: str, progress: Progress | 
         wall_s = time.perf_counter() - t0
         if plan.page_color is not None:
             write_page(plan, Path(out))
-        return {"dir": plan.rel_dir, "status": "ok", "wall_s": wall_s, "summary": summary}
+        return RunOutcome(plan.rel_dir, "ok", wall_s, summary=summary)
     except UserError as e:
-        return {"dir": plan.rel_dir, "status": "bad_input", "error": e.render(), "wall_s": time.perf_counter() - t0}
+        return RunOutcome(plan.rel_dir, "bad_input", time.perf_counter() - t0, error=e.render())
     except Exception as e:  # noqa: BLE001 - recorded in suite.json and error.log, the suite goes on
-        return {"dir": plan.rel_dir, "status": "failed", "error": f"{type(e).__name__}: {e}",
-                "wall_s": time.perf_counter() - t0}
+        return RunOutcome(plan.rel_dir, "failed", time.perf_counter() - t0, error=f"{type(e).__name__}: {e}")
 
 
 def with_pages(plans: list[RunPlan]) -> list[RunPlan]:
@@ -177,27 +135,6 @@ def write_page(plan: RunPlan, out: Path) -> None:
         write_run_report(run_dir, os.path.relpath(out / "report.html", run_dir), color=plan.page_color)
     except Exception:  # noqa: BLE001, S110 - the report step retries it and reports the error
         pass
-
-
-def git_sha() -> str | None:
-    try:
-        r = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                           cwd=Path(__file__).resolve().parent)
-        return r.stdout.strip() or None if r.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"scalearena": __version__, "python": platform.python_version()}
-    for pkg in ("pandas", "pyarrow", "pydantic", "numpy", "locust", "kubernetes", "jinja2"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
-    return out
 
 
 class SuiteRecorder:
@@ -225,14 +162,14 @@ class SuiteRecorder:
         self._index = {r["dir"]: r for r in self.doc["runs"]}
         self.write()
 
-    def record(self, result: dict[str, Any]) -> None:
-        row = self._index[result["dir"]]
-        row["status"] = result["status"]
-        row["wall_s"] = round(result.get("wall_s", 0.0), 3)
-        if "error" in result:
-            row["error"] = result["error"]
-        if result.get("attempts"):  # run again after its worker was lost (harness/run/executor_ray.py)
-            row["attempts"] = result["attempts"]
+    def record(self, result: RunOutcome) -> None:
+        row = self._index[result.dir]
+        row["status"] = result.status
+        row["wall_s"] = round(result.wall_s, 3)
+        if result.error is not None:
+            row["error"] = result.error
+        if result.attempts > 1:  # run again after its worker was lost (harness/run/executor_ray.py)
+            row["attempts"] = result.attempts
         self.write()
 
     def close(self, complete: bool) -> None:
@@ -259,21 +196,6 @@ def _complete(run_dir: Path) -> bool:
 
 def default_jobs(cluster: str) -> int:
     return (os.cpu_count() or 1) if cluster == "sim" else 1
-
-
-def run_plans(plans: list[RunPlan], out: Path, cluster: str, jobs: int,
-              on_done: Callable[[dict[str, Any]], None],
-              backend_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Execute plans, in worker processes when jobs > 1; ``on_done`` sees each result as it lands. A recipe
-    that reads series the backend does not expose is refused before anything runs (exit 2)."""
-    from scalearena.harness.objects.recipes import check_series
-
-    for p in plans:
-        check_series(p.autoscaler, cluster, (backend_options or {}).get("gateway"))
-    from scalearena.harness.run.executor import LocalExecutor
-
-    with LocalExecutor(jobs if len(plans) > 1 else 1, cluster, backend_options) as ex:
-        return ex.run(plans, out, on_done)
 
 
 def prepare_out(out: Path, name: str | None = None) -> None:

@@ -178,7 +178,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         meta.setdefault("sample_interval_s", sc.metrics.sample_interval_s)
         meta.setdefault("scrape_interval_s", sc.metrics.scrape_interval_s)
         if "variants" not in meta:
-            from scalearena.harness.run.runner import variant_meta
+            from scalearena.harness.run.meta import variant_meta
 
             meta["variants"] = variant_meta(sc)
         self._warm = sc.cluster.warm_start  # initial replicas skip the cold start

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 MODULES = (  # compiled together (one mypyc group), relative to the package ``scalearena``
+    "harness.sim.engine.event",
     "harness.sim.engine.core",
     "harness.sim.engine.histogram",
     "harness.sim.engine.kv_transfer",

@@ -40,6 +40,7 @@ from scalearena.harness.config.frontier_spec import (
 )
 from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.run.executor import Executor
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.sizing import frontier_cache
 from scalearena.reports.results import atomic_write_json
 
@@ -122,10 +123,10 @@ def _row(fr: FrontierRun, summary: dict[str, Any] | None, source: str, error: st
     return row
 
 
-Runner = Callable[[list[RunPlan], Path, Callable[[dict[str, Any]], None]], Any]
+Runner = Callable[[list[RunPlan], Path, Callable[[RunOutcome], None]], Any]
 
 
-def run(runs: list[FrontierRun], execute: Runner, suite_results: dict[str, dict[str, Any]] | None = None,
+def run(runs: list[FrontierRun], execute: Runner, suite_results: dict[str, RunOutcome] | None = None,
         on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Every frontier point: from the suite's own run, the cache, or a run now (``execute`` is an executor's
     ``run``). ``suite_results``: rel_dir -> the suite's run outcome. Returns frontier.json's rows in order."""
@@ -135,8 +136,8 @@ def run(runs: list[FrontierRun], execute: Runner, suite_results: dict[str, dict[
     for i, fr in enumerate(runs):
         suite_run = (suite_results or {}).get(fr.reuse or "")
         cached = frontier_cache.load(fr.key)
-        if suite_run is not None and suite_run.get("status") == "ok":
-            rows[i] = _row(fr, suite_run["summary"], f"suite:{fr.reuse}")
+        if suite_run is not None and suite_run.ok and suite_run.summary is not None:
+            rows[i] = _row(fr, suite_run.summary, f"suite:{fr.reuse}")
         elif cached is not None:
             rows[i] = _row(fr, cached, "cache")
         else:
@@ -146,13 +147,13 @@ def run(runs: list[FrontierRun], execute: Runner, suite_results: dict[str, dict[
     if todo:
         scratch = Path(tempfile.mkdtemp(prefix="scalearena-frontier-"))
 
-        def landed(r: dict[str, Any]) -> None:
-            i = todo[r["dir"]]
+        def landed(r: RunOutcome) -> None:
+            i = todo[r.dir]
             fr = runs[i]
-            summary = r.get("summary") if r.get("status") == "ok" else None
+            summary = r.summary if r.ok else None
             if summary is not None and summary.get("complete") is True:
                 frontier_cache.store(fr.key, summary, f"{fr.scenario} {fr.point} seed {fr.seed} {fr.setting}")
-            rows[i] = _row(fr, summary, "run", None if summary is not None else str(r.get("error") or r["status"]))
+            rows[i] = _row(fr, summary, "run", None if summary is not None else str(r.error or r.status))
             done(rows[i])
 
         try:
@@ -195,7 +196,7 @@ def write(out: Path, spec: FrontierSpec, rows: list[dict[str, Any]], perfect: li
     return path
 
 
-def for_suite(plans: list[RunPlan], out: Path, cluster: str, spec: FrontierSpec, results: list[dict[str, Any]],
+def for_suite(plans: list[RunPlan], out: Path, cluster: str, spec: FrontierSpec, results: list[RunOutcome],
               executor: Executor | None, backend_options: Mapping[str, Any] | None, console: Console) -> None:
     """The suite's frontier with a progress bar: run (or take from the cache and the suite's oracle runs)
     every point, write OUT/frontier.json, say where each point came from."""
@@ -204,17 +205,17 @@ def for_suite(plans: list[RunPlan], out: Path, cluster: str, spec: FrontierSpec,
         return
     runs = frontier_runs(plans, spec, cluster)
 
-    def execute(todo: list[RunPlan], scratch: Path, landed: Callable[[dict[str, Any]], None]) -> Any:
+    def execute(todo: list[RunPlan], scratch: Path, landed: Callable[[RunOutcome], None]) -> Any:
         if executor is not None:
             return executor.run(todo, scratch, landed)
-        from scalearena.harness.run.runner import run_plans
+        from scalearena.harness.run.executor import run_plans
 
         return run_plans(todo, scratch, cluster, 1, landed, backend_options)
 
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("oracle frontier (the bound of regret)", total=len(runs))
-        rows = run(runs, execute, {r["dir"]: r for r in results}, lambda r: progress.advance(task))
+        rows = run(runs, execute, {r.dir: r for r in results}, lambda r: progress.advance(task))
     path = write(out, spec, rows, perfect_rows(runs))
     src = [str(r["_source"]).split(":")[0] for r in rows]
     failed = [r for r in rows if r.get("error")]

@@ -21,6 +21,7 @@ from scalearena.contracts.errors import UserError
 from scalearena.contracts.limits import MAX_SEEDS
 from scalearena.harness.config.scenario import load_scenario
 from scalearena.harness.run.executor import EXECUTORS, Executor, make_executor
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.sizing import frontier
 from scalearena.harness.tuning.objectives import check_target, cost_axis, default_objectives, parse_objectives
 from scalearena.harness.tuning.outputs import write
@@ -46,22 +47,22 @@ def reference_runs(t: Tuning, executor: Executor) -> dict[str, Outcome]:
     from scalearena.reports.load import read_json
 
     refs = {"default": t.base, **({"oracle": t.oracle} if t.oracle is not None else {})}
-    results: dict[str, list[dict[str, Any]]] = {k: [] for k in refs}
+    results: dict[str, list[RunOutcome]] = {k: [] for k in refs}
     todo = []
     for name, cfg in refs.items():
         for p in plans(t.scenario, cfg, name, t.seeds):
             path = t.out / p.rel_dir / "summary.json"
             summary = read_json(path) if path.is_file() else None
             if summary is not None and summary.get("complete") is True:
-                results[name].append({"dir": p.rel_dir, "status": "ok", "summary": summary})
+                results[name].append(RunOutcome(p.rel_dir, "ok", summary=summary))
             else:
                 todo.append(p)
     for r in executor.run(todo, t.out, lambda r: None):
-        results[r["dir"].split("/")[0]].append(r)
+        results[r.dir.split("/")[0]].append(r)
     if t.frontier is not None:
         oracle = t.oracle if t.oracle is not None else t.base
         runs = frontier.frontier_runs(plans(t.scenario, oracle, "oracle", t.seeds), t.frontier)
-        t.frontier_rows = frontier.run(runs, executor.run, {r["dir"]: r for r in results.get("oracle", [])})
+        t.frontier_rows = frontier.run(runs, executor.run, {r.dir: r for r in results.get("oracle", [])})
         t.perfect_rows = frontier.perfect_rows(runs)
     return {k: outcome(v, t.objectives) for k, v in results.items()}
 

@@ -124,7 +124,7 @@ def _write_parquet(path: Path, df: pd.DataFrame) -> None:
 
 def _meta(t: Tuning, frame: pd.DataFrame, v: Verdict, refs: dict[str, Outcome], best: FrozenTrial | None
           ) -> dict[str, Any]:
-    from scalearena.harness.run.runner import git_sha, versions
+    from scalearena.harness.run.meta import git_sha, versions
 
     counts = frame["state"].value_counts().to_dict() if not frame.empty else {}
     return {

@@ -30,6 +30,7 @@ from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.config.frontier_spec import FrontierSpec
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.run.executor import Executor
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.tuning.objectives import ATTAINMENT, Objective
 from scalearena.harness.tuning.space import Space, apply
 from scalearena.harness.tuning.trials import Outcome, label, outcome, plans, rounded
@@ -185,9 +186,9 @@ def run_batch(study: optuna.Study, t: Tuning, executor: Executor, size: int) -> 
     todo = [p for tr, _, cfg in asked if not isinstance(cfg, str)
             for p in plans(t.scenario, cfg, f"trials/{label(tr.number)}", t.seeds)]
     results = executor.run(todo, t.out, lambda r: None)
-    by_trial: dict[str, list[dict[str, Any]]] = {}
+    by_trial: dict[str, list[RunOutcome]] = {}
     for r in results:
-        by_trial.setdefault(r["dir"].split("/")[1], []).append(r)
+        by_trial.setdefault(r.dir.split("/")[1], []).append(r)
     for trial, _, cfg in asked:
         _tell(study, t, trial, cfg if isinstance(cfg, str) else outcome(by_trial.get(label(trial.number), []),
                                                                          t.objectives))

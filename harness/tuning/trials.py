@@ -15,6 +15,7 @@ from typing import Any
 from scalearena.controllers.base import AutoscalerConfig
 from scalearena.harness.config.scenario import Scenario, compile_objects
 from scalearena.harness.config.suite import RunPlan
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.tuning.objectives import ATTAINMENT, Objective
 from scalearena.reports.catalog import BY_ID
 
@@ -95,16 +96,16 @@ class Outcome:
         return 1.0 if att is None else target - att
 
 
-def outcome(results: list[dict[str, Any]], objectives: list[Objective]) -> Outcome:
+def outcome(results: list[RunOutcome], objectives: list[Objective]) -> Outcome:
     """Average the seeds' summaries; any run that did not finish makes the trial failed, with its error."""
-    bad = [r for r in results if r.get("status") != "ok"]
-    attempts = max([int(r.get("attempts", 1)) for r in results], default=1)
+    bad = [r for r in results if not r.ok or r.summary is None]
+    attempts = max([r.attempts for r in results], default=1)
     if bad or not results:
-        err = bad[0].get("error", bad[0].get("status")) if bad else "no runs"
-        return Outcome(False, error=f"{bad[0]['dir'] if bad else ''}: {err}", seeds=len(results), attempts=attempts)
+        err = (bad[0].error or bad[0].status) if bad else "no runs"
+        return Outcome(False, error=f"{bad[0].dir if bad else ''}: {err}", seeds=len(results), attempts=attempts)
     ids = list(dict.fromkeys([*REPORTED, *(o.id for o in objectives)]))
     metrics: dict[str, float | None] = {}
     for i in ids:
-        vals = [BY_ID[i].value(r["summary"]) for r in results]
+        vals = [BY_ID[i].value(r.summary or {}) for r in results]
         metrics[i] = None if any(v is None for v in vals) else sum(v for v in vals if v is not None) / len(vals)
     return Outcome(True, metrics, seeds=len(results), attempts=attempts)

@@ -20,7 +20,7 @@ def test_worker_pages_are_the_report_steps_pages(tmp_path: Path) -> None:
     plans = with_pages(plans_for_scenario(sc, ["static", "hpa"]))
     assert [(p.label, p.page_color) for p in plans] == [("static", STATIC_COLOR), ("hpa", HPA_COLOR)]
     for p in plans:
-        assert run_plan(p, tmp_path, "sim")["status"] == "ok"
+        assert run_plan(p, tmp_path, "sim").ok
         run_dir = tmp_path / p.rel_dir
         link = os.path.relpath(tmp_path / "report.html", run_dir)
         assert link == "../../report.html"  # <scenario>/<autoscaler>/ below the suite folder
@@ -34,6 +34,6 @@ def test_worker_pages_are_the_report_steps_pages(tmp_path: Path) -> None:
 def test_no_page_without_a_colour(tmp_path: Path) -> None:
     sc = load_scenario(str(ROOT / "workloads/scenarios/exp1-staircase.yaml"), ["duration_s=30", "drain_s=0"])
     (plan,) = plans_for_scenario(sc, ["static"])  # frontier and tuning plans: no page_color
-    assert run_plan(plan, tmp_path, "sim")["status"] == "ok"
+    assert run_plan(plan, tmp_path, "sim").ok
     assert (tmp_path / plan.rel_dir / "summary.json").is_file()
     assert not (tmp_path / plan.rel_dir / "report.html").exists()

@@ -87,7 +87,7 @@ def test_best_snippet_loads_and_reproduces_the_trial(tmp_path: Path) -> None:
     scenario.write_text(yaml.safe_dump(data))
     sc = load_scenario(scenario)
     (plan,) = plans_for_scenario(sc, ["hpa-tuned"])
-    got = run_plan(plan, tmp_path / "rerun", "sim")["summary"]
+    got = run_plan(plan, tmp_path / "rerun", "sim").summary
     trial = json.loads((out / "trials" / f"trial-{meta['best_trial']:04d}" / "seed-1" / "summary.json").read_text())
     for key in ("requests_total", "requests_ok", "cost", "gpu_hours", "goodput_rps", "slo_attainment", "replicas",
                 "ttft_ms", "scaling_actions"):
@@ -116,7 +116,7 @@ def test_a_recipe_trial_runs_its_sampled_placeholders_and_its_snippet_reproduces
     scenario = tmp_path / "with-best.yaml"
     scenario.write_text(yaml.safe_dump(data))
     (plan,) = plans_for_scenario(load_scenario(scenario), ["llmd-slo-tuned"])
-    got = run_plan(plan, tmp_path / "rerun", "sim")["summary"]
+    got = run_plan(plan, tmp_path / "rerun", "sim").summary
     best = json.loads((out / "tune.json").read_text())["best_trial"]
     trial = json.loads((out / "trials" / f"trial-{best:04d}" / "seed-1" / "summary.json").read_text())
     for key in ("requests_total", "requests_ok", "cost", "slo_attainment", "replicas", "scaling_actions"):

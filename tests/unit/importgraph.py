@@ -35,6 +35,7 @@ class Edge:
     target: str
     path: str
     line: int
+    typing_only: bool = False  # under `if TYPE_CHECKING:`: never executed, so it cannot close an import cycle
 
     def __str__(self) -> str:
         return f"{self.importer} -> {self.target} ({self.path}:{self.line})"
@@ -98,18 +99,28 @@ def _resolve_from(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _targets(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> Iterator[tuple[str, int]]:
+def _typing_only(tree: ast.AST) -> set[int]:
+    """The ids of the import nodes inside an `if TYPE_CHECKING:` block."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)}
+    return out
+
+
+def _targets(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> Iterator[tuple[str, int, bool]]:
+    typing_only = _typing_only(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, node.lineno
+                yield alias.name, node.lineno, id(node) in typing_only
         elif isinstance(node, ast.ImportFrom):
             base = _resolve_from(node, module, is_package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                yield (sub if sub in known else base), node.lineno
+                yield (sub if sub in known else base), node.lineno, id(node) in typing_only
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and LAZY_IMPORT.match(node.value):
-            yield node.value.split(":")[0], node.lineno
+            yield node.value.split(":")[0], node.lineno, False
 
 
 def import_edges(root: Path) -> list[Edge]:
@@ -119,9 +130,9 @@ def import_edges(root: Path) -> list[Edge]:
     edges = []
     for module, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        for target, line in _targets(tree, module, path.name == "__init__.py", known):
+        for target, line, typing_only in _targets(tree, module, path.name == "__init__.py", known):
             if area(target) is not None and target != module:
-                edges.append(Edge(module, target, str(path.relative_to(root)), line))
+                edges.append(Edge(module, target, str(path.relative_to(root)), line, typing_only))
     return edges
 
 
@@ -181,6 +192,54 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def module_cycles(edges: Iterable[Edge]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or round a loop (imports inside functions and
+    lazy command strings included; a package counts as its __init__). Tarjan's algorithm, iteratively."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        if not e.typing_only:
+            graph.setdefault(e.importer, set()).add(e.target)
+            graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return sorted(groups)
 
 
 def cycle_witnesses(edges: Iterable[Edge], group: list[str]) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from scalearena.cli import main
+from scalearena.harness.run.outcome import RunOutcome
 from tests.conftest import write_yaml
 
 
@@ -135,10 +136,10 @@ def test_local_without_prometheus_fails_before_any_progress(scenario_file, tmp_p
 def test_summary_table_shows_the_reports_cost_unit(capsys):
     from scalearena.harness.cli.progress import print_table
 
-    def row(name: str, usd: float | None) -> dict:
+    def row(name: str, usd: float | None) -> RunOutcome:
         s = {"goodput_rps": 5.383, "throughput_rps": 5.522, "failures": {"rejected": 44}, "ttft_ms": {"p99": 2146.2},
              "replicas": {"mean": 8.18}, "cost": 1.466, "gpu_hours": 1.466, "cost_usd": usd}
-        return {"dir": name, "status": "ok", "summary": s}
+        return RunOutcome(name, "ok", summary=s)
 
     print_table([row("a/hpa", 10.09), row("a/wva", 7.03)])  # priced: USD, as the pages show (was variant-cost 1.47)
     out = capsys.readouterr().out

@@ -121,3 +121,22 @@ def test_help_lists_lazy_commands_as_click_would_without_importing_them():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"  # --help imported none of them (1.8 s -> 0.2 s of CPU)
+
+
+def test_a_subcommand_that_fails_to_import_is_an_internal_error_not_an_unknown_command(tmp_path, monkeypatch):
+    """Issue 29: a broken import in a lazily loaded subcommand used to read "No such command 'report'"."""
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from scalearena.harness.cli.main import main
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the internal-error log lands here
+    monkeypatch.setattr(main, "lazy_commands", {**main.lazy_commands,
+                                                "report": "scalearena.reports.no_such_module:report"})
+    r = CliRunner().invoke(main, ["report", "x"])
+    assert r.exit_code == 3, r.output
+    assert "No such command" not in r.output
+    assert "internal error: ModuleNotFoundError: No module named 'scalearena.reports.no_such_module'" in r.output
+    logs = list(tmp_path.glob("scalearena-internal-error-*.log"))
+    assert len(logs) == 1 and "Traceback" in logs[0].read_text()

@@ -11,6 +11,7 @@ import pytest
 from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.run import executor_ray
 from scalearena.harness.run.executor import make_executor
+from scalearena.harness.run.outcome import RunOutcome
 
 
 class WorkerCrashed(Exception):
@@ -55,11 +56,11 @@ class FakeRay:
     def wait(self, refs: list[_Ref], num_returns: int) -> tuple[list[_Ref], list[_Ref]]:
         return refs[:num_returns], refs[num_returns:]
 
-    def get(self, ref: _Ref) -> tuple[dict[str, Any], dict[str, bytes]]:
+    def get(self, ref: _Ref) -> tuple[RunOutcome, dict[str, bytes]]:
         if ref.attempt <= self.crash.get(ref.plan.rel_dir, 0):
             raise WorkerCrashed("worker died")
         status = "failed" if ref.plan.rel_dir == "bad" else "ok"
-        return {"dir": ref.plan.rel_dir, "status": status}, {f"{ref.plan.rel_dir}/summary.json": b"{}"}
+        return RunOutcome(ref.plan.rel_dir, status), {f"{ref.plan.rel_dir}/summary.json": b"{}"}
 
 
 def _executor(monkeypatch: pytest.MonkeyPatch, fake: FakeRay, jobs: int | None, address: str | None) -> Any:
@@ -92,10 +93,10 @@ def test_a_lost_worker_is_retried_and_marked_a_failed_run_is_not(monkeypatch: py
                                                                  tmp_path: Path) -> None:
     # "a" loses its worker once (ok on attempt 2), "b" three times (ATTEMPTS = 3: given up), "bad" fails as a run
     fake = FakeRay(cpus=2, crash={"a": 1, "b": 3})
-    rows = {r["dir"]: r for r in _executor(monkeypatch, fake, 2, "auto").run(
+    rows = {r.dir: r for r in _executor(monkeypatch, fake, 2, "auto").run(
         [_plan("a"), _plan("b"), _plan("bad")], tmp_path, lambda r: None)}
-    assert rows["a"] == {"dir": "a", "status": "ok", "attempts": 2}
-    assert rows["b"] == {"dir": "b", "status": "failed", "error": "worker lost 3 times: WorkerCrashed", "attempts": 3}
-    assert rows["bad"] == {"dir": "bad", "status": "failed"}  # a result, run once
+    assert rows["a"] == RunOutcome("a", "ok", attempts=2)
+    assert rows["b"] == RunOutcome("b", "failed", error="worker lost 3 times: WorkerCrashed", attempts=3)
+    assert rows["bad"] == RunOutcome("bad", "failed")  # a result, run once
     assert fake.attempts == {"a": 2, "b": 3, "bad": 1}
     assert (tmp_path / "a" / "summary.json").read_bytes() == b"{}" and not (tmp_path / "b").exists()

@@ -16,6 +16,7 @@ from scalearena.controllers.oracle import Oracle, OracleConfig
 from scalearena.harness.config.frontier_spec import FrontierSpec
 from scalearena.harness.config.scenario import scenario_from_data
 from scalearena.harness.config.suite import RunPlan, plans_for_scenario
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.sizing import frontier, frontier_cache
 from scalearena.reports.bounds import frontier_points, perfect_reference
 from scalearena.reports.catalog import BY_ID
@@ -124,7 +125,7 @@ def _summary(gpu: float, att: float, complete: bool = True) -> dict[str, Any]:
 def test_run_reuses_the_suite_then_the_cache_then_runs_the_rest() -> None:
     spec = FrontierSpec(enabled=True, utilization=[1.0, 0.5])
     runs = frontier.frontier_runs(_plans(), spec)  # floor, u=1 (the suite's oracle), u=0.5
-    suite = {"small/oracle/rate-2": {"dir": "small/oracle/rate-2", "status": "ok", "summary": _summary(1.0, 0.9)}}
+    suite = {"small/oracle/rate-2": RunOutcome("small/oracle/rate-2", "ok", summary=_summary(1.0, 0.9))}
     frontier_cache.store(runs[0].key, _summary(0.2, 0.1), "floor")  # the floor is cached from an earlier suite
     calls: list[tuple[list[str], Path]] = []
 
@@ -132,7 +133,7 @@ def test_run_reuses_the_suite_then_the_cache_then_runs_the_rest() -> None:
         calls.append(([p.rel_dir for p in plans], scratch))
         assert scratch.is_dir()
         for p in plans:
-            landed({"dir": p.rel_dir, "status": "ok", "summary": _summary(2.0, 0.97)})
+            landed(RunOutcome(p.rel_dir, "ok", summary=_summary(2.0, 0.97)))
 
     rows = frontier.run(runs, execute, suite)
     assert [c[0] for c in calls] == [["small/rate-2/seed-7/u0.5"]]  # only the missing point ran
@@ -152,8 +153,8 @@ def test_a_failed_or_incomplete_run_is_recorded_and_not_cached() -> None:
     runs = frontier.frontier_runs(_plans(autoscalers=["static"]), FrontierSpec(enabled=True, utilization=[1.0]))
 
     def execute(plans: list[RunPlan], scratch: Path, landed: Any) -> None:
-        landed({"dir": plans[0].rel_dir, "status": "failed", "error": "RuntimeError: boom"})
-        landed({"dir": plans[1].rel_dir, "status": "ok", "summary": _summary(1.0, 0.5, complete=False)})
+        landed(RunOutcome(plans[0].rel_dir, "failed", error="RuntimeError: boom"))
+        landed(RunOutcome(plans[1].rel_dir, "ok", summary=_summary(1.0, 0.5, complete=False)))
 
     rows = frontier.run(runs, execute)
     assert rows[0]["error"] == "RuntimeError: boom" and rows[0]["summary"] == {}

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from scalearena.harness.cli import main as cli
 from scalearena.harness.run.interrupts import Interrupted, deferred, exit_code, held, interruptible
+from scalearena.harness.run.outcome import RunOutcome
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -71,7 +72,7 @@ def test_unfinished_rows_say_interrupted_or_cancelled(scenario_file, tmp_path, m
 
     plans = plans_for_scenario(load_scenario(scenario_file), ["static", "hpa", "keda"])
     rec = SuiteRecorder(tmp_path, "t", "sim", plans, None)
-    rec.record({"dir": plans[0].rel_dir, "status": "ok", "wall_s": 1.0})
+    rec.record(RunOutcome(plans[0].rel_dir, "ok", 1.0))
     (tmp_path / plans[1].rel_dir).mkdir(parents=True)  # started (its RunWriter made the folder), never recorded
     rec.close(complete=False)
     doc = json.loads((tmp_path / "suite.json").read_text())

@@ -8,7 +8,15 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from tests.unit.importgraph import Edge, dangling, forbidden_edges, import_edges, impurities, top_level_cycles
+from tests.unit.importgraph import (
+    Edge,
+    dangling,
+    forbidden_edges,
+    import_edges,
+    impurities,
+    module_cycles,
+    top_level_cycles,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,6 +66,25 @@ def test_no_forbidden_import() -> None:
 def test_no_cycle_between_top_level_packages() -> None:
     cycles = top_level_cycles(_real_edges())
     assert not cycles, f"import cycles between top-level packages: {cycles}"
+
+
+def test_no_cycle_between_modules() -> None:
+    """Issue 29: not even through an import inside a function (runner -> registry -> sim -> loop -> runner
+    was one); an import under `if TYPE_CHECKING:` never runs and is left out."""
+    cycles = module_cycles(_real_edges())
+    assert not cycles, "import cycles between modules:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_checker_finds_a_module_cycle_through_a_function_level_import(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/run/a.py": "from scalearena.harness.run import b\n",
+        "harness/run/b.py": "def f():\n    from scalearena.harness.sim import c\n",
+        "harness/sim/c.py": "def g():\n    from scalearena.harness.run.a import X\n",
+        "harness/sim/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from scalearena.harness.sim import e\n",
+        "harness/sim/e.py": "from scalearena.harness.sim import d\n",  # d -> e only for typing: no cycle
+    })
+    assert module_cycles(import_edges(root)) == [
+        ["scalearena.harness.run.a", "scalearena.harness.run.b", "scalearena.harness.sim.c"]]
 
 
 def test_policies_read_no_clock_and_do_no_io() -> None:

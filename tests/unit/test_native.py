@@ -38,7 +38,7 @@ CASES = [  # (scenario, autoscaler, overrides)
 RUNNER = """
 import json, sys
 from pathlib import Path
-from scalearena.harness import native
+from scalearena.harness.sim import native
 from scalearena.harness.sim.backend import SimBackend
 from scalearena.harness.config.scenario import load_scenario
 from scalearena.reports.results import RunWriter

@@ -10,6 +10,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import create_trial
 
 from scalearena.contracts.errors import UserError
+from scalearena.harness.run.outcome import RunOutcome
 from scalearena.harness.tuning.objectives import check_target, cost_axis, parse_objectives
 from scalearena.harness.tuning.outputs import front_numbers
 from scalearena.reports.tune import study_points, study_verdict
@@ -142,9 +143,9 @@ def test_a_trial_whose_run_went_again_after_a_lost_worker_is_marked() -> None:
     from scalearena.harness.tuning.study import _tell
     from scalearena.harness.tuning.trials import outcome
 
-    def run(seed: int, attainment: float, **extra: int) -> dict:
-        return {"dir": f"trials/trial-0000/seed-{seed}", "status": "ok", **extra,
-                "summary": {"cost": 1.0, "cost_usd": 2.0, "slo_attainment": {"both": attainment}}}
+    def run(seed: int, attainment: float, attempts: int = 1) -> RunOutcome:
+        return RunOutcome(f"trials/trial-0000/seed-{seed}", "ok", attempts=attempts,
+                          summary={"cost": 1.0, "cost_usd": 2.0, "slo_attainment": {"both": attainment}})
 
     # seed 2's run took 2 attempts (harness/run/executor_ray.py marks it); attainment mean (0.9 + 0.8) / 2 = 0.85
     res = outcome([run(1, 0.9), run(2, 0.8, attempts=2)], parse_objectives([]))

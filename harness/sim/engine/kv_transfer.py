@@ -29,6 +29,8 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import Any, Final
 
+from scalearena.harness.sim.engine.event import EngineEvent
+
 LOADING: Final = 3  # engine state of a decode-side request whose prompt KV is being read from a prefill pod
 NIXL_ABORT_REQUEST_TIMEOUT_S: Final = 480.0  # vLLM envs.VLLM_NIXL_ABORT_REQUEST_TIMEOUT default
 
@@ -116,8 +118,6 @@ class KVTransferMixin:
 
     def _begin_load(self, s: Any, now: float, cached: int) -> None:
         """Admission of a do_remote_prefill request: hold its blocks, ask the caller for the KV."""
-        from scalearena.harness.sim.engine.core import EngineEvent
-
         s.state = LOADING
         s.remote_prefill = False  # one transfer per request (vLLM clears do_remote_prefill at allocation)
         self._loading += 1
