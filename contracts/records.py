@@ -1,4 +1,4 @@
-"""Row types of the results files (column names fixed by DESIGN.md).
+"""Row types of the results files (column names fixed by docs/architecture.md, "Run records").
 
 requests.parquet: one ``RequestRecord`` per request sent — every request is
 accounted for exactly once with a final status.

@@ -179,11 +179,11 @@ def _recovery(req: RequestTable, slo: dict[str, Any], duration: float, meta: dic
     return slo_recovery(arrival, good, duration, float(target) if isinstance(target, int | float) else DEFAULT_TARGET)
 
 
-def summarize(  # size: the summary.json schema as one literal; its keys read in DESIGN.md's order
+def summarize(  # size: the summary.json schema as one literal; its keys in docs/metrics.md's order
     req: pd.DataFrame | RequestTable | None, ts: Timeseries, decisions: list[dict[str, Any]],
     meta: dict[str, Any],
 ) -> dict[str, Any]:
-    """summary.json for one run (keys fixed by DESIGN.md, plus documented extras).
+    """summary.json for one run (keys documented in docs/metrics.md).
 
     ``req``: the request records as a DataFrame or a ``RequestTable`` (RunWriter passes its
     requests.parquet, read a few columns at a time, so a day-long run is summarized in bounded
@@ -212,7 +212,7 @@ def summarize(  # size: the summary.json schema as one literal; its keys read in
     counts = _decision_counts(decisions)
 
     summary: dict[str, Any] = {
-        # -- DESIGN.md keys --------------------------------------------------------------------
+        # -- the core keys ----------------------------------------------------------------------
         "scenario": meta.get("scenario"),
         "autoscaler": meta.get("autoscaler"),
         "cluster": meta.get("cluster"),

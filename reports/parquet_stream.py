@@ -19,7 +19,7 @@ of a run. A run that publishes only at its end (every simulated run shorter than
 interval) writes each row once and never copies.
 
 Written by hand because pyarrow has no appendable single-file parquet writer and the results
-layout (DESIGN.md) is one file per table, which every reader (reports/load.py, pandas) expects.
+layout (docs/architecture.md, "Results folder") is one file per table, which every reader (reports/load.py, pandas) expects.
 """
 from __future__ import annotations
 

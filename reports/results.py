@@ -1,6 +1,6 @@
 """Results written as a run goes, atomically, in memory that does not grow with the run.
 
-Layout (DESIGN.md): ``OUT/<scenario>/<autoscaler>[/rate-<r>]/`` holding
+Layout (docs/architecture.md, "Results folder"): ``OUT/<scenario>/<autoscaler>[/rate-<r>]/`` holding
 requests.parquet, timeseries.parquet, decisions.jsonl, pods.jsonl (each pod's
 start-up phases) and summary.json.
 

@@ -283,13 +283,12 @@ def _preflight(plans: list[RunPlan], cluster: str, backend_options: dict[str, st
     """Every check that can refuse the suite, before any output: each is one error line."""
     from scalearena.harness.objects import bound_warnings
     from scalearena.harness.objects.recipes import check_series
-    from scalearena.harness.run.runner import check_plans, check_prerequisites
+    from scalearena.harness.run.runner import preflight
 
     options = resolve_options(cluster, backend_options)  # an unknown or bad option
-    check_prerequisites(cluster)  # a missing kind/prometheus
     for p in plans:  # a recipe reading series this backend does not expose
         check_series(p.autoscaler, cluster, getattr(options, "gateway", None), source)  # flag, else $SCALEARENA_GATEWAY
-    check_plans(plans, cluster, options)  # every run's objects render (a missing image registry too)
+    preflight(plans, cluster, options)  # the backend's: a missing tool, objects that do not render
     for msg in dict.fromkeys(m for p in plans for m in bound_warnings(p.autoscaler, p.scenario.cluster.variants)):
         _warn(msg)
 

@@ -3,5 +3,5 @@
 ``ports`` defines the seams a backend implements (Clock, MetricsSource,
 Actuator, LoadProbe); ``view`` builds the ``ClusterView`` (forecast, KV
 sizing, pod states); ``plane.ControlPlane`` runs decide -> apply -> sample.
-See DESIGN.md "The control plane".
+See docs/control-plane.md and docs/architecture.md.
 """

@@ -1,11 +1,10 @@
-"""CLUSTER=kind and CLUSTER=cluster: the suite on Kubernetes.
+"""CLUSTER=kind, kwok and cluster: the suite on Kubernetes.
 
-``kind`` runs on the cluster ``scalearena kind up`` made for the suite (four
-workers with fake A100/H100/H200 GPUs, images loaded once; each run's
-namespace is deleted after it), or makes a cluster of its own for a single
-run and deletes it afterwards (kube/cluster.py). ``cluster`` uses the current kubeconfig
-context as it is and never creates or deletes a cluster: it applies into the
-``scalearena`` namespace and removes what it applied.
+``kind`` runs on the cluster ``scalearena kind up`` made for the suite (four workers with fake
+A100/H100/H200 GPUs, images loaded once; each run's namespace is deleted after it), or makes a cluster of
+its own for a single run and deletes it afterwards (kube/cluster.py). ``cluster`` uses the current
+kubeconfig context as it is and never creates or deletes a cluster: it applies into the ``scalearena``
+namespace and removes what it applied. ``kwok``: the upstream control plane as local processes (kube/kwok.py).
 
 Per run: render the overlay (kind or gpu-pool) with the scenario's variants
 in place of the overlay's (kube/scenario.py), add the autoscaler's objects, apply
@@ -32,8 +31,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +40,7 @@ from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.startup_spec import refuse_sim_only
+from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.kube.byo import refuse_external_behind_keda, user_objects, uses_keda
 from scalearena.harness.kube.cluster import (
     IMAGES,
@@ -74,6 +73,7 @@ from scalearena.harness.kube.scenario import (
 from scalearena.harness.kube.security import admin_token, harden
 from scalearena.harness.kube.timescale import refuse_scaled_promql, scale_objects
 from scalearena.harness.kube.validate import check_objects
+from scalearena.harness.local.supervisor import free_port
 from scalearena.harness.objects.reads import reads_kube_state
 from scalearena.harness.objects.recipes import check_series
 from scalearena.harness.run.interrupts import interruptible
@@ -95,12 +95,6 @@ def runs_in_cluster(cfg: AutoscalerConfig) -> bool:
     ``kubernetes`` configs under their own kinds), so the harness only records what it did and never patches
     the scale subresource alongside it."""
     return cfg.kind in NATIVE or isinstance(cfg, KubernetesConfig)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class KubeBackend:
@@ -144,6 +138,13 @@ class KubeBackend:
             return name
         require_image_prefix(self.mode, self.image_prefix)
         return f"{str(self.image_prefix).rstrip('/')}/{name.split('/', 1)[1]}"
+
+    def preflight(self, plans: Sequence[RunPlan]) -> None:
+        """This mode's tools (kind/kubectl/docker; kwok's built from source), then every run's objects rendered
+        (``plan`` is pure: a time scale, a knob or an image registry the objects cannot carry is refused)."""
+        preflight(self.mode)
+        for p in plans:
+            self.plan(p.scenario, p.autoscaler)
 
     def plan(self, sc: Scenario, autoscaler: AutoscalerConfig, external_metrics: str = "adapter") -> list[Obj]:
         """The objects a run applies. ``external_metrics``: who serves v1beta1.external.metrics.k8s.io on the cluster,

@@ -45,6 +45,7 @@ from scalearena.controllers.base import AutoscalerConfig
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.startup_spec import refuse_sim_only
+from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.control.loop import LoopHooks, WallLoop
 from scalearena.harness.control.plane import ControlPlane
 from scalearena.harness.control.ports import LoadSample, WallClock
@@ -54,7 +55,7 @@ from scalearena.harness.local.inference_sim import SIM, MetricsRelay, SimEngine
 from scalearena.harness.local.kube_state import DeploymentCollector, KubeStateExporter
 from scalearena.harness.local.locust_process import LocustProcess
 from scalearena.harness.local.pods import PENDING, PodSet
-from scalearena.harness.local.prometheus import PrometheusProcess
+from scalearena.harness.local.prometheus import PrometheusProcess, find_prometheus
 from scalearena.harness.local.supervisor import LOOPBACK, Supervisor, free_port, wait_for_port
 from scalearena.harness.metrics.prometheus import PrometheusMetrics, PromQL
 from scalearena.harness.run.interrupts import Interrupted
@@ -82,8 +83,14 @@ class LocalBackend:
             raise UserError("prompt=field passes the prompt length in scalearena_prompt_tokens, which "
                             f"{SIM} ignores", where="--backend-option prompt", expected=f"prompt=words with engine={SIM}")
 
+    def preflight(self, plans: Sequence[RunPlan]) -> None:
+        """Prometheus installed; the engine's binary built and able to run each scenario's variants."""
+        find_prometheus()
+        for p in plans:
+            self.check(p.scenario)
+
     def check(self, scenario: Scenario) -> None:
-        """The UserError a run of ``scenario`` would raise for its engine, before anything starts (runner.check_plans)."""
+        """The UserError a run of ``scenario`` would raise for its engine, before anything starts."""
         if self.engine == SIM:
             SimEngine(scenario, self.time_scale)
 

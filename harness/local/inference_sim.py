@@ -119,7 +119,7 @@ class SimEngine:
         for name, c in self.containers.items():
             refuse_fractional_ms(c, name, self.time_scale)
         self.netns = network == "netns" or (network == "auto" and netns_supported())
-        self._relay: Any = None  # kube/relay.Relay, made at the first pod (a thread; check_plans makes none)
+        self._relay: Any = None  # kube/relay.Relay, made at the first pod (a thread; Backend.preflight makes none)
         self._forwards: dict[str, dict[int, int]] = {}
 
     def ready_path(self, variant: str) -> str:

@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scalearena.contracts.cli_params import key_values
 from scalearena.contracts.errors import UserError
+
+if TYPE_CHECKING:  # `scalearena --help` does not load the results writer
+    from scalearena.harness.run.backend import Backend
 
 
 class _Options(BaseModel):
@@ -84,24 +87,24 @@ class BackendEntry:
     name: str
     options: type[_Options]
     env: Mapping[str, str]  # option -> environment variable that overrides its default
-    build: Callable[[Any], Any]
+    build: Callable[[Any], Backend]
 
 
-def _sim(o: SimOptions) -> Any:
+def _sim(o: SimOptions) -> Backend:
     from scalearena.harness.sim.backend import SimBackend
 
     return SimBackend()
 
 
-def _local(o: LocalOptions) -> Any:
+def _local(o: LocalOptions) -> Backend:
     from scalearena.harness.local.backend import LocalBackend
 
     return LocalBackend(time_scale=o.time_scale, api=o.api, prompt=o.prompt, locust_workers=o.locust_workers,
                         engine=o.engine)
 
 
-def _kube(mode: str) -> Callable[[KubeOptions], Any]:
-    def build(o: KubeOptions) -> Any:
+def _kube(mode: str) -> Callable[[KubeOptions], Backend]:
+    def build(o: KubeOptions) -> Backend:
         from scalearena.harness.kube.backend import KubeBackend
 
         return KubeBackend(mode=mode, keep=o.keep, image_prefix=o.image_prefix, ready_timeout_s=o.ready_timeout_s,
@@ -158,6 +161,6 @@ def resolve_options(cluster: str, given: Mapping[str, Any] | None = None,
                         expected="a valid value (docs/backends.md)") from None
 
 
-def build_backend(cluster: str, options: Mapping[str, Any] | None = None) -> Any:
+def build_backend(cluster: str, options: Mapping[str, Any] | None = None) -> Backend:
     """The backend for ``cluster`` with its options (see ``resolve_options``)."""
     return entry(cluster).build(resolve_options(cluster, options))

@@ -26,41 +26,17 @@ from scalearena.harness.config.suite import RunPlan
 from scalearena.harness.run.interrupts import held
 from scalearena.harness.run.meta import git_sha, run_meta, versions
 from scalearena.harness.run.outcome import RunOutcome
-from scalearena.harness.run.registry import build_backend
+from scalearena.harness.run.registry import build_backend, entry
 from scalearena.reports.results import RunWriter, atomic_write_json
 
 Progress = Callable[[float, float], None]
 
 
-def check_prerequisites(cluster: str) -> None:
-    """Raise the UserError a backend would raise for a missing tool, before any run starts (and before
-    the CLI prints any progress or makes the --out folder): kind/kubectl/docker for kind and cluster, prometheus
-    for local. (CLUSTER=cluster's image registry is checked with the objects, ``check_plans``.)"""
-    if cluster == "local":
-        from scalearena.harness.local.prometheus import find_prometheus
-
-        find_prometheus()
-    elif cluster in ("kind", "kwok", "cluster"):
-        from scalearena.harness.kube.cluster import preflight
-
-        preflight(cluster)
-
-
-def check_plans(plans: list[RunPlan], cluster: str, options: Any) -> None:
-    """Render every Kubernetes run's objects before any output (``plan`` is pure: no cluster work), so bad input in
-    any run of a suite (a time scale its simulator cannot take, a knob the objects cannot carry) is one error line
-    before the --out folder exists, not a "bad input" run in a half-written folder. The same for a local run's
-    engine other than serve-engine (``LocalBackend.check``: a tool not built, a variant it cannot run)."""
-    from scalearena.harness.run.registry import KUBE_CLUSTERS, entry
-
-    if cluster in KUBE_CLUSTERS:
-        backend = entry(cluster).build(options)
-        for p in plans:
-            backend.plan(p.scenario, p.autoscaler)
-    elif cluster == "local" and getattr(options, "engine", "serve-engine") != "serve-engine":
-        backend = entry(cluster).build(options)  # engine=llm-d-inference-sim: the binary, each scenario's flags
-        for p in plans:
-            backend.check(p.scenario)
+def preflight(plans: list[RunPlan], cluster: str, options: Any) -> None:
+    """The backend's own checks of every plan (``Backend.preflight``: a missing tool, a binary not built, objects
+    that do not render) before any run starts, so bad input in any run of a suite is one error line before the
+    --out folder exists, not a "bad input" run in a half-written folder."""
+    entry(cluster).build(options).preflight(plans)
 
 
 def execute(plan: RunPlan, out: Path, cluster: str, progress: Progress | None = None,

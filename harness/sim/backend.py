@@ -28,14 +28,43 @@ what the control plane reads and changes of them).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scalearena.harness.sim.loop import SimBackend, Simulation
+from scalearena.controllers.base import AutoscalerConfig
+from scalearena.harness.config.scenario import Scenario
+from scalearena.harness.config.suite import RunPlan
+from scalearena.harness.run.backend import Progress
+from scalearena.harness.sim.loop import Simulation
 from scalearena.reports.results import RunWriter
 
 __all__ = ["SimBackend", "Simulation", "scratch_run"]
+
+
+class SimBackend:
+    """``Backend`` for ``--cluster sim``."""
+
+    def __init__(self) -> None:
+        """No options: the simulator does what the scenario says (harness/run/registry.py SimOptions)."""
+
+    def preflight(self, plans: Sequence[RunPlan]) -> None:
+        """Nothing outside the process: a scenario that validated runs."""
+
+    def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
+            progress: Progress | None = None) -> None:
+        from dataclasses import asdict
+
+        from scalearena.workloads.generate import WorkloadStats, iter_requests
+
+        stats = WorkloadStats()  # filled in as the stream is consumed
+        try:
+            Simulation(scenario, autoscaler, writer, iter_requests(scenario, stats), progress).run()
+        finally:
+            writer.meta["workload_generation"] = {
+                "requests": list(stats.requests), "clipped": stats.clipped,
+                "traces": [asdict(t) if t is not None else None for t in stats.traces],
+            }
 
 
 def scratch_run(sc: Any, cfg: Any, requests: Iterable[Any], meta: dict[str, Any]) -> tuple[dict[str, Any],

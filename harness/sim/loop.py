@@ -69,28 +69,6 @@ from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.generate import iter_requests
 
 
-class SimBackend:
-    """``Backend`` for ``--cluster sim``."""
-
-    def __init__(self) -> None:
-        """No options: the simulator does what the scenario says (backends/registry.py SimOptions)."""
-
-    def run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
-            progress: Progress | None = None) -> None:
-        from dataclasses import asdict
-
-        from scalearena.workloads.generate import WorkloadStats, iter_requests
-
-        stats = WorkloadStats()  # filled in as the stream is consumed
-        try:
-            Simulation(scenario, autoscaler, writer, iter_requests(scenario, stats), progress).run()
-        finally:
-            writer.meta["workload_generation"] = {
-                "requests": list(stats.requests), "clipped": stats.clipped,
-                "traces": [asdict(t) if t is not None else None for t in stats.traces],
-            }
-
-
 class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
     """One simulated run. ``requests``: the run's requests in send order, a list (the oracle's
     forecast is read from it) or a stream generated from ``sc`` (``iter_requests``: never held

@@ -1,6 +1,6 @@
 """The import graph of scalearena's top-level folders and the layering rules it must obey.
 
-DESIGN.md fixes the layering (controllers -> contracts only; engine -> nothing above it; reports
+docs/architecture.md draws the layering (controllers -> contracts and controllers; the engine -> nothing above it; reports
 and workloads import nothing of the harness; contracts import nothing of ours) and says a test enforces it.
 This module computes the graph from source with the standard library's `ast`: every `import` and
 `from ... import` at any depth (inside functions too), relative imports resolved against the
@@ -248,7 +248,7 @@ def cycle_witnesses(edges: Iterable[Edge], group: list[str]) -> list[str]:
             and top_of(e.importer) != top_of(e.target)]
 
 
-# Policies read no clock and do no I/O (DESIGN.md: "No policy reads a clock or does I/O").
+# Policies read no clock and do no I/O (docs/architecture.md: policies are pure).
 CLOCK_CALLS = {("time", a) for a in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
                                      "perf_counter_ns", "sleep")} | {
     (c, a) for c in ("datetime", "date") for a in ("now", "utcnow", "today")}

@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, held by the import graph of the source (tests/unit/importgraph.py).
+"""The layering of docs/architecture.md, held by the import graph of the source (tests/unit/importgraph.py).
 
 Each rule is checked on the real tree, and the checker itself is shown to catch a violation on a
 synthetic tree written to tmp_path, so a checker that finds nothing cannot pass for a clean tree.

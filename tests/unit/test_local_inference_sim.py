@@ -138,10 +138,10 @@ def test_a_missing_binary_is_one_line_naming_make_kwok_tools(tmp_path: Path, mon
 
 def test_cli_refuses_a_missing_binary_before_the_out_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from scalearena.harness.cli.main import main
-    from scalearena.harness.run import runner
+    from scalearena.harness.local import backend
 
     monkeypatch.setenv("SCALEARENA_TOOLS_DIR", str(tmp_path / "empty"))
-    monkeypatch.setattr(runner, "check_prerequisites", lambda cluster: None)  # prometheus need not be installed
+    monkeypatch.setattr(backend, "find_prometheus", lambda: "prometheus")  # prometheus need not be installed
     scenario = tmp_path / "s.yaml"
     scenario.write_text(__import__("yaml").safe_dump(SCENARIO))
     out = tmp_path / "out"
