@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -81,9 +81,6 @@ class Tunable:
             return False
         assert self.low is not None and self.high is not None
         return self.low <= value <= self.high
-
-    def with_range(self, low: float, high: float, log: bool | None = None) -> Tunable:
-        return replace(self, low=low, high=high, log=self.log if log is None else log, choices=())
 
     def describe(self) -> str:
         """The range as a person reads it: ``0.5 .. 0.95``, ``1 .. 20 (log)``, ``{a, b}``."""

@@ -48,7 +48,7 @@ from scalearena.controllers.base import (
     VariantView,
     clamp,
 )
-from scalearena.controllers.oracle_capacity import Capacity, replica_capacity
+from scalearena.controllers.oracle_capacity import SlotCapacity, slot_capacity
 
 
 class OracleConfig(AutoscalerConfig):
@@ -76,7 +76,7 @@ class OracleConfig(AutoscalerConfig):
     default_itl_ms: float = Field(default=20.0, ge=0, description="ITL when the latency model is unknown, ms.")
 
 
-_Alloc = dict[str, tuple[int, Capacity | None]]
+_Alloc = dict[str, tuple[int, SlotCapacity | None]]
 KUBERNETES_GRACE_S = 30.0  # a pod's terminationGracePeriodSeconds when its spec does not say
 
 
@@ -192,13 +192,13 @@ class Oracle(AutoscalerBase):
         alloc: _Alloc = {v.name: (0, None) for v in variants}
         if hi > lo:
             for pool, role in pools(variants):
-                caps = {v.name: replica_capacity(v.engine, ins[lo:hi], outs[lo:hi], c.kv_target, c.default_ttft_ms,
+                caps = {v.name: slot_capacity(v.engine, ins[lo:hi], outs[lo:hi], c.kv_target, c.default_ttft_ms,
                                                  c.default_itl_ms, v.step_model, role) for v in pool}
                 alloc.update(self._hand_out(pool, caps, rate))
         self._alloc[key] = (alloc, rate)
         return alloc, rate
 
-    def _hand_out(self, pool: list[VariantView], caps: dict[str, Capacity], rate: float) -> _Alloc:
+    def _hand_out(self, pool: list[VariantView], caps: dict[str, SlotCapacity], rate: float) -> _Alloc:
         """``rate`` handed out over ``pool``, cheapest capacity first (``order``), each variant up to its max."""
         c, left = self.config, rate
         out: _Alloc = {}

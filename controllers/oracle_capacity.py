@@ -66,7 +66,7 @@ Tokens = Sequence[int] | np.ndarray  # one window's token counts, in schedule or
 
 
 @dataclass(frozen=True)
-class Capacity:
+class SlotCapacity:
     slots: int  # concurrent requests one replica holds unsaturated
     kv_slots: int | None  # the KV cache's share of that limit (None: KV size unknown)
     service_s: float  # mean end-to-end time of a request at that load
@@ -134,7 +134,7 @@ def _roofline_rate(step: StepModel, slots: int, inputs: Tokens, outputs: Tokens,
     return n / max(work, 1e-9)
 
 
-def replica_capacity(
+def slot_capacity(
     engine: Mapping[str, Any],
     inputs: Tokens,
     outputs: Tokens,
@@ -143,8 +143,8 @@ def replica_capacity(
     default_itl_ms: float,
     roofline: StepModel | None = None,
     role: str = "both",
-) -> Capacity:
-    """Capacity of one replica of ``role`` (both, prefill, decode) for this mix of requests
+) -> SlotCapacity:
+    """SlotCapacity of one replica of ``role`` (both, prefill, decode) for this mix of requests
     (``inputs``/``outputs`` non-empty)."""
     max_num_seqs = int(engine.get("max_num_seqs") or 256)
     kv = kv_slots(engine, inputs, outputs, kv_target)
@@ -154,7 +154,7 @@ def replica_capacity(
     n = len(inputs)
     if kind == "roofline" and roofline is not None:
         rate = _roofline_rate(roofline, slots, inputs, outputs, role)
-        return Capacity(slots, kv, slots / rate, rate, kind)
+        return SlotCapacity(slots, kv, slots / rate, rate, kind)
     if kind == "constant":
         total = _constant_total(lat, slots, max_num_seqs, inputs, outputs, role)
     else:
@@ -163,4 +163,4 @@ def replica_capacity(
         decode = np.maximum(_ints(outputs) - 1, 0) * default_itl_ms * (role != "prefill")
         total = _sum_in_order((prefill + decode) / 1000.0)
     service = max(total / n, 1e-6)
-    return Capacity(slots, kv, service, slots / service, kind)
+    return SlotCapacity(slots, kv, service, slots / service, kind)

@@ -50,7 +50,7 @@ from scalearena.controllers.base import (
     VariantView,
     clamp,
 )
-from scalearena.controllers.planner_capacity import Capacity, hand_out, load_estimates, replica_capacity
+from scalearena.controllers.planner_capacity import BatchCapacity, batch_capacity, hand_out, load_estimates
 from scalearena.controllers.planner_pd import hand_out_pd, is_pd, pd_capacities
 from scalearena.controllers.predictors import Forecast, LoadPredictor, PredictorConfig
 from scalearena.controllers.traffic import Traffic, backlog, observe
@@ -257,13 +257,13 @@ class Planner(AutoscalerBase):
     def _size(self, view: ClusterView, variants: list[VariantView], st: _Model, demand: float, isl: float,
               osl: float, t: Traffic, fc: tuple[Forecast, Forecast, Forecast], reasons: list[Reason]) -> None:
         c = self.config
-        caps: dict[str, Capacity] = {}
+        caps: dict[str, BatchCapacity] = {}
         for v in variants:
             if v.profile is None:
                 reasons.append(Reason("no_profile", f"planner: no latency profile for {v.name}; holding", {}))
                 st.target = {u.name: u.spec_replicas for u in variants}
                 return
-            caps[v.name] = replica_capacity(v.profile, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000, c.kv_fill,
+            caps[v.name] = batch_capacity(v.profile, isl, osl, c.ttft_ms / 1000, c.itl_ms / 1000, c.kv_fill,
                                             v.admission)
         pd = is_pd(variants)
         if pd:
@@ -333,7 +333,7 @@ class Planner(AutoscalerBase):
         return max(0, want)
 
 
-def _capacity_values(k: Capacity, v: VariantView) -> dict[str, Any]:
+def _capacity_values(k: BatchCapacity, v: VariantView) -> dict[str, Any]:
     """A variant's capacity as the decision records it, with the queue room above the planned batch: how
     many may wait on a full replica before the router counts it saturated or the engine answers 429."""
     rooms = [q for q in (v.admission.queue_threshold if v.admission else None, v.engine.get("max_waiting_queue"))

@@ -1,7 +1,7 @@
 """The SLA planner's arithmetic: replica capacity at the TTFT / ITL targets, the hand-out of demand
 over variants, the GPU budget, and the load-based estimates. Pure functions of the profile.
 
-Capacity (Dynamo's ``find_best_engine_agg_rps``, components/src/dynamo/planner/core/perf_model/agg.py):
+Batch capacity (Dynamo's ``find_best_engine_agg_rps``, components/src/dynamo/planner/core/perf_model/agg.py):
 for a mix of mean ``isl`` / ``osl`` tokens, a sequence holds ctx = isl + osl/2 KV tokens on average
 (its prompt from admission, its output growing to osl). The batch b a replica is planned at is the
 largest in [1, b_max] such that every batch up to it keeps the profiled TTFT <= the TTFT target and
@@ -41,7 +41,7 @@ from scalearena.controllers.base import Admission, ReplicaProfile, VariantView
 
 
 @dataclass(frozen=True)
-class Capacity:
+class BatchCapacity:
     batch: int  # sequences a replica runs at the targets
     rate_rps: float  # requests per second one replica serves there
     ttft_s: float
@@ -63,8 +63,8 @@ def batch_limits(profile: ReplicaProfile, isl: float, osl: float, kv_fill: float
     return out
 
 
-def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: float, itl_s: float,
-                     kv_fill: float = 1.0, admission: Admission | None = None, decode_only: bool = False) -> Capacity:
+def batch_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: float, itl_s: float,
+                   kv_fill: float = 1.0, admission: Admission | None = None, decode_only: bool = False) -> BatchCapacity:
     """``decode_only``: a decode replica of a P/D pool (controllers/planner_pd.py): its prompts are
     prefilled elsewhere, so only the ITL target bounds the batch and a request holds it for OSL x ITL
     (Dynamo's decode rate: concurrency / (OSL x ITL))."""
@@ -82,13 +82,13 @@ def replica_capacity(profile: ReplicaProfile, isl: float, osl: float, ttft_s: fl
     k = max(best, 1) - 1
     service = max(1.0, osl) * itls[k] if decode_only else ttfts[k] + max(0.0, osl - 1) * itls[k]
     bound = "latency" if best < b_max else min(limits, key=lambda n: (limits[n], _ORDER.index(n)))
-    return Capacity(k + 1, (k + 1) / max(service, 1e-9), ttfts[k], itls[k], b_max, best > 0, bound, limits)
+    return BatchCapacity(k + 1, (k + 1) / max(service, 1e-9), ttfts[k], itls[k], b_max, best > 0, bound, limits)
 
 
 _ORDER = ("admission_kv", "kv_cache", "max_num_seqs")  # which bound is named when several are equal
 
 
-def hand_out(demand_rps: float, variants: list[VariantView], caps: dict[str, Capacity],
+def hand_out(demand_rps: float, variants: list[VariantView], caps: dict[str, BatchCapacity],
              min_endpoint: int, gpu_budget: int | None) -> tuple[dict[str, int], list[str]]:
     """Replicas per variant: the demand goes to the lowest cost per request/s first, each variant up to
     its max; at least ``min_endpoint`` replicas for the model (on the cheapest); then the GPU budget cuts

@@ -28,20 +28,20 @@ from __future__ import annotations
 import math
 
 from scalearena.controllers.base import ReplicaProfile, VariantView
-from scalearena.controllers.planner_capacity import Capacity, hand_out, replica_capacity
+from scalearena.controllers.planner_capacity import BatchCapacity, batch_capacity, hand_out
 
 
-def prefill_capacity(profile: ReplicaProfile, isl: float, ttft_s: float) -> Capacity:
+def prefill_capacity(profile: ReplicaProfile, isl: float, ttft_s: float) -> BatchCapacity:
     """One prefill replica's request rate at the predicted ISL (module docstring); ``limits`` holds the
     latency floor on the pool's replicas (1 when one prompt meets the target)."""
     t = max(1e-9, profile.ttft_s(isl, 1.0, [1])[0])
     floor = 1 if t <= ttft_s else math.ceil(t / ttft_s - 1e-9)
-    return Capacity(1, 1.0 / t, t, 0.0, 1, t <= ttft_s, "prefill", {"ttft_floor": floor})
+    return BatchCapacity(1, 1.0 / t, t, 0.0, 1, t <= ttft_s, "prefill", {"ttft_floor": floor})
 
 
 def pd_capacities(variants: list[VariantView], isl: float, osl: float, ttft_s: float, itl_s: float,
-                  kv_fill: float) -> dict[str, Capacity]:
-    """Capacity of every variant of a P/D model: prefill replicas by prompt throughput, the others
+                  kv_fill: float) -> dict[str, BatchCapacity]:
+    """The capacity of every variant of a P/D model: prefill replicas by prompt throughput, the others
     (decode, and aggregated ones in the decode pool) as decode replicas."""
     out = {}
     for v in variants:
@@ -49,7 +49,7 @@ def pd_capacities(variants: list[VariantView], isl: float, osl: float, ttft_s: f
         if v.role == "prefill":
             out[v.name] = prefill_capacity(v.profile, isl, ttft_s)
         else:
-            out[v.name] = replica_capacity(v.profile, isl, osl, ttft_s, itl_s, kv_fill, v.admission,
+            out[v.name] = batch_capacity(v.profile, isl, osl, ttft_s, itl_s, kv_fill, v.admission,
                                            decode_only=True)
     return out
 
@@ -58,7 +58,7 @@ def _gpus(want: dict[str, int], vs: list[VariantView]) -> int:
     return sum(want[v.name] * v.gpus_per_replica for v in vs)
 
 
-def hand_out_pd(demand_rps: float, variants: list[VariantView], caps: dict[str, Capacity], min_endpoint: int,
+def hand_out_pd(demand_rps: float, variants: list[VariantView], caps: dict[str, BatchCapacity], min_endpoint: int,
                 gpu_budget: int | None) -> tuple[dict[str, int], list[str]]:
     """Replicas per variant of a P/D model and what limited them (module docstring)."""
     pre = [v for v in variants if v.role == "prefill"]

@@ -106,7 +106,7 @@ def render_config(
 
 
 class PrometheusProcess:
-    """Start, stop, restart one Prometheus and keep its file-SD targets current."""
+    """Start and stop one Prometheus and keep its file-SD targets current."""
 
     def __init__(
         self,
@@ -151,10 +151,6 @@ class PrometheusProcess:
         """A scrape target; ``pod_label=False`` leaves the pod label to the engine (honor_labels)."""
         self._engines[pod] = Target(address, {**labels, "pod": pod} if pod_label else {**labels, "slot": pod})
         self._write_targets()
-
-    def remove_engine(self, pod: str) -> None:
-        if self._engines.pop(pod, None) is not None:
-            self._write_targets()
 
     def set_router(self, address: str, labels: dict[str, str] | None = None) -> None:
         self._router = [Target(address, {"pod": "router", **(labels or {})})]
@@ -207,11 +203,6 @@ class PrometheusProcess:
     def kill(self) -> None:
         """An outage: the process dies at once (TSDB head is replayed from the WAL on restart)."""
         self.supervisor.kill(self.name)
-
-    def restart(self, timeout_s: float = 30.0) -> None:
-        """Start again on the same port and TSDB (the port is ours: we just released it)."""
-        self.stop()
-        self.start(timeout_s)
 
     def running(self) -> bool:
         child = self.supervisor.get(self.name)

@@ -251,12 +251,6 @@ class MemoryMetrics:
         """Evaluate these recording rules on their interval, as the queried Prometheus would."""
         self._rules = RuleEvaluator(self.promql, [*(self._rules.groups if self._rules else []), *groups])
 
-    def forget_stale(self, now: float) -> None:
-        """Drop series past the staleness horizon (memory housekeeping)."""
-        for pods in self._series.values():
-            for name in [p for p, q in pods.items() if not q or q[-1].t < now - self.staleness_s]:
-                del pods[name]
-
     # ---- reading ----------------------------------------------------------------------------------
     def _check(self) -> None:
         if not self.available:

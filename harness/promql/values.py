@@ -55,10 +55,6 @@ def without(labels: Labels, keys: frozenset[str]) -> Labels:
     return tuple(p for p in labels if p[0] not in keys)
 
 
-def labels_dict(labels: Labels) -> dict[str, str]:
-    return dict(labels)
-
-
 @dataclass(frozen=True, slots=True)
 class Sample:
     """One element of an instant vector; ``t`` (ms) is the sample's own time only for ``timestamp()``."""

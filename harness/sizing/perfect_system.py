@@ -7,7 +7,7 @@ request rate one replica sustains within the SLO. Here a time step is an aligned
 ``window_s`` (30 s, the oracle's) of the arrival window (the last one shorter when the duration is no
 multiple); lambda is the window's arrivals over its width; mu_slo comes from the
 same swept replica profile and arithmetic as the ``planner`` autoscaler
-(controllers/planner_capacity.py ``replica_capacity``: the largest batch that keeps the profiled TTFT
+(controllers/planner_capacity.py ``batch_capacity``: the largest batch that keeps the profiled TTFT
 and ITL within the scenario's SLO, bounded by max_num_seqs, the KV cache and the gateway's KV
 admission threshold, at the window's mean prompt and output length; Little's law for the rate). The
 demand is handed to the variants cheapest per request/s first, each up to its max (``hand_out``),
@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from scalearena.controllers.planner_capacity import hand_out, replica_capacity
+from scalearena.controllers.planner_capacity import batch_capacity, hand_out
 from scalearena.harness.control.view import VariantInfo, scenario_variants
 
 WINDOW_S = 30.0
@@ -65,7 +65,7 @@ def plan(variants: list[VariantInfo], requests: Iterable[Any], ttft_ms: float, i
             if not vs or not 0 <= b < n_windows:
                 continue
             isl, osl = ins / n, outs / n
-            caps = {v.name: replica_capacity(v.profile, isl, osl, ttft_ms / 1000, itl_ms / 1000,  # type: ignore[arg-type]
+            caps = {v.name: batch_capacity(v.profile, isl, osl, ttft_ms / 1000, itl_ms / 1000,  # type: ignore[arg-type]
                                              admission=v.admission) for v in vs}
             want, notes = hand_out(n / width[b], vs, caps, 0, None)  # type: ignore[arg-type]
             over += any("beyond" in x for x in notes)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from scalearena.controllers.base import ArrivalForecast
 from scalearena.controllers.oracle import Oracle, OracleConfig
-from scalearena.controllers.oracle_capacity import replica_capacity
+from scalearena.controllers.oracle_capacity import slot_capacity
 from tests.unit.viewkit import variant, view
 
 ENGINE = {"kv_cache_blocks": 1024, "block_size": 16, "max_num_seqs": 256,
@@ -21,24 +21,24 @@ def constant_forecast(start: float, end: float, rps: float, i: int = 1000, o: in
     return ArrivalForecast("m", tuple(start + k / rps for k in range(n)), (i,) * n, (o,) * n)
 
 
-def test_replica_capacity_by_hand():
+def test_slot_capacity_by_hand():
     # a request holds ceil((1000 + 1000) / 16) = 125 blocks; floor(0.8 x 1024 / 125) = floor(6.55) = 6 slots
     # S = 100 ms + 999 x 10 ms = 10.09 s; one replica serves 6 / 10.09 = 0.5946 req/s
-    cap = replica_capacity(ENGINE, [1000], [1000], 0.8, 100, 20)
+    cap = slot_capacity(ENGINE, [1000], [1000], 0.8, 100, 20)
     assert (cap.slots, cap.kv_slots) == (6, 6)
     assert cap.service_s == pytest.approx(10.09)
     assert cap.rate_rps == pytest.approx(6 / 10.09)
 
 
 
-def test_replica_capacity_per_token_prefill_and_load_factor():
+def test_slot_capacity_per_token_prefill_and_load_factor():
     # no fixed TTFT: prefill 50 ms + 0.1 ms per prompt token. Blocks: ceil(1100/16) = 69, ceil(700/16) = 44,
     # mean 56.5; floor(0.8 x 1024 / 56.5) = floor(14.5) = 14 slots. Load factor k = 1 + (3 - 1) x 13 / 255
     # = 1.10196. Services: (50 + 100 x 0.1 + 999 x 10) x k = 10,050 x k = 11,074.7 ms and
     # (50 + 600 x 0.1 + 99 x 10) x k = 1,100 x k = 1,212.2 ms; mean 6.1434 s
     engine = {**ENGINE, "latency": {"kind": "constant", "prefill_overhead_ms": 50, "prefill_time_per_token_ms": 0.1,
                                     "itl_ms": 10, "time_factor_under_load": 3.0}}
-    cap = replica_capacity(engine, [100, 600], [1000, 100], 0.8, 100, 20)
+    cap = slot_capacity(engine, [100, 600], [1000, 100], 0.8, 100, 20)
     assert (cap.slots, cap.kv_slots) == (14, 14)
     assert cap.service_s == pytest.approx((10050 + 1100) * (1 + 2 * 13 / 255) / 2 / 1000)
     assert cap.service_s == pytest.approx(6.1434, abs=1e-4)
@@ -52,7 +52,7 @@ class ToyRoofline:
 
 def per_request_service(engine: dict, ins: list[int], outs: list[int], slots: int) -> float:
     """The summed service seconds as one expression per request, added in order by ``sum`` (the form
-    replica_capacity had before it computed a window's terms with numpy): the fast path must give the
+    slot_capacity had before it computed a window's terms with numpy): the fast path must give the
     very same float, since the oracle plan feeds summary.json byte for byte."""
     lat, pairs = engine.get("latency") or {}, list(zip(ins, outs, strict=True))
     if lat.get("kind") == "roofline":
@@ -85,7 +85,7 @@ LATENCIES = [{"kind": "constant", "ttft_ms": 100.3, "itl_ms": 10.7, "time_factor
 def test_a_windows_capacity_is_the_per_request_sum_exactly(reqs: list[tuple[int, int]], lat: dict) -> None:
     ins, outs = [i for i, _ in reqs], [o for _, o in reqs]
     engine = {**ENGINE, "latency": lat}
-    cap = replica_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline())
+    cap = slot_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline())
     blocks = sum(math.ceil((i + o) / 16) for i, o in reqs) / len(reqs)
     assert cap.kv_slots == max(1, math.floor(0.8 * 1024 / blocks + 1e-9))
     want = per_request_service(engine, ins, outs, cap.slots) / len(reqs)
@@ -167,16 +167,16 @@ def test_a_replica_is_charged_for_every_prompt_it_holds_and_pd_roles_for_their_h
     ins, outs = [4000] * 3, [96] * 3
 
     def rate(role: str) -> float:
-        return replica_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline(), role=role).rate_rps
+        return slot_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline(), role=role).rate_rps
 
     assert rate("both") == pytest.approx(1 / 0.1084192, rel=1e-9)
     assert rate("prefill") == pytest.approx(1 / 0.065, rel=1e-9)
     assert rate("decode") == pytest.approx(12 / 0.5320304, rel=1e-9)
-    cap = replica_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline())
+    cap = slot_capacity(engine, ins, outs, 0.8, 100, 20, ToyRoofline())
     assert cap.slots == 12 and cap.service_s == pytest.approx(12 * 0.1084192, rel=1e-9)  # slots / rate
     # constant latency (no shared compute): prefill keeps TTFT, decode (o - 1) x ITL, both the sum
     const = {**engine, "latency": {"kind": "constant", "ttft_ms": 200, "itl_ms": 10}}
-    got = {r: replica_capacity(const, ins, outs, 0.8, 100, 20, role=r).service_s for r in ("both", "prefill", "decode")}
+    got = {r: slot_capacity(const, ins, outs, 0.8, 100, 20, role=r).service_s for r in ("both", "prefill", "decode")}
     assert got == pytest.approx({"both": 0.2 + 0.95, "prefill": 0.2, "decode": 0.95})
 
 

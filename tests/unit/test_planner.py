@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scalearena.controllers.planner import Planner, PlannerConfig, WarmupPoint
-from scalearena.controllers.planner_capacity import hand_out, replica_capacity
+from scalearena.controllers.planner_capacity import batch_capacity, hand_out
 from scalearena.controllers.predictors import PredictorConfig
 from tests.unit.viewkit import FakeMetrics, pod, variant, view
 
@@ -27,7 +27,7 @@ def test_capacity_is_kv_bound_in_the_papers_setup():
     # a sequence holds 4096 + 1024/2 = 4608 KV tokens on average; with the whole cache (kv_fill 1) the
     # next prompt must still fit: b x 4608 + 4096 <= 16,384 -> b <= 2.67 -> 2; max_num_seqs 256 - 1 = 255;
     # both targets hold at every batch; rate = 2 / (0.2 + 1023 x 0.002) = 2 / 2.246 req/s
-    cap = replica_capacity(FlatProfile(), 4096, 1024, 0.5, 0.05)
+    cap = batch_capacity(FlatProfile(), 4096, 1024, 0.5, 0.05)
     assert (cap.batch, cap.batch_max, cap.meets_sla, cap.bound) == (2, 2, True, "kv_cache")
     assert dict(cap.limits) == {"max_num_seqs": 255, "kv_cache": 2}
     assert cap.rate_rps == pytest.approx(2 / 2.246)
@@ -39,28 +39,28 @@ def test_capacity_keeps_the_pod_below_the_routers_kv_admission_threshold():
     # a cache of 32,768 tokens: the engine alone allows (32,768 - 4096) / 4608 = 6.2 -> 6 sequences;
     # the router counts a pod saturated at KV >= 0.8: b x 4608 < 0.8 x 32,768 = 26,214.4 -> b < 5.69 -> 5
     adm = Admission("saturation", 0.8, 5)
-    cap = replica_capacity(FlatProfile(kv_tokens=32768), 4096, 1024, 0.5, 0.05, 1.0, adm)
+    cap = batch_capacity(FlatProfile(kv_tokens=32768), 4096, 1024, 0.5, 0.05, 1.0, adm)
     assert dict(cap.limits) == {"max_num_seqs": 255, "kv_cache": 6, "admission_kv": 5}
     assert (cap.batch, cap.bound) == (5, "admission_kv")
     assert cap.rate_rps == pytest.approx(5 / 2.246)
     # at exactly the threshold the pod is saturated (usage >= 0.8): 5 x 4608 = 23,040 = 0.8 x 28,800
-    cap = replica_capacity(FlatProfile(kv_tokens=28800), 4096, 1024, 0.5, 0.05, 1.0, adm)
+    cap = batch_capacity(FlatProfile(kv_tokens=28800), 4096, 1024, 0.5, 0.05, 1.0, adm)
     assert cap.limits["admission_kv"] == 4
     # the paper's 16,384-token cache: 0.8 x 16,384 / 4608 = 2.84 -> 2, the engine's bound is 2 as well
     # (tie: the admission is named)
-    cap = replica_capacity(FlatProfile(), 4096, 1024, 0.5, 0.05, 1.0, adm)
+    cap = batch_capacity(FlatProfile(), 4096, 1024, 0.5, 0.05, 1.0, adm)
     assert (cap.batch, cap.bound, cap.limits["admission_kv"]) == (2, "admission_kv", 2)
 
 
 def test_capacity_kv_fill_and_max_num_seqs_bound_the_batch():
     # kv_fill 0.5 of 100,000 tokens: (50,000 - 1000) / (1000 + 100) = 44.5 -> 44
-    cap = replica_capacity(FlatProfile(kv_tokens=100_000), 1000, 200, 0.5, 0.05, 0.5)
+    cap = batch_capacity(FlatProfile(kv_tokens=100_000), 1000, 200, 0.5, 0.05, 0.5)
     assert (cap.batch, cap.bound) == (44, "kv_cache")
     # max_num_seqs 8: the planned replica keeps one place for the next arrival -> 7
-    cap = replica_capacity(FlatProfile(kv_tokens=100_000, max_num_seqs=8), 1000, 200, 0.5, 0.05, 0.5)
+    cap = batch_capacity(FlatProfile(kv_tokens=100_000, max_num_seqs=8), 1000, 200, 0.5, 0.05, 0.5)
     assert (cap.batch, cap.bound) == (7, "max_num_seqs")
     # a prompt longer than the fill allows still plans one sequence (never 0)
-    cap = replica_capacity(FlatProfile(kv_tokens=1000), 4096, 1024, 0.5, 0.05, 0.9)
+    cap = batch_capacity(FlatProfile(kv_tokens=1000), 4096, 1024, 0.5, 0.05, 0.9)
     assert cap.batch == 1 and cap.limits["kv_cache"] == 1
 
 
@@ -68,24 +68,24 @@ def test_capacity_stops_at_the_first_batch_that_misses_the_itl_target():
     # itl = 0.01 + 0.001 b <= 0.05 -> b <= 40; ttft = 0.1 + 0.01 b <= 0.5 -> b <= 40 as well;
     # KV allows (15,100 - 100) / 150 = 100
     p = FlatProfile(kv_tokens=100 * 150 + 100, t0=0.1, a=0.01, i0=0.01, c=0.001)
-    cap = replica_capacity(p, 100, 100, 0.5, 0.05)
+    cap = batch_capacity(p, 100, 100, 0.5, 0.05)
     assert (cap.batch, cap.bound, cap.limits["kv_cache"]) == (40, "latency", 100)
     # at b = 40: ttft 0.5, itl 0.05 -> 40 / (0.5 + 99 x 0.05) = 40 / 5.45
     assert cap.rate_rps == pytest.approx(40 / 5.45)
 
 
 def test_capacity_below_one_sequence_uses_batch_one_and_says_so():
-    cap = replica_capacity(FlatProfile(t0=0.9), 100, 10, 0.5, 0.05)  # TTFT 0.9 s > 0.5 s even alone
+    cap = batch_capacity(FlatProfile(t0=0.9), 100, 10, 0.5, 0.05)  # TTFT 0.9 s > 0.5 s even alone
     assert (cap.batch, cap.meets_sla) == (1, False)
     assert cap.rate_rps == pytest.approx(1 / (0.9 + 9 * 0.002))
 
 
 def test_hand_out_fills_cheapest_per_capacity_then_cuts_to_the_budget():
-    from scalearena.controllers.planner_capacity import Capacity
+    from scalearena.controllers.planner_capacity import BatchCapacity
 
     a = variant("a", spec=1, cost=1.0, max_replicas=3)
     b = variant("b", spec=1, cost=2.5, max_replicas=10)
-    caps = {"a": Capacity(3, 1.0, 0.2, 0.002, 3, True), "b": Capacity(6, 2.0, 0.1, 0.002, 6, True)}
+    caps = {"a": BatchCapacity(3, 1.0, 0.2, 0.002, 3, True), "b": BatchCapacity(6, 2.0, 0.1, 0.002, 6, True)}
     # cost per req/s: a 1.0, b 1.25 -> a first: 6.5 req/s -> a 3 (3 req/s), rest 3.5 -> b ceil(1.75) = 2
     want, notes = hand_out(6.5, [a, b], caps, 1, None)
     assert want == {"a": 3, "b": 2} and notes == []

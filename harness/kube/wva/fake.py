@@ -12,7 +12,6 @@ import copy
 import json
 from collections import defaultdict, deque
 from pathlib import Path
-from typing import Any
 
 from scalearena.harness.kube.wva.kubeapi import ApiError, Conflict, NotFound, Obj
 
@@ -138,5 +137,3 @@ class FakeKubeAPI:
         self._call("get_config_map", name)
         return copy.deepcopy(self._get("ConfigMap", namespace, name))
 
-    def watch_changes(self, namespace: str, on_change: Any, stop: Any) -> None:
-        return None

@@ -163,26 +163,3 @@ class ClientKubeAPI:
     def get_config_map(self, namespace: str, name: str) -> Obj:
         return self._call(self._core.read_namespaced_config_map, name, namespace)
 
-    def watch_changes(self, namespace: str, on_change: Any, stop: Any) -> None:
-        """Block, calling ``on_change()`` whenever a VariantAutoscaling or Deployment changes."""
-        import threading
-
-        from kubernetes import watch
-
-        def loop(fn: Any, *args: Any) -> None:
-            while not stop.is_set():
-                try:
-                    for _ in watch.Watch().stream(fn, *args, timeout_seconds=60):
-                        on_change()
-                        if stop.is_set():
-                            return
-                except Exception:  # noqa: BLE001 - a broken watch is re-opened; the periodic loop covers the gap
-                    stop.wait(2.0)
-
-        threads = [
-            threading.Thread(target=loop, args=(self._custom.list_namespaced_custom_object, VA_GROUP, VA_VERSION,
-                                                namespace, VA_PLURAL), daemon=True),
-            threading.Thread(target=loop, args=(self._apps.list_namespaced_deployment, namespace), daemon=True),
-        ]
-        for t in threads:
-            t.start()
