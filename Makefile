@@ -87,8 +87,8 @@ test: $(BUILT) prometheus chromium
 # when a property fails; the exit status is then 1.
 FUZZ_SCALE ?= 25
 FUZZ_EXAMPLES ?= 1000
-FUZZ_TESTS := tests/unit/test_promql_fuzz.py tests/unit/test_keda_formula_fuzz.py tests/unit/test_objects_fuzz.py \
-  tests/unit/test_openai_fuzz.py tests/integration/test_router_fuzz.py tests/integration/test_adversarial.py
+FUZZ_TESTS := tests/unit/harness/promql/test_promql_fuzz.py tests/unit/controllers/test_keda_formula_fuzz.py tests/unit/harness/objects/test_objects_fuzz.py \
+  tests/unit/harness/local/test_openai_fuzz.py tests/integration/test_router_fuzz.py tests/integration/test_adversarial.py
 fuzz: $(BUILT)
 	SCALEARENA_FUZZ_SCALE=$(FUZZ_SCALE) $(BIN)/python -m pytest -q -p no:cacheprovider $(FUZZ_TESTS); rc=$$?; \
 	  $(BIN)/python benchmarks/reliability.py --examples $(FUZZ_EXAMPLES) || rc=1; exit $$rc
@@ -122,7 +122,7 @@ report: $(STAMP)
 	$(BIN)/scalearena report $(OUT)
 
 # Store this bench's summaries as the regression baseline that CI compares against (baselines/CLUSTER).
-# The sim baseline carries the oracle frontier (frontier.json), which tests/unit/test_frontier_bound.py checks.
+# The sim baseline carries the oracle frontier (frontier.json), which tests/unit/reports/test_frontier_bound.py checks.
 baseline: FRONTIER = $(if $(filter sim,$(CLUSTER)),1)
 baseline: bench
 	rm -rf baselines/$(CLUSTER)

@@ -10,7 +10,7 @@ exporter that serves it on a real stack (``engine``: vLLM / serve-engine,
 ``epp``: the llm-d EPP, ``gateway``: scalearena's gateway — both serve-router
 on local —, ``kube-state-metrics``), a histogram's
 bucket bounds, and the upstream that defines it; docs/metrics.md carries the
-same table (``catalogue_markdown``; tests/unit/test_series_catalogue.py keeps
+same table (``catalogue_markdown``; tests/unit/contracts/test_series_catalogue.py keeps
 them equal). tests/integration/test_native_series.py scrapes the real local
 servers through Prometheus and requires every entry of each exporter, with
 its labels, type and buckets; an entry with a ``condition`` is emitted only

@@ -29,7 +29,7 @@ not a documented interval).
 
 When the metrics backend cannot be read, or no pod has reported within the window, AIBrix's
 aggregator returns an error and no scaling happens: the count is held (kept inside the bounds).
-Upstream's algorithm tests (algorithm/apa_test.go) are ported as a table in tests/unit/test_apa.py.
+Upstream's algorithm tests (algorithm/apa_test.go) are ported as a table in tests/unit/controllers/test_apa.py.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ never goes down (max of stable and panic, remembered as max panic pods). A
 variant found with more than one ready pod at its first tick starts in panic,
 holding that count (upstream newAutoscaler). ``activation_scale`` raises any
 non-zero desired count to at least that many pods. ``scale`` is upstream's
-Scale step from the window averages (tests/unit/test_kpa_upstream.py drives it
+Scale step from the window averages (tests/unit/controllers/test_kpa_upstream.py drives it
 with Knative's autoscaler_test.go cases).
 
 Concurrency for LLM serving: the in-flight requests of a pod, ``running +

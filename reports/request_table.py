@@ -9,7 +9,7 @@ objects, ~2.8 KB each), but one float column of them is 69 MB. So the summary as
 DataFrame (tests, the report), ``ParquetRequests`` reads them from the run's requests.parquet
 (``RunWriter``'s second pass at a checkpoint and at the end). Both return the same values in
 the same (file) order, so the summary's exact percentiles and means are the same numbers as
-before, bit for bit (tests/unit/test_results_stream.py checks both paths against each other).
+before, bit for bit (tests/unit/reports/test_results_stream.py checks both paths against each other).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every number in the table is read from the module that checks it (contracts/limits.py for the scenario
 schema, harness/promql/shape.py for queries, controllers/keda_formula.py for formulas, the local servers'
-HTTP bounds, ...), so a limit changed in code and not in the docs fails tests/unit/test_limits_doc.py.
+HTTP bounds, ...), so a limit changed in code and not in the docs fails tests/unit/contracts/test_limits_doc.py.
 The table sits between the two markers below in docs/reliability.md.
 
     .venv/bin/python scripts/limits_doc.py --write   # rewrite the table in docs/reliability.md

@@ -4,7 +4,7 @@
 each command, and the tuning, kube and paper commands import Optuna, the Kubernetes client and the
 whole run machinery at module level (1.8 s of CPU for the listing). The command's docstring is
 its help (click's rule when no ``help=`` is given), so reading it with ``ast`` gives the same line
-(tests/unit/test_cli_help.py compares both for every lazy command).
+(tests/unit/harness/cli/test_cli_help.py compares both for every lazy command).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ applied), writes every decision (the fast loop's only when it acts, as
 upstream WVA logs only its wake-ups), hands changes to the ``Actuator``, and samples one
 ``TimeseriesRecord`` per variant. So a decision sequence or a time series
 can only differ between backends through what the adapters report, which
-tests/unit/test_backend_conformance.py drives with the same script for
+tests/unit/harness/control/test_backend_conformance.py drives with the same script for
 every backend.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ derived the KV block count from GPU memory, so a policy sized replicas
 differently on sim and local for the same scenario. Here the static facts of
 a variant (``VariantInfo``, KV blocks included), the forecast, the replica
 states from the ``Actuator`` and the pod samples from the ``MetricsSource``
-meet once. A test (tests/unit/test_backend_conformance.py) fails if
+meet once. A test (tests/unit/harness/control/test_backend_conformance.py) fails if
 ``ClusterView`` or ``VariantView`` is constructed anywhere else in the harness.
 """
 from __future__ import annotations

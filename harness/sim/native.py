@@ -14,7 +14,7 @@ same Python. Otherwise (a module edited since the build, no build, another inter
 of them is imported from its ``.py`` file, as if no build existed: a stale build never runs, and
 the modules are never mixed (compiled code calls the other compiled modules directly).
 ``SCALEARENA_NATIVE=0`` always runs the pure-Python modules; ``SCALEARENA_NATIVE=1`` fails the
-import instead of falling back. tests/unit/test_native.py runs scenarios both ways and compares
+import instead of falling back. tests/unit/harness/sim/test_native.py runs scenarios both ways and compares
 every output file byte for byte.
 
 What the compiled build needs of the code (mypy checks it; the build fails otherwise): classes

@@ -95,7 +95,7 @@ def test_short_run_accounts_for_every_request(cluster, tmp_path: Path) -> None: 
 def test_llm_d_slo_recipe_runs_on_kube_state_metrics_and_its_rules(cluster, tmp_path: Path) -> None:  # noqa: ANN001
     """Issue 13 item 1 on kind: `llmd-slo` as its objects (two ScaledObjects, the recording rules as a Prometheus
     rule file, KEDA installed by the backend) on the in-cluster kube-state-metrics. Rendered and validated offline
-    (tests/unit/test_kind_recipes.py); this is the check that it runs."""
+    (tests/unit/harness/kube/test_kind_recipes.py); this is the check that it runs."""
     import urllib.parse
 
     from scalearena.harness.config.scenario import load_scenario

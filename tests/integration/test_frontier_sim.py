@@ -1,6 +1,6 @@
 """`scalearena suite --frontier` on the simulator: the oracle frontier's runs, what they reuse and cache,
 frontier.json, and the bound on the report page. The scenario is the one whose plan is worked out by hand
-in tests/unit/test_frontier_runs.py: 2 req/s of 1000 + 1000 tokens on a constant-latency engine (TTFT
+in tests/unit/harness/sizing/test_frontier_runs.py: 2 req/s of 1000 + 1000 tokens on a constant-latency engine (TTFT
 100 ms, ITL 10 ms), so the oracle plans ceil(3.3633 / u) replicas per window at utilization u."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tests.unit.test_cli import scalearena
+from tests.unit.harness.cli.test_cli import scalearena
 
 SCENARIO: dict[str, Any] = {
     "name": "steady",
@@ -56,7 +56,7 @@ def test_suite_runs_caches_and_reports_the_frontier(tmp_path: Path) -> None:
     assert [rows[s]["replicas"]["max"] for s in rows] == [1, 3, 4, 7]
     gpu = [rows[s]["gpu_hours"] for s in rows]
     assert gpu == sorted(gpu) and len(set(gpu)) == 4
-    # #1499's perfect system beside it (tests/unit/test_perfect_system.py: 3 replicas a window, 0.1 GPU-h)
+    # #1499's perfect system beside it (tests/unit/harness/sizing/test_perfect_system.py: 3 replicas a window, 0.1 GPU-h)
     (perfect,) = doc["perfect_system"]
     assert perfect["summary"]["replicas"] == {"va": [3, 3, 3, 3]} and perfect["seed"] == 5
     page = (out / "report.html").read_text()

@@ -145,7 +145,7 @@ def test_an_hpa_above_the_variants_max_replicas_is_recorded_at_the_cap(tmp_path:
     warns once at its start, and every decision records the replicas applied (at most 4, as the time series
     holds) with the HPA's own count, up to its 7, in audit.requested_replicas; before, decisions.jsonl said
     "4 -> 7" while the simulator held 4."""
-    from tests.unit.test_cli import scalearena
+    from tests.unit.harness.cli.test_cli import scalearena
 
     variant = {**SCENARIO["cluster"]["variants"][0], "max_replicas": 4}
     data = {**SCENARIO, "cluster": {"variants": [variant]}}

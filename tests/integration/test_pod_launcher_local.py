@@ -1,6 +1,6 @@
 """The pod launcher of CLUSTER=kwok over real sockets on 127.0.0.0/8 (harness/kube/launcher.py).
 
-The unit tests (tests/unit/test_pod_launcher.py) drive the launcher without a socket; here the probes, the
+The unit tests (tests/unit/harness/kube/test_pod_launcher.py) drive the launcher without a socket; here the probes, the
 relay from a pod IP to the process, serve-engine bound to its pod IP and, where this process may make
 network namespaces (root), a program that can only listen on every address, two pods of it on port 8000.
 The API server is the unit tests' fake. Waits are bounded polls; no assertion is on elapsed time.
@@ -21,7 +21,7 @@ import pytest
 
 from scalearena.harness.kube import launcher as L
 from scalearena.harness.local.supervisor import free_port
-from tests.unit.test_pod_launcher import (
+from tests.unit.harness.kube.test_pod_launcher import (
     FakeAPI,
     add,
     condition,

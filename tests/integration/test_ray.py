@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.unit.test_cli import scalearena
+from tests.unit.harness.cli.test_cli import scalearena
 
 pytest.importorskip("ray")
 HERE = Path(__file__).parent

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unit.test_cli import scalearena
+from tests.unit.harness.cli.test_cli import scalearena
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 MARKUP = "</script><script>window.PWNED=1</script><img class=pwn src=x onerror=window.PWNED=2> {{7*7}}"

@@ -14,7 +14,7 @@ import yaml
 from scalearena.harness.config.scenario import load_scenario
 from scalearena.harness.config.suite import plans_for_scenario
 from scalearena.harness.run.runner import run_plan
-from tests.unit.test_cli import scalearena
+from tests.unit.harness.cli.test_cli import scalearena
 
 TINY = Path(__file__).with_name("tune_tiny.yaml")
 

@@ -10,7 +10,7 @@ import yaml
 
 from scalearena.contracts.tunable import Tunable
 from scalearena.harness.tuning.tuned_suite import TRAIN_OFFSET, position
-from tests.unit.test_cli import scalearena
+from tests.unit.harness.cli.test_cli import scalearena
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -57,3 +57,29 @@ def test_the_rule_catches_long_code_and_honours_a_reason(tmp_path: Path) -> None
     (pkg / "empty_reason.py").write_text("# size:\n" + "\n".join(f"x{i} = {i}" for i in range(400)) + "\n")
     assert shape_violations(tmp_path, ("harness",)) == [
         "harness/a.py:1 long: 61 lines", "harness/big.py: 401 lines", "harness/empty_reason.py: 401 lines"]
+
+
+def unmirrored(root: Path) -> list[str]:
+    """Unit-test folders that name no source folder (issue 29: tests/unit/<package>/ mirrors the code), and
+    test modules left at tests/unit/'s top that are not repository-wide checks."""
+    unit = root / "tests" / "unit"
+    out = [str(d.relative_to(root)) for d in sorted(unit.rglob("*")) if d.is_dir() and d.name != "__pycache__"
+           and not (root / d.relative_to(unit)).is_dir()]
+    top = {p.name for p in unit.glob("test_*.py")}
+    return out + sorted(f"tests/unit/{n}" for n in top - REPOSITORY_WIDE)
+
+
+# checks of the repository as a whole (layering, size, CI, sockets) and of scripts/ and benchmarks/ files
+REPOSITORY_WIDE = {"test_ci_workflow.py", "test_code_shape.py", "test_layering.py", "test_no_sockets.py",
+                   "test_make_tokenizer.py", "test_sim_vs_real.py"}
+
+
+def test_unit_tests_mirror_the_source_tree() -> None:
+    assert unmirrored(ROOT) == []
+
+
+def test_mirror_check_names_a_folder_without_source(tmp_path: Path) -> None:
+    for d in ("harness/sim", "tests/unit/harness/sim", "tests/unit/harness/simulator"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "tests/unit/test_engine.py").write_text("")
+    assert unmirrored(tmp_path) == ["tests/unit/harness/simulator", "tests/unit/test_engine.py"]
