@@ -50,7 +50,10 @@ def _wait_for_running_runs(out: Path, proc: subprocess.Popen[str]) -> None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "runs never started"
         time.sleep(0.2)
-    time.sleep(1.0)  # inside the runs, past their first checkpoint
+    while len(list(out.glob("small/static/seed-*/summary.json"))) < 2:  # inside the runs, past a checkpoint
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "runs never checkpointed"
+        time.sleep(0.05)
 
 
 def _group_alive(pgid: int) -> list[int]:

@@ -458,11 +458,14 @@ def test_router_flow_control_holds_then_evicts_at_the_ttl(tmp_path: Path) -> Non
             got[i] = r.status_code
 
         threads = []
+        # in order, each seen before the next is sent: 0 runs, 1 waits in the engine, 2 is held at the gateway
+        arrived = (lambda: metric(eng, "vllm:num_requests_running") == 1,
+                   lambda: metric(eng, "vllm:num_requests_waiting") == 1,
+                   lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1)
         for i in range(3):
             threads.append(threading.Thread(target=send, args=(i,)))
             threads[-1].start()
-            time.sleep(0.3)  # in order: 0 runs, 1 waits in the engine, 2 is held at the gateway
-        assert wait_for(lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1, 3.0)
+            assert wait_for(arrived[i], 3.0), i
         for t in threads:
             t.join(20)
         assert got == {0: 200, 1: 200, 2: 503}
@@ -500,10 +503,12 @@ def test_router_endpoints_file_survives_bad_documents(tmp_path: Path) -> None:
     s = _start(tmp_path, "watched", ["router", "--port", "0", "--endpoints-file", str(eps)])
     try:
         assert wait_for(lambda: "ignored" in s.stderr())
-        for bad in ("[[[[", "[" * 100_000, '{"endpoints": [{"pod": "p", "variant": "v", "model": "m", "url": "u", '
+        eps.write_text("[[[[")  # not JSON: taken for a half-written file, read again at the next change
+        for bad in ("[" * 100_000, '{"endpoints": [{"pod": "p", "variant": "v", "model": "m", "url": "u", '
                     '"role": "both-ish"}]}'):
+            seen = s.stderr().count("ignored")
             eps.write_text(bad)
-            time.sleep(0.2)  # the watcher polls every 50 ms; mtime moves with each write
+            assert wait_for(lambda: s.stderr().count("ignored") > seen)  # this document read and refused
         eps.write_text('{"endpoints": [{"pod": "p0", "variant": "v", "model": "m7", "url": "http://127.0.0.1:9"}]}')
         assert wait_for(lambda: requests.get(s.url + "/v1/models", timeout=5).json()["data"] != [])
         assert [m["id"] for m in requests.get(s.url + "/v1/models", timeout=5).json()["data"]] == ["m7"]
