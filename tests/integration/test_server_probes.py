@@ -508,7 +508,7 @@ def test_router_endpoints_file_survives_bad_documents(tmp_path: Path) -> None:
                     '"role": "both-ish"}]}'):
             seen = s.stderr().count("ignored")
             eps.write_text(bad)
-            assert wait_for(lambda: s.stderr().count("ignored") > seen)  # this document read and refused
+            assert wait_for(lambda seen=seen: s.stderr().count("ignored") > seen)  # this document read and refused
         eps.write_text('{"endpoints": [{"pod": "p0", "variant": "v", "model": "m7", "url": "http://127.0.0.1:9"}]}')
         assert wait_for(lambda: requests.get(s.url + "/v1/models", timeout=5).json()["data"] != [])
         assert [m["id"] for m in requests.get(s.url + "/v1/models", timeout=5).json()["data"]] == ["m7"]
