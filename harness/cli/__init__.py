@@ -1,1 +1,1 @@
-"""cli"""
+"""The `scalearena` command group (main.py) and its helpers; subsystems' commands live with them."""

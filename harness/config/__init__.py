@@ -1,1 +1,1 @@
-"""config"""
+"""Every scenario and suite schema and its loading (docs/architecture.md, "The folders")."""
