@@ -179,8 +179,13 @@ def top_level_cycles(edges: Iterable[Edge]) -> list[list[str]]:
         a, b = top_of(e.importer), top_of(e.target)
         if a and b and a != b and a != "scalearena":  # the scalearena/ shim only re-exports the CLI
             graph[a].add(b)
-    reach = {t: _reachable(graph, t) for t in TOPS}
-    groups = {tuple(sorted(t2 for t2 in TOPS if t2 in reach[t] and t in reach[t2])) for t in TOPS}
+    return _cycles(graph)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node: nodes that reach each other."""
+    reach = {n: _reachable(graph, n) for n in graph}
+    groups = {tuple(sorted(m for m in graph if m in reach[n] and n in reach[m])) for n in graph}
     return sorted(list(g) for g in groups if len(g) > 1)
 
 
@@ -196,50 +201,13 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def module_cycles(edges: Iterable[Edge]) -> list[list[str]]:
     """Groups of modules that import each other, directly or round a loop (imports inside functions and
-    lazy command strings included; a package counts as its __init__). Tarjan's algorithm, iteratively."""
+    lazy command strings included; a package counts as its __init__)."""
     graph: dict[str, set[str]] = {}
     for e in edges:
         if not e.typing_only:
             graph.setdefault(e.importer, set()).add(e.target)
             graph.setdefault(e.target, set())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, children = work[-1]
-            w = next(children, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(graph[w]))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                group = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    group.append(w)
-                    if w == v:
-                        break
-                if len(group) > 1:
-                    groups.append(sorted(group))
-    return sorted(groups)
+    return _cycles(graph)
 
 
 def cycle_witnesses(edges: Iterable[Edge], group: list[str]) -> list[str]:
