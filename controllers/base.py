@@ -297,17 +297,18 @@ class Policies(Protocol):
     def build(self, config: AutoscalerConfig) -> Autoscaler: ...
 
 
-_policies: list[Policies] = []  # the one registry, once controllers.registry has built it
+_POLICIES: Policies | None = None  # the one registry, once controllers.registry has built it
 
 
-def register_policies(policies: Policies) -> None:
+def register_policies(registry: Policies) -> None:
     """Called by controllers.registry as it is built: a wrapping policy reaches the registry through here,
     so no policy module imports the registry that imports it (no import cycle)."""
-    _policies[:] = [policies]
+    global _POLICIES
+    _POLICIES = registry
 
 
 def policies() -> Policies:
     """The registry of every autoscaler (controllers.registry.REGISTRY)."""
-    if not _policies:
+    if _POLICIES is None:
         raise RuntimeError("controllers.registry is not loaded: import it before validating a wrapping policy")
-    return _policies[0]
+    return _POLICIES

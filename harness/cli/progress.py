@@ -63,19 +63,18 @@ def run_lines(r: RunOutcome) -> list[Text]:
 
 
 def print_table(results: list[RunOutcome]) -> None:
-    rows = sorted((r for r in results if r.ok and r.summary is not None), key=lambda r: r.dir)
+    rows = sorted(((r.dir, r.summary) for r in results if r.ok and r.summary is not None), key=lambda x: x[0])
     if not rows:
         return
     from scalearena.reports.catalog import cost_metric
 
-    cost = cost_metric([r.summary for r in rows if r.summary is not None])  # the report's one cost unit: USD if priced, else GPU-hours
+    cost = cost_metric([s for _, s in rows])  # the report's one cost unit: USD if priced, else GPU-hours
     t = Table("run", "goodput rps", "throughput rps", "failures", "TTFT p99 ms", "replicas mean",
               "cost USD" if cost.id == "cost_usd" else "GPU-hours")
     t.columns[0].overflow = "fold"
-    for r in rows:
-        s = r.summary or {}
+    for run_dir, s in rows:
         p99 = s["ttft_ms"]["p99"]
-        t.add_row(Text(r.dir), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
+        t.add_row(Text(run_dir), f"{s['goodput_rps']:.2f}", f"{s['throughput_rps']:.2f}",
                   str(sum(s["failures"].values())), "-" if p99 is None else f"{p99:.0f}",
                   f"{s['replicas']['mean']:.2f}", cost.format(cost.value(s)))
     # piped output (CI logs) gets a wide table instead of rich's 80-column default

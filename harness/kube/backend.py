@@ -50,7 +50,7 @@ from scalearena.harness.kube.cluster import (
     Shell,
     build_images,
     fake_gpu_demand,
-    preflight,
+    preflight as check_tools,
     require_image_prefix,
     split_scope,
 )
@@ -142,7 +142,7 @@ class KubeBackend:
     def preflight(self, plans: Sequence[RunPlan]) -> None:
         """This mode's tools (kind/kubectl/docker; kwok's built from source), then every run's objects rendered
         (``plan`` is pure: a time scale, a knob or an image registry the objects cannot carry is refused)."""
-        preflight(self.mode)
+        check_tools(self.mode)
         for p in plans:
             self.plan(p.scenario, p.autoscaler)
 
@@ -201,7 +201,7 @@ class KubeBackend:
              progress: Callable[[float, float], None] | None) -> None:
         from scalearena.workloads.generate import build_requests
 
-        preflight(self.mode, self.which)
+        check_tools(self.mode, self.which)
         objs = self.plan(scenario, autoscaler)  # bad scenario/autoscaler input fails before any cluster work
         requests = build_requests(scenario)
         workers, load_objs = self._load(scenario, requests, writer)

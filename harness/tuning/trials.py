@@ -99,6 +99,7 @@ class Outcome:
 def outcome(results: list[RunOutcome], objectives: list[Objective]) -> Outcome:
     """Average the seeds' summaries; any run that did not finish makes the trial failed, with its error."""
     bad = [r for r in results if not r.ok or r.summary is None]
+    summaries = [r.summary for r in results if r.ok and r.summary is not None]
     attempts = max([r.attempts for r in results], default=1)
     if bad or not results:
         err = (bad[0].error or bad[0].status) if bad else "no runs"
@@ -106,6 +107,6 @@ def outcome(results: list[RunOutcome], objectives: list[Objective]) -> Outcome:
     ids = list(dict.fromkeys([*REPORTED, *(o.id for o in objectives)]))
     metrics: dict[str, float | None] = {}
     for i in ids:
-        vals = [BY_ID[i].value(r.summary or {}) for r in results]
+        vals = [BY_ID[i].value(s) for s in summaries]
         metrics[i] = None if any(v is None for v in vals) else sum(v for v in vals if v is not None) / len(vals)
     return Outcome(True, metrics, seeds=len(results), attempts=attempts)
