@@ -4,8 +4,9 @@
 etcd, kube-apiserver, kube-controller-manager (the real HPA controller) and kube-scheduler, built from
 source at the versions of tools/versions.yaml (kube/tools.py), plus KWOK managing fake GPU nodes made
 from the kind cluster's worker list (manifests/kind/cluster.yaml: the same labels and fake-GPU counts).
-Each node's pod CIDR lies in 127.0.0.0/8 (node i: 127.i.0.0/16), so every pod KWOK starts gets a
-loopback IP of its own, on which the pod launcher (kube/launcher.py) runs its container for real.
+Each node's pod CIDR lies in 127.0.0.0/8 (node i: 127.i.0.0/16, in the block of addresses the cluster claims,
+kube/kwok_net.py, so two clusters up at once never share one), so every pod KWOK starts gets a loopback IP of
+its own, on which the pod launcher (kube/launcher.py) runs its container for real.
 
 Flags follow kwokctl's binary runtime (sigs.k8s.io/kwok v0.7.0, pkg/kwokctl/components) and kubeadm's
 defaults, with three differences that matter here:
@@ -44,9 +45,9 @@ from typing import Any
 
 from scalearena.contracts.errors import RunFailed, UserError
 from scalearena.harness.config.safe_yaml import read_yaml
-from scalearena.harness.kube import pki
+from scalearena.harness.kube import kwok_net, pki
 from scalearena.harness.kube.cluster import MARKER, Kubectl, Shell
-from scalearena.harness.local.supervisor import free_port, wait_for_port
+from scalearena.harness.local.supervisor import free_port, start_ticks, wait_for_port
 from scalearena.harness.run.interrupts import held
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +85,7 @@ class State:
     hpa_sync_s: float
     time_scale: float
     procs: list[Proc] = field(default_factory=list)
+    pod_block: int = 0  # its block of pod addresses (kube/kwok_net.py)
 
     @staticmethod
     def load(path: Path) -> State | None:
@@ -100,19 +102,8 @@ class State:
         os.replace(tmp, path)
 
 
-def _start_ticks(pid: int) -> float | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):  # exited, not yet reaped: not running
-        return None
-    return float(fields[19])  # field 22 of proc(5), starttime
-
-
 def _alive(p: Proc) -> bool:
-    return _start_ticks(p.pid) == p.started
+    return start_ticks(p.pid) == p.started
 
 
 class RecordedChild:
@@ -138,9 +129,10 @@ def feature_gates() -> str:
     return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
 
 
-def worker_nodes(need: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    """Node objects for KWOK: kind's workers (their labels), each with a pod CIDR of its own in 127.0.0.0/8 and
-    fake ``nvidia.com/gpu`` raised so each product's nodes hold ``need`` (the same plan as kind's)."""
+def worker_nodes(need: dict[str, int] | None = None, pod_block: int = 0) -> list[dict[str, Any]]:
+    """Node objects for KWOK: kind's workers (their labels), each with a pod CIDR of its own in 127.0.0.0/8 (in
+    ``pod_block``, kube/kwok_net.py) and fake ``nvidia.com/gpu`` raised so each product's nodes hold ``need`` (the
+    same plan as kind's)."""
     cfg = read_yaml(KIND_CONFIG) or {}
     workers = [n for n in cfg.get("nodes", []) if n.get("role") == "worker"]
     by_product: dict[str, int] = {}
@@ -160,11 +152,12 @@ def worker_nodes(need: dict[str, int] | None = None) -> list[dict[str, Any]]:
         labels.update({"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
                        "type": "kwok"})
         resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
+        cidr = kwok_net.pod_cidr(pod_block, i)
         nodes.append({"apiVersion": "v1", "kind": "Node",
                       "metadata": {"name": name, "labels": labels,
                                    "annotations": {NODE_ANNOTATION[0]: NODE_ANNOTATION[1],
                                                    "node.alpha.kubernetes.io/ttl": "0"}},
-                      "spec": {"podCIDR": f"127.{i}.0.0/16", "podCIDRs": [f"127.{i}.0.0/16"]},
+                      "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
                       "status": {"capacity": resources, "allocatable": dict(resources)}})
     return nodes
 
@@ -244,18 +237,20 @@ class KwokCluster:
                                 f"{self.state.owner} at {self.state.created})", where=str(self.folder),
                                 expected="`scalearena kwok down` first")
             self.down()  # the leftovers of one that died: nothing of it may linger
-        nodes = worker_nodes(need)  # bad input before anything starts
+        worker_nodes(need)  # bad input before anything starts
         bins = {n: self.binary(n) for n in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                                             "kwok", "kubectl")}
         self.folder.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
         ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler",
                                           "kwok")}
+        block = kwok_net.claim(self.folder, lambda folder: KwokCluster(folder).running())
         self.state = State(owner=owner, created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), ports=ports,
-                           feature_gates=feature_gates(), hpa_sync_s=self.hpa_sync_s, time_scale=self.time_scale)
+                           feature_gates=feature_gates(), hpa_sync_s=self.hpa_sync_s, time_scale=self.time_scale,
+                           pod_block=block)
         self.state.save(self.state_path)
         try:
-            self._up(bins, nodes)
+            self._up(bins, worker_nodes(need, block))
         except BaseException:
             self.down()
             raise
@@ -341,7 +336,7 @@ class KwokCluster:
             proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
                                     start_new_session=True, cwd=cwd or self.folder,
                                     env={**os.environ, **env} if env else None)
-            rec = Proc(name=name, pid=proc.pid, argv=list(argv), log=str(log), started=_start_ticks(proc.pid) or 0.0)
+            rec = Proc(name=name, pid=proc.pid, argv=list(argv), log=str(log), started=start_ticks(proc.pid) or 0.0)
             self.state.procs.append(rec)
             self.state.save(self.state_path)
         self._popen = getattr(self, "_popen", {})
@@ -467,6 +462,8 @@ class KwokCluster:
         left = [f"{p.name} (pid {p.pid})" for p in live if _alive(p)]
         if not left and self.folder.exists():
             shutil.rmtree(self.folder, ignore_errors=True)
+        if not left:
+            kwok_net.release(self.folder)
         self.state = None
         return left
 

@@ -9,12 +9,16 @@ second is this one object:
 * ``start_pods``: the pod launcher (kube/launcher.py) runs the engine pods' containers on their pod IPs;
 * ``start_services``: the stack's service Deployments run as processes (kube/kwok_infra.py ``LocalServices``);
 * ``check`` fails the run when any of them exited; ``stop`` stops them all.
+
+From its start to its ``stop`` the stack holds the host's kwok run lock (kube/kwok_net.py ``RunLock``): the
+services' names in /etc/hosts are the host's, so two kwok runs on one host take turns.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scalearena.harness.kube.kwok_net import RunLock
 from scalearena.harness.kube.render import Obj
 
 if TYPE_CHECKING:
@@ -29,6 +33,8 @@ class LocalStack:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.launcher: Any = None
         self.services: Any = None
+        self.lock = RunLock()
+        self.lock.acquire()
 
     @property
     def ca(self) -> Path:
@@ -59,6 +65,9 @@ class LocalStack:
                 part.check()
 
     def stop(self) -> None:
-        for part in (self.launcher, self.services):
-            if part is not None:
-                part.stop()
+        try:
+            for part in (self.launcher, self.services):
+                if part is not None:
+                    part.stop()
+        finally:
+            self.lock.release()

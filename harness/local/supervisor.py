@@ -45,6 +45,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_ticks(pid: int) -> float | None:
+    """The start time of process ``pid`` in clock ticks (field 22 of proc(5)), None when it is not running: with the
+    pid it tells a process from a later one that reuses its pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):  # exited, not yet reaped: not running
+        return None
+    return float(fields[19])
+
+
 def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen | None = None, host: str = LOOPBACK) -> bool:
     """True once something accepts TCP connections on host:port (a loopback address)."""
     deadline = time.monotonic() + timeout_s

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from cryptography import x509
 
 from scalearena.contracts.errors import RunFailed, UserError
 from scalearena.harness.kube import kwok, kwok_infra, pki
+from scalearena.harness.local.supervisor import start_ticks
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -66,9 +66,9 @@ def test_down_stops_recorded_processes_and_spares_a_reused_pid(tmp_path: Path) -
     cluster.folder.mkdir()
     a, b = _sleeper(), _sleeper()
     state = kwok.State(owner="suite", created="now", ports={}, feature_gates="", hpa_sync_s=15, time_scale=1)
-    state.procs = [kwok.Proc("etcd", a.pid, ["etcd"], "", kwok._start_ticks(a.pid) or 0),
+    state.procs = [kwok.Proc("etcd", a.pid, ["etcd"], "", start_ticks(a.pid) or 0),
                    # b's record has another start time: a pid the kernel gave to someone else since
-                   kwok.Proc("kwok", b.pid, ["kwok"], "", (kwok._start_ticks(b.pid) or 0) + 1)]
+                   kwok.Proc("kwok", b.pid, ["kwok"], "", (start_ticks(b.pid) or 0) + 1)]
     state.save(cluster.state_path)
     cluster = kwok.KwokCluster(tmp_path / "c", binary=lambda n: Path("/nonexistent") / n)
     assert not cluster.running()  # one record is not ours any more
@@ -89,7 +89,7 @@ def test_a_suite_cluster_at_another_time_scale_is_refused(tmp_path: Path) -> Non
         cluster = kwok.KwokCluster(tmp_path / "c", binary=lambda n: Path(n))
         cluster.folder.mkdir()
         state = kwok.State(owner="suite", created="now", ports={}, feature_gates="", hpa_sync_s=15, time_scale=1)
-        state.procs = [kwok.Proc("etcd", a.pid, ["etcd"], "", kwok._start_ticks(a.pid) or 0)]
+        state.procs = [kwok.Proc("etcd", a.pid, ["etcd"], "", start_ticks(a.pid) or 0)]
         state.save(cluster.state_path)
         fast = kwok.KwokCluster(tmp_path / "c", binary=lambda n: Path(n), time_scale=5)
         with pytest.raises(UserError, match="runs at time scale 1, this run asks for 5"):
@@ -112,12 +112,6 @@ def test_a_component_that_exits_is_reported_with_its_command_and_log(tmp_path: P
         cluster._wait("etcd", p, lambda: False, 30)
     assert "kwok: etcd exited" in str(e.value) and "flag provided but not defined: -bogus" in str(e.value)
     assert cluster.down() == []
-
-
-def test_start_ticks_reads_proc() -> None:
-    t = kwok._start_ticks(os.getpid())
-    assert t is not None and t > 0
-    assert kwok._start_ticks(2**22 + 12345) is None  # above pid_max's default ceiling: no such process
 
 
 def test_hosts_block_replaces_only_its_own_lines(tmp_path: Path) -> None:
