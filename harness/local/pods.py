@@ -137,7 +137,9 @@ class PodSet:
         child = self.sup.start(name, argv, env=env)
         if self.sim is not None:
             self.sim.started(name, child.proc.pid)  # netns mode: its relay from the slot port
-        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=time.time(),
+        # created when it was asked for, before its process started (a pod object exists before its container):
+        # its start-up phases count from here, and the engine's own start-up timer cannot start any earlier
+        pod = Pod(name=name, variant=variant, model=v.model, port=port, state=PENDING, created_wall=spawned,
                   warm=warm, factor=factor)
         if self.sim is not None:  # held as serve-engine holds itself: ready no sooner than its cold start
             pod.ready_path, pod.hold_until = self.sim.ready_path(variant), spawned + startup / self.time_scale
