@@ -112,8 +112,7 @@ class KubeBackend:
         self.manifests = self.root / "manifests"
         self.shell = shell or Shell()
         self.which = which
-        self.api_factory = api_factory
-        self.metrics_factory = metrics_factory
+        self.api_factory, self.metrics_factory = api_factory, metrics_factory
         self.image_prefix = image_prefix  # resolved with $SCALEARENA_IMAGE_PREFIX by harness/run/registry.py
         self.ready_timeout_s = ready_timeout_s
         self.gateway = choose_gateway(gateway)
@@ -198,7 +197,7 @@ class KubeBackend:
             self._run(scenario, autoscaler, writer, progress)
 
     def _run(self, scenario: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter,
-             progress: Callable[[float, float], None] | None) -> None:
+             progress: Callable[[float, float], None] | None) -> None:  # size: a run's steps in order, then teardown
         from scalearena.workloads.generate import build_requests
 
         check_tools(self.mode, self.which)
@@ -222,8 +221,9 @@ class KubeBackend:
             refuse_external_behind_keda(autoscaler, external)
             if external != "adapter":  # KEDA serves external metrics here: never fight over its APIService
                 objs = self.plan(scenario, autoscaler, external_metrics=external)
-            writer.meta.update(kube_external_metrics=external, time_scale=self.time_scale,
-                               kube_time_scale_rounding=self.time_scale_notes)
+            writer.meta.update(kube_external_metrics=external, time_scale=self.time_scale)
+            for note in self.time_scale_notes:  # into summary.json's events (docs/kubernetes.md "Whole seconds")
+                writer.add_event(0.0, "time_scale_rounding", note=note)
             applied = objs
             self._apply(kubectl, objs, local)
             urls = local.start_services(objs) if local else {}
