@@ -31,7 +31,7 @@ again); ``--real-from`` takes the kwok side from an earlier run's raw figures (b
 sim_vs_real.json) and runs the simulator only, for a change on the simulator's side; ``--update-docs``
 writes the table into docs/fidelity.md and its summary line into README.md (between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
 autoscaler misses a trajectory target (replica-seconds, maximum, moves; the CI's short version,
-tests/e2e/test_kwok.py), ``--check-goodput`` also when it misses the goodput target, which this host's runs do
+tests/e2e/test_kwok_fidelity.py, `make fidelity-check`), ``--check-goodput`` also when it misses the goodput target, which this host's runs do
 for reasons docs/fidelity.md shows (the real engine's per-token overshoot, the control loops' phase).
 
 Written here rather than taken from a library: no tool compares autoscaler trajectories across two
@@ -448,6 +448,7 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when an autoscaler misses a trajectory target")
     ap.add_argument("--check-goodput", action="store_true", help="... or the goodput target")
     args = ap.parse_args()
+    args.out = args.out.resolve()  # the runs' commands start in the repository root
     sc_path, sc, labels = scenario_and_labels(args.autoscalers.split(",") if args.autoscalers else None)
     seeds = [int(s) for s in args.seeds.split(",")]
     stored = None

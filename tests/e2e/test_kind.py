@@ -8,8 +8,8 @@ run per autoscaler, and one llm-d recipe run (llmd-slo on kube-state-metrics).
 
 The same checks run on the real control plane without Docker in tests/e2e/test_kwok.py (in `make test` and
 `.ci/run`): fake-GPU nodes, the WVA controller's VariantAutoscaling conditions and its External metric
-through prometheus-adapter, every request accounted for in a short hpa run, and the llmd-slo recipe on
-kube-state-metrics with its rule file.
+through prometheus-adapter, every request accounted for in each run, and the llmd-slo recipe on
+kube-state-metrics with its rule file; the real HPA controller runs in tests/e2e/test_kwok_fidelity.py.
 """
 from __future__ import annotations
 
