@@ -6,12 +6,17 @@ otherwise waits for a writer), checked to be a regular file on the descriptor it
 window for a swap between a check and the open), and read to at most ``limit`` bytes (a ``/proc`` file
 reports size 0, so the size is checked on what was read too). Every refusal is a ``UserError`` naming the
 file and what was expected.
+
+``folder_lock`` is the one exclusive lock on a folder shared by processes of this host (the built tools'
+cache, the kwok clusters' claims): a second holder waits.
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from scalearena.contracts.errors import UserError
@@ -67,3 +72,16 @@ def write_secret(path: Path, text: str) -> Path:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     return path
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder/.lock`` (made with the folder when missing) for the block; released
+    when the block ends or the process does."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -28,12 +28,12 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from scalearena.contracts.errors import RunFailed, UserError
+from scalearena.contracts.files import folder_lock
 from scalearena.harness.local.supervisor import start_ticks
 
 WIDTH = 8  # second octets per block: room for twice kind's four workers
@@ -51,17 +51,6 @@ def pod_cidr(block: int, node: int) -> str:
     return f"127.{WIDTH * block + node}.0.0/16"
 
 
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _claim_of(path: Path) -> tuple[Path, int, float | None] | None:
     """(folder, claiming pid, its start ticks) of a claim file; None when there is none (or it is unreadable)."""
     try:
@@ -74,7 +63,7 @@ def _claim_of(path: Path) -> tuple[Path, int, float | None] | None:
 def claim(folder: Path, running: Callable[[Path], bool], root: Path | None = None) -> int:
     """The first block that is free (no claim, or its cluster is not running) or already ``folder``'s; claimed."""
     root = root or claims_dir()
-    with _locked(root):
+    with folder_lock(root):
         for k in range(BLOCKS):
             path = root / f"block-{k}"
             held = _claim_of(path)
@@ -93,7 +82,7 @@ def release(folder: Path, root: Path | None = None) -> None:
     root = root or claims_dir()
     if not root.is_dir():
         return
-    with _locked(root):
+    with folder_lock(root):
         for path in root.glob("block-*"):
             held = _claim_of(path)
             if path.suffix != ".tmp" and held is not None and held[0] == folder:

@@ -26,8 +26,6 @@ into place, so an interrupted build never leaves a binary that looks finished.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -35,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +41,7 @@ import click
 import yaml
 
 from scalearena.contracts.errors import RunFailed, UserError
+from scalearena.contracts.files import folder_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ROOT / "tools" / "versions.yaml"
@@ -261,18 +260,6 @@ def classify(tool: Tool, version: str, stderr: str) -> Exception:
     return RunFailed(f"building {tool.name} ({modver}) failed: {tail}")
 
 
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """One builder per cache folder: a second ``ensure`` waits, then finds the binaries built."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def build(tool: Tool, version: str, go: str, runner: Runner = _run) -> dict[str, Path]:
     """Build every binary of ``tool`` into a temporary folder of the cache, then rename each into place."""
     have = wrapper_require(tool)
@@ -316,7 +303,7 @@ def ensure(names: Iterable[str] | None = None, progress: Callable[[str], object]
     if todo:
         go = _go(which)
         _check_go_version(go, todo, runner)
-        with _locked(cache_dir()):
+        with folder_lock(cache_dir()):  # one builder per cache folder: a second waits, then finds them built
             todo = tools if rebuild else _missing(todo, vers)  # another process may have built them meanwhile
             if todo:
                 progress(f"building {', '.join(t.name for t in todo)} from source into {cache_dir()} "
