@@ -240,11 +240,11 @@ class KwokCluster:
         worker_nodes(need)  # bad input before anything starts
         bins = {n: self.binary(n) for n in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                                             "kwok", "kubectl")}
+        block = kwok_net.claim(self.folder, lambda folder: KwokCluster(folder).running())  # none free: nothing made
         self.folder.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
         ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler",
                                           "kwok")}
-        block = kwok_net.claim(self.folder, lambda folder: KwokCluster(folder).running())
         self.state = State(owner=owner, created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), ports=ports,
                            feature_gates=feature_gates(), hpa_sync_s=self.hpa_sync_s, time_scale=self.time_scale,
                            pod_block=block)

@@ -17,7 +17,7 @@ failed or never ran). ``down`` gives its block back.
 The stack's Services are found by name (``prometheus.scalearena.svc``: KEDA's triggers, prometheus-adapter, the
 WVA controller), and on kwok the names are lines in /etc/hosts (kube/kwok_infra.py), one block for the whole
 host: two runs at once, on one cluster or two, would point each other's names at their own pods. So a run holds
-``run_lock`` (an exclusive ``flock``, released when its process ends, whatever the end) from the start of its
+``RunLock`` (an exclusive ``flock``, released when its process ends, whatever the end) from the start of its
 stack to its stop; a second run waits for the first, saying so, up to ``wait_s``.
 """
 from __future__ import annotations
@@ -84,8 +84,10 @@ def release(folder: Path, root: Path | None = None) -> None:
         return
     with folder_lock(root):
         for path in root.glob("block-*"):
+            if path.suffix == ".tmp":  # a claim being written
+                continue
             held = _claim_of(path)
-            if path.suffix != ".tmp" and held is not None and held[0] == folder:
+            if held is not None and held[0] == folder:
                 path.unlink(missing_ok=True)
 
 
