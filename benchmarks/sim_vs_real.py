@@ -72,6 +72,7 @@ class Run:
     ttft: dict[str, float | None]
     itl: dict[str, float | None]
     complete: bool
+    control_lead_s: float | None = None  # a kube run's lead from applying the objects to the load (its loops' phase)
 
 
 @dataclass
@@ -92,7 +93,8 @@ class Row:
     lag_s: list[float] = field(default_factory=list)  # real step time - sim step time, per matched pair
     misses: list[str] = field(default_factory=list)  # trajectory targets missed (and runs missing)
     goodput_miss: str | None = None  # the goodput target, reported apart (docs/fidelity.md: why)
-    at_real_itl: list[Run] = field(default_factory=list)  # diagnostic: the simulator at each real run's ITL
+    at_lead: list[Run] = field(default_factory=list)  # diagnostic: the simulator at the real lead, the nominal ITL
+    nominal: list[Run] = field(default_factory=list)  # diagnostic: the simulator as a user runs it (lead 0, nominal)
 
 
 def scenario_and_labels(labels: list[str] | None) -> tuple[Path, Any, list[str]]:
@@ -145,13 +147,9 @@ def cli(*args: str) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
-def run_sides(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scale: float, out: Path,
-              reuse: bool, sim_only: bool = False) -> None:
-    if not (reuse and complete(out / "sim", sc.name, labels, seeds)):
-        cli("suite", str(write_suite(out / "suites" / "sim.yaml", scenario, labels, seeds)), "--cluster", "sim",
-            "--out", str(out / "sim"), "--no-frontier")
-    if sim_only:
-        return
+def run_real(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scale: float, out: Path,
+             reuse: bool) -> None:
+    """The kwok side: one control plane per time scale and per KEDA, the suite's runs on it."""
     from scalearena.harness.kube.byo import uses_keda
 
     # one cluster per time scale and per KEDA: KEDA's metrics server takes v1beta1.external.metrics.k8s.io, so a
@@ -171,6 +169,37 @@ def run_sides(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scal
             cli("suite", str(suite), "--cluster", "kwok", "--out", str(folder), "--backend-option", f"time_scale={ts:g}")
         finally:
             cli("kwok", "down")
+
+
+def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple[str, int], Run | None], out: Path,
+            folder: str, lead: bool = True, itl: bool = False) -> None:
+    """The simulator's side, one run per autoscaler and seed into ``out/folder``: with the same seed (the same
+    request stream) and, with ``lead``, the real run's ``control_lead_s`` (its control loops' phase against the load:
+    harness.control.loop.first_tick); with ``itl``, also at the mean ITL the real engines delivered. The simulator is
+    deterministic and takes a second a run, so it always runs again."""
+    from scalearena.harness.config.scenario import load_scenario
+    from scalearena.harness.config.suite import RunPlan
+    from scalearena.harness.run.runner import execute
+
+    for a in labels:
+        for s in seeds:
+            r = real.get((a, s))
+            sets = [f"control_lead_s={r.control_lead_s:.3f}"] if lead and r and r.control_lead_s else []
+            if itl and r is not None and r.itl.get("mean") is not None:
+                sets.append(f"cluster.variants.0.engine.latency.itl_ms={r.itl['mean']:.3f}")
+            sc = load_scenario(sc_path, sets, seed=s)
+            print(f"$ sim {a} seed {s} {' '.join(sets)}".rstrip(), flush=True)
+            execute(RunPlan(sc, sc.autoscaler(a), f"{sc.name}/{a}/seed-{s}"), out / folder, "sim")
+
+
+def real_runs(sc: Any, labels: list[str], seeds: list[int], out: Path,
+              stored: dict[tuple[str, int], Run] | None) -> dict[tuple[str, int], Run | None]:
+    """The real run of every autoscaler and seed: from ``--real-from``'s raw figures, else from the kwok folders."""
+    if stored is not None:
+        return {(a, s): stored.get((a, s)) for a in labels for s in seeds}
+    return {(a, s): next((r for d in sorted(out.glob("kwok-ts*"))
+                          if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name.split("-")[1][2:])))
+                          is not None), None) for a in labels for s in seeds}
 
 
 def steps_of(t: list[float], spec: list[float], window: float) -> list[tuple[float, int]]:
@@ -193,6 +222,7 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
     if not f.is_file():
         return None
     s = json.loads(f.read_text())
+    lead = next((float(e["control_lead_s"]) for e in s.get("events") or [] if e.get("kind") == "objects_applied"), None)
     scen = json.loads((folder / "scenario.json").read_text())
     window = float(scen["duration_s"]) + float(scen.get("drain_s") or 0.0)
     table = pq.read_table(folder / "timeseries.parquet")
@@ -210,7 +240,7 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
                max_ready=use.ready_max, steps=steps_of(times, [per_t[t] for t in times], window),
                goodput=float(s["goodput_rps"]), failures={k: int(v) for k, v in s["failures"].items() if v},
                ttft={k: s["ttft_ms"].get(k) for k in ("p50", "p99")}, itl={k: s["itl_ms"].get(k) for k in ("mean", "p50", "p99")},
-               complete=bool(s.get("complete")))
+               complete=bool(s.get("complete")), control_lead_s=lead)
 
 
 Group = tuple[list[int], list[int]]  # indices of simulator steps, of real steps: one scaling move on both sides
@@ -263,21 +293,19 @@ def stored_real(path: Path) -> dict[tuple[str, int], Run]:
             for row in raw["rows"] for r in row["real"]}
 
 
-def compare(sc: Any, labels: list[str], seeds: list[int], out: Path,
-            stored: dict[tuple[str, int], Run] | None = None) -> list[Row]:
+def compare(sc: Any, labels: list[str], seeds: list[int], out: Path, real: dict[tuple[str, int], Run | None],
+            folder: str = "sim") -> list[Row]:
     rows = []
     for a in labels:
         cfg = sc.autoscaler(a)
         row = Row(a, tolerance_s(cfg, sc.metrics.scrape_interval_s))
         for s in seeds:
-            sim = load_run(out / "sim" / sc.name / a / f"seed-{s}")
-            real = stored.get((a, s)) if stored is not None else next(
-                (r for d in sorted(out.glob("kwok-ts*"))
-                 if (r := load_run(d / sc.name / a / f"seed-{s}", float(d.name.split("-")[1][2:]))) is not None), None)
-            if sim is None or real is None or not real.complete:
+            sim = load_run(out / folder / sc.name / a / f"seed-{s}")
+            r = real.get((a, s))
+            if sim is None or r is None or not r.complete:
                 row.misses.append(f"seed {s}: {'no sim run' if sim is None else 'no complete kwok run'}")
                 continue
-            add_pair(row, sim, real)
+            add_pair(row, sim, r)
         judge(row)
         rows.append(row)
     return rows
@@ -300,10 +328,10 @@ def add_pair(row: Row, sim: Run, real: Run) -> None:
         row.misses.append(f"seed {sim.seed}: max {sim.max_ready} vs {real.max_ready}")
 
 
-def at_real_itl_verdict(row: Row) -> str:
-    """The trajectory targets again, with the simulator's runs at the real ITL in place of its nominal ones."""
+def verdict_of(row: Row, runs: list[Run]) -> str:
+    """The trajectory targets again, with other simulator runs (a diagnostic's) in place of the row's."""
     again = Row(row.autoscaler, row.tolerance_s)
-    for cf, real in zip(row.at_real_itl, row.real, strict=True):
+    for cf, real in zip(runs, row.real, strict=True):
         add_pair(again, cf, real)
     judge(again)
     return "met" if not again.misses else "missed: " + "; ".join(again.misses)
@@ -340,42 +368,40 @@ def _fails(runs: list[Run]) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(total.items())) or "0"
 
 
-def at_real_itl(sc_path: Path, rows: list[Row], out: Path) -> None:
-    """Diagnostic, not calibration: the simulator again, each seed with the mean ITL the real engines delivered in
-    that seed's kwok run (llm-d-inference-sim overshoots its sleeps: docs/fidelity.md), everything else unchanged.
-    What then agrees with the real run is explained by the engines' speed, not by the autoscaler."""
-    from scalearena.harness.config.scenario import load_scenario
-    from scalearena.harness.config.suite import RunPlan
-    from scalearena.harness.run.runner import execute
-
-    for row in rows:
-        for real in row.real:
-            itl = real.itl.get("mean")
-            if itl is None:
-                continue
-            sc = load_scenario(sc_path, [f"cluster.variants.0.engine.latency.itl_ms={itl:.3f}"], seed=real.seed)
-            rel = f"{sc.name}/{row.autoscaler}/seed-{real.seed}"
-            execute(RunPlan(sc, sc.autoscaler(row.autoscaler), rel), out / "sim-at-real-itl", "sim")
-            cf = load_run(out / "sim-at-real-itl" / rel)
-            if cf is not None:
-                row.at_real_itl.append(cf)
+DIAGNOSTICS = (  # (folder, Row attribute, the real lead, the real ITL, what the table says)
+    ("sim-at-lead", "at_lead", True, False, "The simulator at each real run's lead but the nominal 20 ms ITL"),
+    ("sim-nominal", "nominal", False, False, "The simulator as a user's comparison runs it (every control loop starting "
+     "with the load, the nominal 20 ms ITL)"),
+)
 
 
-def diagnostic_table(rows: list[Row]) -> str:
-    lines = ["| autoscaler | real ITL mean ms | goodput rps: sim / sim at the real ITL / real | max ready: sim at the "
-             "real ITL / real | replica-s: sim at the real ITL / real (Δ) | trajectory targets at the real ITL |",
-             "|---|---|---|---|---|---|"]
+def diagnostics(sc_path: Path, sc: Any, rows: list[Row], real: dict[tuple[str, int], Run | None], out: Path) -> None:
+    """Diagnostics, not calibration: the simulator again without one or both of the real run's measured conditions
+    (its loops' lead, its engines' ITL), everything else unchanged, so the table shows what each accounts for."""
+    labels = [r.autoscaler for r in rows]
+    seeds = sorted({x.seed for r in rows for x in r.real})
+    for folder, attr, lead, itl, _ in DIAGNOSTICS:
+        run_sim(sc_path, labels, seeds, real, out, folder, lead=lead, itl=itl)
+        for row in rows:
+            runs = [load_run(out / folder / sc.name / row.autoscaler / f"seed-{x.seed}") for x in row.real]
+            if runs and all(r is not None for r in runs):
+                setattr(row, attr, runs)
+
+
+def diagnostic_table(rows: list[Row], attr: str) -> str:
+    lines = ["| autoscaler | real lead s | real ITL mean ms | max ready: this sim / real | replica-s: this sim / real (Δ) "
+             "| goodput rps: this sim / real (Δ) | trajectory targets |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        if not r.at_real_itl:
+        cf: list[Run] = getattr(r, attr)
+        if not cf:
             continue
-        cf = r.at_real_itl
         rc, rr = mean(x.replica_s for x in cf), mean(x.replica_s for x in r.real)
+        gc, gr = mean(x.goodput for x in cf), mean(x.goodput for x in r.real)
         lines.append(
-            f"| {r.autoscaler} | {'/'.join(_f(x.itl['mean'], '{:.1f}') for x in r.real)} | "
-            f"{mean(x.goodput for x in r.sim):.2f} / {mean(x.goodput for x in cf):.2f} / "
-            f"{mean(x.goodput for x in r.real):.2f} | {'/'.join(str(x.max_ready) for x in cf)} / "
+            f"| {r.autoscaler} | {'/'.join(_f(x.control_lead_s, '{:.1f}') for x in r.real)} | "
+            f"{'/'.join(_f(x.itl['mean'], '{:.1f}') for x in r.real)} | {'/'.join(str(x.max_ready) for x in cf)} / "
             f"{'/'.join(str(x.max_ready) for x in r.real)} | {rc:.0f} / {rr:.0f} ({_f(pct(rc, rr), '{:+.1f} %')}) | "
-            f"{at_real_itl_verdict(r)} |")
+            f"{gc:.2f} / {gr:.2f} ({_f(pct(gc, gr), '{:+.1f} %')}) | {verdict_of(r, cf)} |")
     return "\n".join(lines)
 
 
@@ -458,15 +484,19 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         stored = stored_real(args.real_from)
+    if not args.compare_only and stored is None:
+        run_real(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse)
+    real = real_runs(sc, labels, seeds, args.out, stored)
     if not args.compare_only:
-        run_sides(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse, sim_only=stored is not None)
-    rows = compare(sc, labels, seeds, args.out, stored)
+        run_sim(sc_path, labels, seeds, real, args.out, "sim", lead=True, itl=True)
+    rows = compare(sc, labels, seeds, args.out, real)
     if not args.no_diagnostic:
-        at_real_itl(sc_path, rows, args.out)
+        diagnostics(sc_path, sc, rows, real, args.out)
     text, line = table(rows), summary_line(rows)
-    if any(r.at_real_itl for r in rows):
-        text += ("\n\nThe simulator at the real engines' speed (each seed rerun with the mean ITL its kwok run measured; "
-                 "a diagnostic, not part of the targets):\n\n" + diagnostic_table(rows))
+    for _, attr, _, _, title in DIAGNOSTICS:
+        if any(getattr(r, attr) for r in rows):
+            text += f"\n\n{title}; against the same real runs (a diagnostic, not part of the targets):\n\n" + \
+                diagnostic_table(rows, attr)
     print(text + "\n\n" + line)
     raw = {"scenario": sc.name, "targets": TARGETS, "rows": [asdict(r) for r in rows], "summary": line}
     out_json = args.json or args.out / "sim_vs_real.json"

@@ -49,6 +49,16 @@ def _never() -> bool:
     return False
 
 
+def first_tick(period_s: float, lead_s: float) -> float:
+    """The first tick at or after the load's start (t = 0) of a loop of ``period_s`` that began ``lead_s`` seconds
+    before it and ticks every period from then: a real controller's phase against the load. The upstream HPA
+    controller syncs an HPA first one sync period after its creation and then a period after each sync
+    (kubernetes pkg/controller/podautoscaler/horizontal.go: ``enqueueHPA`` and ``processNextWorkItem`` call
+    ``queue.AddRateLimited``; ``NewDefaultHPARateLimiter`` is a fixed interval of the sync period), so its syncs
+    fall at creation + k x period. 0 when ``lead_s`` is 0: every loop starts with the load."""
+    return (-lead_s) % period_s if lead_s else 0.0
+
+
 @dataclass
 class WallLoop:
     """One run's wall-clock loop around ``control``. Times are the clock's (scenario seconds);
@@ -66,6 +76,7 @@ class WallLoop:
     progress: Callable[[float, float], None] | None = None
     sleep: Callable[[float], None] = time.sleep
     stopped: Callable[[], bool] = _never
+    lead_s: float = 0.0  # the control loops began this long before the load (Scenario.control_lead_s)
 
     def finished(self, t: float) -> bool:
         if self.stopped():
@@ -77,7 +88,9 @@ class WallLoop:
         period = policy.period_s if policy is not None else None
         fast = self.control.fast_period_s
         sync = self.control.published.sync_period_s if self.control.published is not None else None
-        next_decide = next_fast = next_sync = 0.0
+        next_fast = 0.0
+        next_decide = first_tick(period, self.lead_s) if period else 0.0
+        next_sync = first_tick(sync, self.lead_s) if sync else 0.0
         next_sample = self.sample_every_s
         if self.sample_at_start:
             t = self.clock.now()

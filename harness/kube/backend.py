@@ -6,31 +6,26 @@ its own for a single run and deletes it afterwards (kube/cluster.py). ``cluster`
 kubeconfig context as it is and never creates or deletes a cluster: it applies into the ``scalearena``
 namespace and removes what it applied. ``kwok``: the upstream control plane as local processes (kube/kwok.py).
 
-Per run: render the overlay (kind or gpu-pool) with the scenario's variants
-in place of the overlay's (kube/scenario.py), add the autoscaler's objects, apply
-them, wait for readiness, then drive the open-loop Locust user
-(workloads/locust_user.py) against the gateway through ``kubectl
-port-forward`` while sampling replicas from the API server and vLLM metrics
-from the cluster's Prometheus into the same results layout as every other
-backend. In kind/cluster the ``hpa`` and ``keda`` autoscalers ARE the real HPA
-and KEDA objects, ``wva`` is the in-cluster controller (harness/kube/wva) and its
-decisions are read back from VariantAutoscaling status; any other autoscaler
-runs here, out of cluster, on the same view, patching the scale subresource.
+Per run: render the overlay (kind or gpu-pool) with the scenario's variants in place of the overlay's
+(kube/scenario.py), add the autoscaler's objects, apply them, wait for readiness, then drive the open-loop
+Locust user (workloads/locust_user.py) against the gateway through ``kubectl port-forward`` while sampling
+replicas from the API server and vLLM metrics from the cluster's Prometheus into the same results layout as
+every other backend. In kind/cluster the ``hpa`` and ``keda`` autoscalers ARE the real HPA and KEDA objects,
+``wva`` is the in-cluster controller (harness/kube/wva) and its decisions are read back from VariantAutoscaling
+status; any other autoscaler runs here, out of cluster, on the same view, patching the scale subresource.
 
-Options (backend keyword, else environment): ``gateway`` /
-``$SCALEARENA_GATEWAY`` = ``serve-router`` (default) or ``epp``, llm-d's
-endpoint picker behind Envoy with the scenario's scorer weights
-(kube/gateway.py); ``load`` / ``$SCALEARENA_LOAD`` = ``auto`` (default),
-``port-forward`` or ``in-cluster``, distributed Locust Jobs in the cluster
-for rates one host process cannot carry (kube/load.py).
+Options (backend keyword, else environment): ``gateway`` / ``$SCALEARENA_GATEWAY`` = ``serve-router`` (default)
+or ``epp``, llm-d's endpoint picker behind Envoy with the scenario's scorer weights (kube/gateway.py);
+``load`` / ``$SCALEARENA_LOAD`` = ``auto`` (default), ``port-forward`` or ``in-cluster``, distributed Locust
+Jobs in the cluster for rates one host process cannot carry (kube/load.py).
 
-Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless
-``keep=True``.
+Teardown always runs — after an error, on Ctrl-C and on SIGTERM — unless ``keep=True``.
 """
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +52,7 @@ from scalearena.harness.kube.cluster import (
 from scalearena.harness.kube.gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
 from scalearena.harness.kube.honesty import Readiness, check_run
 from scalearena.harness.kube.keda import keda_objects
-from scalearena.harness.kube.knobs import refuse_unrendered
+from scalearena.harness.kube.knobs import refuse_lead, refuse_unrendered
 from scalearena.harness.kube.kwok_stack import LocalStack
 from scalearena.harness.kube.load import InClusterLoad, choose_load, locust_objects
 from scalearena.harness.kube.render import Obj, render
@@ -162,6 +157,7 @@ class KubeBackend:
         kind = autoscaler.kind
         refuse_unrendered(autoscaler)  # a knob the objects cannot carry is bad input, never silently dropped
         refuse_sim_only(sc, self.mode)  # node pools, sleep mode, warm buffer: the simulator's only
+        refuse_lead(sc, autoscaler, runs_in_cluster(autoscaler))  # the cluster's own controllers set their phase
         check_series(autoscaler, self.mode, self.gateway)  # a recipe reading series this stack does not serve
         if kind == "wva":
             infra = [o for o in render(self.manifests / "autoscalers" / "wva")
@@ -225,7 +221,7 @@ class KubeBackend:
             for note in self.time_scale_notes:  # into summary.json's events (docs/kubernetes.md "Whole seconds")
                 writer.add_event(0.0, "time_scale_rounding", note=note)
             applied = objs
-            self._apply(kubectl, objs, local)
+            applied_wall = self._apply(kubectl, objs, local)  # the in-cluster controllers' loops begin here
             urls = local.start_services(objs) if local else {}
             for o in objs:
                 if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:
@@ -243,7 +239,7 @@ class KubeBackend:
                    self._api(kubectl.context, kubectl.kubeconfig))
             metrics = self._metrics(prom_url, {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=runs_in_cluster(autoscaler),
-                              time_scale=self.time_scale)
+                              time_scale=self.time_scale, applied_wall=applied_wall)
             sampler.drive(gw_url, logs, progress, requests=requests, load_runner=runner)
             if local:
                 local.check()  # a container that exited during the run fails it, with its log tail
@@ -287,8 +283,9 @@ class KubeBackend:
             kubectl.wait_established(INFERENCEPOOL_CRD)
 
     @staticmethod
-    def _apply(kubectl: Kubectl, objs: list[Obj], local: LocalStack | None) -> None:
-        """CRDs first (established), then the rest; on kwok as kwok applies them, with the launcher watching."""
+    def _apply(kubectl: Kubectl, objs: list[Obj], local: LocalStack | None) -> float:
+        """CRDs first (established), then the rest; on kwok as kwok applies them, with the launcher watching.
+        Returns the wall time the apply finished: the in-cluster controllers' objects exist from then."""
         crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
         kubectl.apply(crds)
         for crd in crds:
@@ -298,6 +295,7 @@ class KubeBackend:
             rest = local.objects(rest)
             local.start_pods()  # the launcher watches before the pods exist
         kubectl.apply(rest)
+        return time.time()
 
     def _kwok_cluster(self) -> KwokCluster:
         from scalearena.harness.kube.kwok import KwokCluster

@@ -115,3 +115,13 @@ def hpa_behavior(behavior: Any, tolerance: float | None = None) -> dict[str, Any
         if r:
             out[name] = r
     return out
+
+
+def refuse_lead(sc: Any, cfg: AutoscalerConfig, in_cluster: bool) -> None:
+    """``control_lead_s`` sets the phase of the harness's own loops; a cluster's controllers (HPA, KEDA, WVA) begin
+    when the run applies their objects, and the run measures that lead instead (kube/sampling.py)."""
+    if in_cluster and sc.control_lead_s:
+        raise UserError(f"control_lead_s = {sc.control_lead_s:g}: autoscaler {cfg.label!r} runs as the cluster's own "
+                        "controllers, whose loops begin when the run applies their objects (the run measures that "
+                        "lead and records it in summary.json as the event objects_applied)", where="control_lead_s",
+                        expected="0 on CLUSTER=kind/kwok/cluster for an in-cluster autoscaler, or run it on sim/local")

@@ -52,8 +52,9 @@ class Sampler(LoopHooks):
 
     def __init__(self, sc: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, api: Any, metrics: Any, *,
                  native: bool, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 time_scale: float = 1.0) -> None:
+                 time_scale: float = 1.0, applied_wall: float | None = None) -> None:
         self.sc, self.cfg, self.writer, self.api, self.metrics = sc, autoscaler, writer, api, metrics
+        self.applied_wall = applied_wall  # wall time the run's objects were applied: its controllers' loops began
         self.native, self.sleep = native, sleep
         self.clock = WallClock(time_scale, wall=clock)  # scenario time: (wall - t0) x time_scale (kube/timescale.py)
         if getattr(metrics, "clock", "absent") is None:  # PrometheusMetrics: sample times on the run's axis
@@ -204,6 +205,7 @@ class Sampler(LoopHooks):
         self.set_arrivals(requests)
         if load_runner is not None:  # in-cluster Locust (kube.load.InClusterLoad)
             self.t0 = load_runner.start(requests, self.end_s, self.sc.client.timeout_s)
+            self.record_lead()
             try:
                 self.loop(load_runner.alive, progress)
             finally:
@@ -212,18 +214,29 @@ class Sampler(LoopHooks):
         locust = LocustProcess(logs.parent, gateway, end_s=self.end_s, timeout_s=self.sc.client.timeout_s,
                                time_scale=self.clock.time_scale, log=logs / "locust.log", wall=self.clock.wall)
         self.t0 = locust.start(requests, lead_s=3.0)
+        self.record_lead()
         try:
             self.loop(locust.alive, progress)
         finally:
             locust.stop(10.0)
             self.finish(locust.record_files(), requests)
 
+    def record_lead(self) -> None:
+        """The in-cluster controllers' phase against the load: they began when the run's objects were applied
+        (an HPA syncs at its creation + k x its sync period: harness.control.loop.first_tick), so the lead from
+        then to the load's start, in scenario seconds, is recorded as the event ``objects_applied`` at its
+        negative time; the simulator given the same ``control_lead_s`` ticks in the same phase (docs/fidelity.md)."""
+        if self.applied_wall is not None and self.native:
+            lead = (self.t0 - self.applied_wall) * self.clock.time_scale
+            self.writer.add_event(-lead, "objects_applied", control_lead_s=round(lead, 3))
+
     def loop(self, load_alive: Callable[[], bool], progress: Callable[[float, float], None] | None) -> None:
         """The shared wall-clock loop (harness.control.loop); here the first sample is taken at once."""
         every = self.sc.metrics.sample_interval_s
         WallLoop(self.control, self.clock, self.end_s, every, load_alive, overstay_s=15.0 * self.clock.time_scale,
                  tick_s=min(0.1, every / self.clock.time_scale),
-                 sample_at_start=True, hooks=self, progress=progress, sleep=self.sleep).run()
+                 sample_at_start=True, hooks=self, progress=progress, sleep=self.sleep,
+                 lead_s=self.sc.control_lead_s).run()
 
     def resolve_pod(self, row: dict[str, Any]) -> dict[str, Any]:
         """A record whose pod is the EPP's ``IP:port`` gets the pod name and variant of that IP."""

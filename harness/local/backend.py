@@ -240,7 +240,8 @@ class LocalRun:
         assert self.locust is not None, "_start starts the load"
         self.pods.startup_factor = self._startup_factor
         WallLoop(self.control, self.clock, self.end_s, self.sc.metrics.sample_interval_s, self.locust.alive,
-                 overstay_s=15.0 * self.scale, tick_s=TICK_WALL_S, hooks=LocalHooks(self), progress=self.progress).run()
+                 overstay_s=15.0 * self.scale, tick_s=TICK_WALL_S, hooks=LocalHooks(self), progress=self.progress,
+                 lead_s=self.sc.control_lead_s).run()
         self.locust.stop(5.0)  # it overstayed its own end (15 s wall): stop it
 
     # -- faults ----------------------------------------------------------------------------------

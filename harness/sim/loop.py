@@ -23,6 +23,7 @@ from scalearena.controllers.base import ArrivalForecast, Autoscaler, AutoscalerC
 from scalearena.controllers.registry import REGISTRY
 from scalearena.harness.config.fault_spec import PodCrash
 from scalearena.harness.config.scenario import Scenario
+from scalearena.harness.control.loop import first_tick
 from scalearena.harness.control.plane import ControlPlane
 from scalearena.harness.control.ports import VirtualClock
 from scalearena.harness.control.view import (
@@ -170,12 +171,14 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         interval = sc.metrics.scrape_interval_s
         self._scrape_phase = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
         self.push(0.0, SCRAPE)
-        self.push(0.0, DECIDE)
+        assert self.control.policy is not None  # the simulator always runs a policy
+        lead = sc.control_lead_s  # the control loops began this long before the load: their first tick after 0
+        self.push(first_tick(self.control.policy.period_s, lead), DECIDE)
         if self.control.fast_period_s:
             self._fast_next = 0.0  # booked by arm_fast once a request waits at the gateway
         self.push(sc.metrics.sample_interval_s, SAMPLE)
-        if self.control.published is not None:  # its HPA's syncs start at 0, as the simulated HPA's do
-            self.push(0.0, HPA_SYNC)
+        if self.control.published is not None:  # its HPA began with the policy's loop (WVA's objects: one apply)
+            self.push(first_tick(self.control.published.sync_period_s, lead), HPA_SYNC)
         for i, f in enumerate(sc.faults):
             if f.kind == "metrics_outage":
                 self.push(f.start_s, FAULT, ("outage_start", i))
