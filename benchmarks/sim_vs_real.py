@@ -1,9 +1,14 @@
 """Simulated vs real: each autoscaler's dynamics on the simulator and on the upstream control plane.
 
 One scenario (workloads/scenarios/sim-vs-real.yaml: one llm-d-inference-sim variant, a staircase of load)
-runs on ``--cluster sim`` and on ``--cluster kwok`` (kube-apiserver, kube-controller-manager's HPA, KEDA,
-prometheus-adapter, Prometheus and llm-d-inference-sim built from source: docs/kubernetes.md), for every
-autoscaler of workloads/suites/sim-vs-real.yaml and three seeds on each side. Per autoscaler it compares
+runs on ``--cluster kwok`` (kube-apiserver, kube-controller-manager's HPA, KEDA, prometheus-adapter,
+Prometheus and llm-d-inference-sim built from source: docs/kubernetes.md), for every autoscaler of
+workloads/suites/sim-vs-real.yaml and three seeds, then on ``--cluster sim`` with the same seed (the same
+request stream) and the two conditions each real run measured that are not the autoscaler's doing: its controllers'
+lead from the apply of their objects to the load (the loops' phase: the event ``objects_applied``, given as
+``control_lead_s``) and its engines' mean inter-token latency (llm-d-inference-sim overshoots its sleeps).
+Two diagnostic sides show what each condition accounts for: the simulator at the real lead but the nominal
+ITL (``sim-at-lead/``), and as a user's comparison runs it, with neither (``sim-nominal/``). Per autoscaler it compares
 the replica trajectory (ready replica-seconds over the run's window, the maximum, every change of the
 Deployment's desired replicas: its time, direction and size), goodput, failures by cause and TTFT / ITL
 p50 / p99, and checks the targets of docs/fidelity.md:
@@ -26,9 +31,10 @@ Usage::
         [--out results/sim-vs-real] [--reuse] [--real-from JSON] [--json PATH] [--update-docs] [--check]
         [--check-goodput]
 
-``--reuse`` keeps every complete run already under ``--out`` (a side whose runs are all there is not run
-again); ``--real-from`` takes the kwok side from an earlier run's raw figures (benchmarks/data/
-sim_vs_real.json) and runs the simulator only, for a change on the simulator's side; ``--update-docs``
+``--reuse`` keeps every complete kwok run already under ``--out`` (a group whose runs are all there is not run
+again; the simulator, deterministic and a second a run, always runs); ``--real-from`` takes the kwok side from an
+earlier run's raw figures (benchmarks/data/sim_vs_real.json) and runs the simulator only, for a change on the
+simulator's side; ``--update-docs``
 writes the table into docs/fidelity.md and its summary line into README.md (between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
 autoscaler misses a trajectory target (replica-seconds, maximum, moves; the CI's short version,
 tests/e2e/test_kwok_fidelity.py, `make fidelity-check`), ``--check-goodput`` also when it misses the goodput target, which this host's runs do

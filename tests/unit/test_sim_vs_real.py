@@ -83,3 +83,25 @@ def test_real_from_a_missing_file_is_bad_input(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(sys, "argv", ["sim_vs_real.py", "--real-from", str(tmp_path / "none.json")])
     assert svr.main() == 2
     assert "--real-from" in capsys.readouterr().err
+
+
+def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_back(tmp_path: Path) -> None:
+    """The simulator's side takes the two conditions the kube run measured: its controllers' lead (the event
+    objects_applied) and its engines' mean ITL; nothing else of the real run reaches it."""
+    sc_path = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
+    real = svr.Run(seed=1, time_scale=1.0, window_s=220.0, replica_s=0.0, max_ready=1, steps=[], goodput=0.0,
+                   failures={}, ttft={}, itl={"mean": 25.0}, complete=True, control_lead_s=39.5)
+    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "sim", lead=True, itl=True)
+    run = tmp_path / "sim" / "sim-vs-real" / "hpa" / "seed-1"
+    scen = json.loads((run / "scenario.json").read_text())
+    assert scen["control_lead_s"] == 39.5 and scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.0
+    rows = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines()]
+    assert {round(r["t_s"] % 15.0, 6) for r in rows} == {5.5}  # -39.5 + 3 x 15 = 5.5, then every 15 s
+    assert svr.load_run(run).control_lead_s is None  # the simulator applies no objects
+    summary = json.loads((run / "summary.json").read_text())  # as a kube run records it (kube/sampling.py)
+    summary["events"].append({"t_s": -39.5, "kind": "objects_applied", "control_lead_s": 39.5})
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert svr.load_run(run).control_lead_s == 39.5
+    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "nominal", lead=False, itl=False)
+    scen = json.loads((tmp_path / "nominal" / "sim-vs-real" / "hpa" / "seed-1" / "scenario.json").read_text())
+    assert scen["control_lead_s"] == 0.0 and scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 20.0

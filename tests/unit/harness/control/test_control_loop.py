@@ -4,6 +4,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from scalearena.harness.control.loop import LoopHooks, WallLoop
 from scalearena.harness.control.ports import VirtualClock
 
@@ -128,3 +130,25 @@ def test_stopped_ends_the_loop_at_once() -> None:
     WallLoop(plane, clock, end_s=60.0, sample_every_s=10.0, load_alive=lambda: True,  # type: ignore[arg-type]
              tick_s=1.0, sleep=sleep, stopped=lambda: clock.t >= 3.0).run()
     assert times(plane, "decide") == [0.0] and times(plane, "sample") == [3.0]  # ticks 0, 1, 2; closing sample
+
+
+def test_first_tick_is_the_loops_phase_against_the_load() -> None:
+    from scalearena.harness.control.loop import first_tick
+
+    # an HPA created 39.5 s before the load syncs at -39.5 + 15k: -24.5, -9.5, 5.5, 20.5, ... -> first at 5.5
+    assert first_tick(15.0, 39.5) == pytest.approx(5.5)
+    assert first_tick(15.0, 0.0) == 0.0  # no lead: every loop starts with the load, as before
+    assert first_tick(15.0, 30.0) == 0.0  # a whole number of periods: a tick falls on the load's start
+    assert first_tick(30.0, 8.0) == pytest.approx(22.0)  # WVA's 30 s loop, 8 s before: -8, 22, 52, ...
+
+
+def test_a_lead_puts_every_decision_and_sync_in_the_real_controllers_phase() -> None:
+    clock, sleep = virtual()
+    plane = FakePlane(clock)
+    plane.published = SimpleNamespace(sync_period_s=15.0)
+    WallLoop(plane, clock, end_s=60.0, sample_every_s=10.0, load_alive=lambda: False,  # type: ignore[arg-type]
+             tick_s=0.5, hooks=Recorder(plane), sleep=sleep, lead_s=39.5).run()
+    # the policy's 30 s loop began 39.5 s before: -39.5, -9.5, 20.5, 50.5; the sync's 15 s: 5.5, 20.5, 35.5, 50.5
+    # (ticks every 0.5 s land on the half seconds exactly)
+    assert times(plane, "decide") == [20.5, 50.5]
+    assert times(plane, "sync") == [5.5, 20.5, 35.5, 50.5]

@@ -1,0 +1,75 @@
+"""The control loops' phase against the load (Scenario.control_lead_s): the simulator ticks where a real controller
+started that long before the load would; a kube run measures the lead of its own controllers and refuses the field."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scalearena.contracts.errors import UserError
+from scalearena.harness.config.scenario import load_scenario
+from scalearena.harness.kube.backend import KubeBackend
+from scalearena.harness.kube.sampling import Sampler
+from scalearena.harness.kube.wva.fake import FakeKubeAPI
+from scalearena.harness.sim.backend import Simulation
+from scalearena.reports.results import RunWriter
+from scalearena.workloads.generate import build_requests
+
+ROOT = Path(__file__).resolve().parents[4]
+SVR = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
+
+
+def simulate(tmp_path: Path, autoscaler: str, lead: float) -> tuple[list[dict], pd.Series]:
+    sc = load_scenario(SVR, [f"control_lead_s={lead}"], seed=1)
+    w = RunWriter(tmp_path / f"{autoscaler}-{lead}", {})
+    Simulation(sc, sc.autoscaler(autoscaler), w, build_requests(sc)).run()
+    w.finish()
+    rows = [json.loads(x) for x in (w.dir / "decisions.jsonl").read_text().splitlines()]
+    ts = pd.read_parquet(w.dir / "timeseries.parquet").set_index("t_s")["spec_replicas"]
+    return rows, ts
+
+
+def test_the_hpa_decides_in_the_phase_of_one_created_that_long_before_the_load(tmp_path: Path) -> None:
+    rows, _ = simulate(tmp_path, "hpa", 39.5)
+    # created at -39.5, it syncs every 15 s: -24.5, -9.5, then 5.5, 20.5, ..., 215.5 inside the 220 s window
+    assert [r["t_s"] for r in rows] == pytest.approx([5.5 + 15 * k for k in range(15)])
+    rows, _ = simulate(tmp_path, "hpa", 0.0)
+    assert [r["t_s"] for r in rows] == pytest.approx([15.0 * k for k in range(15)])  # 0, 15, ..., 210: as before
+
+
+def test_wva_and_its_actuation_hpa_both_take_the_lead(tmp_path: Path) -> None:
+    rows, ts = simulate(tmp_path, "wva", 8.0)
+    # WVA's 30 s loop from -8: 22, 52, ..., 202 (7 decisions in the window)
+    assert [r["t_s"] for r in rows] == pytest.approx([22.0 + 30 * k for k in range(7)])
+    # its HPA syncs from -8 every 15 s: 7, 22, 37, ...; the Deployment only ever changes at one of them, so a
+    # change of spec_replicas is seen at the first 5 s sample after a sync time: 7 -> 10, 22 -> 25, 37 -> 40, ...
+    changes = [t for t, prev, now in zip(ts.index[1:], ts.values[:-1], ts.values[1:], strict=True) if now != prev]
+    assert changes, "the staircase moves WVA"
+    assert all(round(t) % 15 == 10 for t in changes), changes
+
+
+def test_a_kube_run_refuses_the_field_for_the_clusters_own_controllers() -> None:
+    sc = load_scenario(SVR, ["control_lead_s=8"])
+    with pytest.raises(UserError, match="control_lead_s = 8") as e:
+        KubeBackend("kind").plan(sc, sc.autoscaler("hpa"))
+    assert "objects_applied" in str(e.value)
+    KubeBackend("kind").plan(sc, sc.autoscaler("static"))  # static runs out of cluster here: its loop takes it
+
+
+def test_a_kube_run_records_its_controllers_lead_in_scenario_seconds(tmp_path: Path) -> None:
+    sc = load_scenario(SVR)
+    fix = ROOT / "tests" / "fixtures" / "k8s"
+    api = FakeKubeAPI.from_fixtures(fix, "deployment-va-a100.json")
+    w = RunWriter(tmp_path / "run", {})
+    s = Sampler(sc, sc.autoscaler("hpa"), w, api, None, native=True, time_scale=2.0, applied_wall=1000.0)
+    s.t0 = 1019.75  # the load began 19.75 wall seconds after the apply: 39.5 s of scenario time at scale 2
+    s.record_lead()
+    assert w.meta["events"] == [{"t_s": -39.5, "kind": "objects_applied", "control_lead_s": 39.5}]
+    # a policy the harness runs out of cluster starts its own loop with the load: nothing to record
+    w2 = RunWriter(tmp_path / "run2", {})
+    s2 = Sampler(sc, sc.autoscaler("static"), w2, api, None, native=False, applied_wall=1000.0)
+    s2.t0 = 1019.75
+    s2.record_lead()
+    assert "events" not in w2.meta
