@@ -22,7 +22,7 @@ NATIVE ?= 1
 NATIVE_SRC := harness/sim/engine/event.py harness/sim/engine/core.py harness/sim/engine/histogram.py harness/sim/engine/kv_transfer.py \
   harness/sim/engine/prefix_cache.py harness/sim/engine/latency.py harness/sim/engine/cluster.py harness/sim/router.py \
   harness/sim/events.py harness/sim/state.py harness/sim/requests.py \
-  harness/sim/handoff.py harness/sim/pods.py harness/sim/startup.py \
+  harness/sim/handoff.py harness/sim/pods.py harness/sim/startup.py harness/sim/scrapes.py \
   harness/sim/loop.py harness/sim/native.py harness/sim/native_build.py workloads/base.py
 NATIVE_STAMP := build/native/manifest.json
 BUILT := $(STAMP) $(if $(filter 0,$(NATIVE)),,$(NATIVE_STAMP))

@@ -4,11 +4,13 @@ One scenario (workloads/scenarios/sim-vs-real.yaml: one llm-d-inference-sim vari
 runs on ``--cluster kwok`` (kube-apiserver, kube-controller-manager's HPA, KEDA, prometheus-adapter,
 Prometheus and llm-d-inference-sim built from source: docs/kubernetes.md), for every autoscaler of
 workloads/suites/sim-vs-real.yaml and three seeds, then on ``--cluster sim`` with the same seed (the same
-request stream) and the two conditions each real run measured that are not the autoscaler's doing: its controllers'
-lead from the apply of their objects to the load (the loops' phase: the event ``objects_applied``, given as
-``control_lead_s``) and its engines' mean inter-token latency (llm-d-inference-sim overshoots its sleeps).
-Two diagnostic sides show what each condition accounts for: the simulator at the real lead but the nominal
-ITL (``sim-at-lead/``), and as a user's comparison runs it, with neither (``sim-nominal/``). Per autoscaler it compares
+request stream) and the conditions each real run measured that are not the autoscaler's doing: the phases of
+its loops against the load (its controllers' lead from the apply of their objects to the load: the event
+``objects_applied``; the offsets of its Prometheus' scrapes and rule evaluations, read from the run's own
+Prometheus data: harness/kube/phases.py; given as the scenario's ``phases``) and its engines' mean
+inter-token latency (llm-d-inference-sim overshoots its sleeps). Two diagnostic sides show what each condition
+accounts for: the simulator in the real phases but at the nominal ITL (``sim-at-phases/``), and as a user's
+comparison runs it, with neither (``sim-nominal/``). Per autoscaler it compares
 the replica trajectory (ready replica-seconds over the run's window, the maximum, every change of the
 Deployment's desired replicas: its time, direction and size), goodput, failures by cause and TTFT / ITL
 p50 / p99, and checks the targets of docs/fidelity.md:
@@ -79,6 +81,11 @@ class Run:
     itl: dict[str, float | None]
     complete: bool
     control_lead_s: float | None = None  # a kube run's lead from applying the objects to the load (its loops' phase)
+    phases: dict[str, Any] | None = None  # a kwok run's scrape and rule offsets (harness/kube/phases.py)
+
+    def measured_phases(self) -> dict[str, Any]:
+        """The scenario's ``phases`` that put the simulator's loops where this (real) run's were."""
+        return {**(self.phases or {}), **({"control_lead_s": self.control_lead_s} if self.control_lead_s else {})}
 
 
 @dataclass
@@ -99,8 +106,8 @@ class Row:
     lag_s: list[float] = field(default_factory=list)  # real step time - sim step time, per matched pair
     misses: list[str] = field(default_factory=list)  # trajectory targets missed (and runs missing)
     goodput_miss: str | None = None  # the goodput target, reported apart (docs/fidelity.md: why)
-    at_lead: list[Run] = field(default_factory=list)  # diagnostic: the simulator at the real lead, the nominal ITL
-    nominal: list[Run] = field(default_factory=list)  # diagnostic: the simulator as a user runs it (lead 0, nominal)
+    at_phases: list[Run] = field(default_factory=list)  # diagnostic: the simulator in the real phases, the nominal ITL
+    nominal: list[Run] = field(default_factory=list)  # diagnostic: the simulator as a user runs it (default phases)
 
 
 def scenario_and_labels(labels: list[str] | None) -> tuple[Path, Any, list[str]]:
@@ -178,10 +185,10 @@ def run_real(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scale
 
 
 def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple[str, int], Run | None], out: Path,
-            folder: str, lead: bool = True, itl: bool = False) -> None:
+            folder: str, phases: bool = True, itl: bool = False) -> None:
     """The simulator's side, one run per autoscaler and seed into ``out/folder``: with the same seed (the same
-    request stream) and, with ``lead``, the real run's ``control_lead_s`` (its control loops' phase against the load:
-    harness.control.loop.first_tick); with ``itl``, also at the mean ITL the real engines delivered. The simulator is
+    request stream) and, with ``phases``, the real run's measured phases (its controllers' lead:
+    harness.control.loop.first_tick; its scrape and rule offsets); with ``itl``, also at the mean ITL the real engines delivered. The simulator is
     deterministic and takes a second a run, so it always runs again."""
     from scalearena.harness.config.scenario import load_scenario
     from scalearena.harness.config.suite import RunPlan
@@ -190,7 +197,7 @@ def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple
     for a in labels:
         for s in seeds:
             r = real.get((a, s))
-            sets = [f"control_lead_s={r.control_lead_s:.3f}"] if lead and r and r.control_lead_s else []
+            sets = [f"phases={json.dumps(r.measured_phases())}"] if phases and r else []
             if itl and r is not None and r.itl.get("mean") is not None:
                 sets.append(f"cluster.variants.0.engine.latency.itl_ms={r.itl['mean']:.3f}")
             sc = load_scenario(sc_path, sets, seed=s)
@@ -222,6 +229,7 @@ def steps_of(t: list[float], spec: list[float], window: float) -> list[tuple[flo
 def load_run(folder: Path, scale: float = 1.0) -> Run | None:
     """A run's figures from its folder. Replica-seconds and the maximum are integrated here over the run's window
     (reports/usage.py, as the summary does), so runs written by any version compare alike."""
+    from scalearena.harness.kube.phases import from_run_folder
     from scalearena.reports.usage import integrate
 
     f = folder / "summary.json"
@@ -246,7 +254,8 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
                max_ready=use.ready_max, steps=steps_of(times, [per_t[t] for t in times], window),
                goodput=float(s["goodput_rps"]), failures={k: int(v) for k, v in s["failures"].items() if v},
                ttft={k: s["ttft_ms"].get(k) for k in ("p50", "p99")}, itl={k: s["itl_ms"].get(k) for k in ("mean", "p50", "p99")},
-               complete=bool(s.get("complete")), control_lead_s=lead)
+               complete=bool(s.get("complete")), control_lead_s=lead,
+               phases=from_run_folder(folder, scale, float(scen["metrics"]["scrape_interval_s"])))
 
 
 Group = tuple[list[int], list[int]]  # indices of simulator steps, of real steps: one scaling move on both sides
@@ -374,8 +383,8 @@ def _fails(runs: list[Run]) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(total.items())) or "0"
 
 
-DIAGNOSTICS = (  # (folder, Row attribute, the real lead, the real ITL, what the table says)
-    ("sim-at-lead", "at_lead", True, False, "The simulator at each real run's lead but the nominal 20 ms ITL"),
+DIAGNOSTICS = (  # (folder, Row attribute, the real phases, the real ITL, what the table says)
+    ("sim-at-phases", "at_phases", True, False, "The simulator in each real run's phases but at the nominal 20 ms ITL"),
     ("sim-nominal", "nominal", False, False, "The simulator as a user's comparison runs it (every control loop starting "
      "with the load, the nominal 20 ms ITL)"),
 )
@@ -383,11 +392,11 @@ DIAGNOSTICS = (  # (folder, Row attribute, the real lead, the real ITL, what the
 
 def diagnostics(sc_path: Path, sc: Any, rows: list[Row], real: dict[tuple[str, int], Run | None], out: Path) -> None:
     """Diagnostics, not calibration: the simulator again without one or both of the real run's measured conditions
-    (its loops' lead, its engines' ITL), everything else unchanged, so the table shows what each accounts for."""
+    (its loops' phases, its engines' ITL), everything else unchanged, so the table shows what each accounts for."""
     labels = [r.autoscaler for r in rows]
     seeds = sorted({x.seed for r in rows for x in r.real})
-    for folder, attr, lead, itl, _ in DIAGNOSTICS:
-        run_sim(sc_path, labels, seeds, real, out, folder, lead=lead, itl=itl)
+    for folder, attr, phases, itl, _ in DIAGNOSTICS:
+        run_sim(sc_path, labels, seeds, real, out, folder, phases=phases, itl=itl)
         for row in rows:
             runs = [load_run(out / folder / sc.name / row.autoscaler / f"seed-{x.seed}") for x in row.real]
             if runs and all(r is not None for r in runs):
@@ -450,9 +459,13 @@ def summary_line(rows: list[Row]) -> str:
     within = [abs(d) for r in done if (d := pct(mean(x.replica_s for x in r.sim), mean(x.replica_s for x in r.real)))
               is not None]
     worst = f" (replica-seconds within {max(within):.1f} % at worst)" if within else ""
-    return (f"Simulated vs real (CLUSTER=kwok, {seeds} seeds): {len(met)} of {len(done)} autoscalers meet every "
-            f"trajectory target{worst}: {', '.join(met) or 'none'}; {len(good)} of {len(done)} meet the goodput "
-            f"target: {', '.join(good) or 'none'}.")
+    nominal = [r.autoscaler for r in done if r.nominal and verdict_of(r, r.nominal) == "met"]
+    plain = (f" As a user's comparison runs the simulator (every loop starting with the load, the nominal ITL): "
+             f"{len(nominal)} of {len(done)}: {', '.join(nominal) or 'none'}." if any(r.nominal for r in done) else "")
+    return (f"Simulated vs real (CLUSTER=kwok, {seeds} seeds; the simulator in each real run's measured loop phase "
+            f"and engine ITL): {len(met)} of {len(done)} autoscalers meet every trajectory target{worst}: "
+            f"{', '.join(met) or 'none'}; {len(good)} of {len(done)} meet the goodput target: "
+            f"{', '.join(good) or 'none'}.{plain}")
 
 
 def update_docs(text: str, line: str) -> None:
@@ -494,7 +507,7 @@ def main() -> int:
         run_real(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse)
     real = real_runs(sc, labels, seeds, args.out, stored)
     if not args.compare_only:
-        run_sim(sc_path, labels, seeds, real, args.out, "sim", lead=True, itl=True)
+        run_sim(sc_path, labels, seeds, real, args.out, "sim", phases=True, itl=True)
     rows = compare(sc, labels, seeds, args.out, real)
     if not args.no_diagnostic:
         diagnostics(sc_path, sc, rows, real, args.out)

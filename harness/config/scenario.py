@@ -41,6 +41,7 @@ from scalearena.harness.config.engine_spec import (  # _Spec: the one base of th
 from scalearena.harness.config.fault_spec import Fault, PodCrash
 from scalearena.harness.config.hardware import GPUTypeSpec
 from scalearena.harness.config.overrides import apply_overrides
+from scalearena.harness.config.phase_spec import PhaseSpec
 from scalearena.harness.config.safe_yaml import read_yaml
 from scalearena.harness.config.schema_help import raise_at, validated
 from scalearena.harness.config.startup_spec import (
@@ -238,10 +239,8 @@ class Scenario(_Spec):
         default=None, ge=0, le=1, description="SLO attainment (share of requests meeting the SLO) an autoscaler "
         "must reach to be picked by the report's verdict; null = the suite's, else 0.95.")
     metrics: MetricsSpec = Field(default_factory=MetricsSpec, description="Scraping and sampling.")
-    control_lead_s: float = Field(default=0.0, ge=0, le=3600, description="Seconds the control loops ran before the "
-        "load: each (a policy's period, an actuation HPA's sync) ticks first at the first multiple of its period after "
-        "-control_lead_s; 0 = with the load. Kube's in-cluster controllers begin when the run applies their objects: "
-        "the run measures that lead (summary.json event objects_applied) and refuses this (docs/fidelity.md).")
+    phases: PhaseSpec = Field(default_factory=PhaseSpec, description="When the periodic loops tick against the load "
+                              "(control loops, scrapes, rule groups): a real run's measured phases (docs/fidelity.md).")
     client: ClientSpec = Field(default_factory=ClientSpec, description="Load-generator client settings.")
     faults: list[Fault] = Field(default_factory=list, description="Scheduled faults.")
 

@@ -316,7 +316,8 @@ def refuse_sim_only(sc: Any, cluster: str) -> None:
     fields = sim_only(sc)
     if fields:
         raise UserError(f"{', '.join(fields)}: only --cluster sim models node pools, sleep mode and warm buffer "
-                        f"pods (a real cluster has its own nodes and cluster autoscaler)", where=f"--cluster {cluster}",
+                        f"pods (a real cluster has its own nodes and cluster autoscaler) and sets the scrape and rule "
+                        f"phases (a real Prometheus keeps its own)", where=f"--cluster {cluster}",
                         expected="drop them, or run on sim")
 
 
@@ -329,4 +330,6 @@ def sim_only(sc: Any) -> list[str]:
             out.append(f"cluster.variants[{i}].sleep_mode")
         if v.warm_buffer:
             out.append(f"cluster.variants[{i}].warm_buffer")
-    return out
+    ph = sc.phases
+    out += [f"phases.{f}" for f in ("engine_scrape_s", "gateway_scrape_s") if getattr(ph, f) is not None]
+    return out + (["phases.rules_s"] if ph.rules_s else [])

@@ -23,6 +23,7 @@ Written by hand: it is a dozen lines of scheduling around our own
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -71,12 +72,12 @@ class WallLoop:
     load_alive: Callable[[], bool]
     overstay_s: float = 15.0  # scenario seconds the load may run past end_s before the loop ends anyway
     tick_s: float = 0.05
-    sample_at_start: bool = False  # True: a sample at the first tick, and the grid starts there
+    sample_at_start: bool = False  # True: a sample at the first tick too (the grid stays k x sample_every_s)
     hooks: LoopHooks = field(default_factory=LoopHooks)
     progress: Callable[[float, float], None] | None = None
     sleep: Callable[[float], None] = time.sleep
     stopped: Callable[[], bool] = _never
-    lead_s: float = 0.0  # the control loops began this long before the load (Scenario.control_lead_s)
+    lead_s: float = 0.0  # the control loops began this long before the load (Scenario.phases.control_lead_s)
 
     def finished(self, t: float) -> bool:
         if self.stopped():
@@ -95,7 +96,10 @@ class WallLoop:
         if self.sample_at_start:
             t = self.clock.now()
             self._sample(t)
-            next_sample = t + self.sample_every_s
+            # the next point of the grid k x sample_every_s, as the simulator samples: a kube run starts its loop a
+            # few seconds before the load (Locust's lead), and a grid from there put every step seen some seconds
+            # off the simulator's samples
+            next_sample = (math.floor(t / self.sample_every_s) + 1) * self.sample_every_s
         while True:
             t = self.clock.now()
             if self.finished(t):

@@ -236,7 +236,7 @@ class Sampler(LoopHooks):
         WallLoop(self.control, self.clock, self.end_s, every, load_alive, overstay_s=15.0 * self.clock.time_scale,
                  tick_s=min(0.1, every / self.clock.time_scale),
                  sample_at_start=True, hooks=self, progress=progress, sleep=self.sleep,
-                 lead_s=self.sc.control_lead_s).run()
+                 lead_s=self.sc.phases.control_lead_s).run()
 
     def resolve_pod(self, row: dict[str, Any]) -> dict[str, Any]:
         """A record whose pod is the EPP's ``IP:port`` gets the pod name and variant of that IP."""

@@ -241,7 +241,7 @@ class LocalRun:
         self.pods.startup_factor = self._startup_factor
         WallLoop(self.control, self.clock, self.end_s, self.sc.metrics.sample_interval_s, self.locust.alive,
                  overstay_s=15.0 * self.scale, tick_s=TICK_WALL_S, hooks=LocalHooks(self), progress=self.progress,
-                 lead_s=self.sc.control_lead_s).run()
+                 lead_s=self.sc.phases.control_lead_s).run()
         self.locust.stop(5.0)  # it overstayed its own end (15 s wall): stop it
 
     # -- faults ----------------------------------------------------------------------------------

@@ -247,9 +247,12 @@ class MemoryMetrics:
             if key is not None:
                 self.tsdb.mark_stale_key(key, t)
 
-    def add_rules(self, groups: list[RuleGroup]) -> None:
-        """Evaluate these recording rules on their interval, as the queried Prometheus would."""
-        self._rules = RuleEvaluator(self.promql, [*(self._rules.groups if self._rules else []), *groups])
+    def add_rules(self, groups: list[RuleGroup], offsets: dict[str, float] | None = None) -> None:
+        """Evaluate these recording rules on their interval, as the queried Prometheus would; ``offsets``: a group's
+        evaluation offset by name (a real run's, Scenario.phases.rules_s), else its name's hash."""
+        old = self._rules
+        self._rules = RuleEvaluator(self.promql, [*(old.groups if old else []), *groups],
+                                    offsets={**(old.offsets if old else {}), **(offsets or {})})
 
     # ---- reading ----------------------------------------------------------------------------------
     def _check(self) -> None:

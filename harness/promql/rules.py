@@ -137,9 +137,10 @@ def group_offset_ms(name: str, interval_ms: int) -> int:
     return int.from_bytes(digest, "big") % interval_ms
 
 
-def first_slot_ms(name: str, interval_ms: int, start_ms: int) -> int:
-    """The first evaluation: the group's first slot (k x interval + offset) strictly after ``start_ms``."""
-    offset = group_offset_ms(name, interval_ms)
+def first_slot_ms(name: str, interval_ms: int, start_ms: int, offset_s: float | None = None) -> int:
+    """The first evaluation: the group's first slot (k x interval + offset) strictly after ``start_ms``; the offset is
+    ``offset_s`` (a real run's measured phase, modulo the interval) when given, else the name's hash."""
+    offset = group_offset_ms(name, interval_ms) if offset_s is None else to_ms(offset_s) % interval_ms
     return (start_ms - offset) // interval_ms * interval_ms + offset + interval_ms
 
 
@@ -147,12 +148,15 @@ class RuleEvaluator:
     """Runs rule groups into the engine's TSDB; ``advance(now)`` catches up every evaluation due by ``now``.
 
     ``start``: when the rule manager starts (virtual seconds); each group's first evaluation is its first slot
-    after it."""
+    after it. ``offsets``: a group's offset by name, in place of its name's hash."""
 
-    def __init__(self, engine: PromQLEngine, groups: list[RuleGroup], start: float = 0.0) -> None:
+    def __init__(self, engine: PromQLEngine, groups: list[RuleGroup], start: float = 0.0,
+                 offsets: dict[str, float] | None = None) -> None:
         self.engine = engine
         self.groups = groups
-        self._next_ms = [first_slot_ms(g.name, to_ms(g.interval_s), to_ms(start)) for g in groups]
+        self.offsets = dict(offsets or {})
+        self._next_ms = [first_slot_ms(g.name, to_ms(g.interval_s), to_ms(start), self.offsets.get(g.name))
+                         for g in groups]
         self._last: dict[tuple[int, int], set[Labels]] = {}
         self.errors = 0  # failed rule evaluations (Prometheus counts them in rule_evaluation_failures_total)
 

@@ -2,9 +2,8 @@
 
 ``Simulation`` pops events in (time, kind priority, sequence) order and hands
 each to its handler; requests (requests.RequestFlow), their prefill/decode
-hand-off (handoff.Handoff) and pods (pods.PodLifecycle) are mixins over the
-same state. Scrapes fill
-``MemoryMetrics`` on their own phase; decisions and samples go through the
+hand-off (handoff.Handoff), pods (pods.PodLifecycle) and scrapes (scrapes.Scrapes) are mixins over
+the same state. Scrapes fill ``MemoryMetrics`` on their own phase; decisions and samples go through the
 control plane (harness.control.plane.ControlPlane), the same one the local
 and kube backends run.
 """
@@ -16,7 +15,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from heapq import heappop, heappush
-from typing import Any
+from typing import Any, cast
 
 from scalearena.contracts.records import RequestRecord
 from scalearena.controllers.base import ArrivalForecast, Autoscaler, AutoscalerConfig
@@ -32,7 +31,7 @@ from scalearena.harness.control.view import (
     forecast_from_requests,
     scenario_variants,
 )
-from scalearena.harness.metrics.memory import MemoryMetrics, Sample
+from scalearena.harness.metrics.memory import MemoryMetrics
 from scalearena.harness.objects import rule_groups
 from scalearena.harness.run.backend import Progress
 from scalearena.harness.sim.engine.cluster import READY, Deployment, GPUPool
@@ -64,13 +63,14 @@ from scalearena.harness.sim.handoff import Handoff
 from scalearena.harness.sim.pods import PodLifecycle
 from scalearena.harness.sim.requests import RequestFlow, _Req
 from scalearena.harness.sim.router import Router
+from scalearena.harness.sim.scrapes import Scrapes
 from scalearena.harness.sim.startup import StartupLifecycle
 from scalearena.reports.results import RunWriter
 from scalearena.workloads.base import RequestSpec
 from scalearena.workloads.generate import iter_requests
 
 
-class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
+class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
     """One simulated run. ``requests``: the run's requests in send order, a list (the oracle's
     forecast is read from it) or a stream generated from ``sc`` (``iter_requests``: never held
     whole; the forecast is generated again from ``sc`` if, and when, a policy reads it)."""
@@ -87,7 +87,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         self.router = Router(sc.router, seed=sc.seed)
         self.metrics = MemoryMetrics(sc.metrics.staleness_s)
         if groups := rule_groups(config):  # a kubernetes autoscaler's PrometheusRules / rule files
-            self.metrics.add_rules(groups)
+            self.metrics.add_rules(groups, sc.phases.rules_s)
         self.pool = GPUPool(sc.cluster.gpu_capacity)
         self.node_pools: dict[str, NodePool] = {}
         self.deps: list[Deployment] = []
@@ -117,7 +117,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         # the EPP's request counters per model: received, their prompt tokens, output tokens of ok ones, ok count
         self._objective: dict[str, list[float]] = {}
         self._slow, self._warm = [f for f in sc.faults if f.kind == "slow_cold_start"], False
-        self._scrape_phase = sc.metrics.scrape_interval_s
+        self._scrape_phase, self._pool_phase = sc.metrics.scrape_interval_s, cast("float | None", None)  # run() sets
         self._last_scrape: float | None = None  # what a published target's HPA reads (on_hpa_sync)
         for d in self.deps:
             self.metrics.cache_config[d.name] = (d.num_gpu_blocks, d.spec.engine.block_size)
@@ -168,11 +168,17 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         # Prometheus scrapes on its own phase, not in step with the controllers' loops (which all start
         # at t=0): the first scrape at 0 fills the view, the next at a seeded offset in (0, interval].
         # Aligned loops would hide the scrape interval entirely (every decision would see a fresh scrape).
+        # A scenario's `phases` may set the offsets a real run measured (harness/config/phase_spec.py): the engines'
+        # and the gateway's scrapes then each keep their own chain.
         interval = sc.metrics.scrape_interval_s
-        self._scrape_phase = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
+        seeded = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
+        self._scrape_phase = sc.phases.scrape_offset(True, interval, seeded)
         self.push(0.0, SCRAPE)
+        if sc.phases.gateway_scrape_s is not None:
+            self._pool_phase = sc.phases.scrape_offset(False, interval, seeded)
+            self.push(0.0, SCRAPE, "pool")
         assert self.control.policy is not None  # the simulator always runs a policy
-        lead = sc.control_lead_s  # the control loops began this long before the load: their first tick after 0
+        lead = sc.phases.control_lead_s  # the control loops began this long before the load: their first tick after 0
         self.push(first_tick(self.control.policy.period_s, lead), DECIDE)
         if self.control.fast_period_s:
             self._fast_next = 0.0  # booked by arm_fast once a request waits at the gateway
@@ -287,49 +293,6 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
                 self.reconcile(d)  # the ReplicaSet replaces it (cold start again)
 
     # ---- scrapes, decisions, samples ----------------------------------------------------------------
-    def on_scrape(self, t: float, _: Any) -> None:
-        pools: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}  # -> saturation, in flight, pods
-        adm = self.sc.router.admission
-        for d in self.deps:
-            self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
-            pool = pools.setdefault(d.spec.model, [0.0, 0.0, 0.0])
-            for pod in d.pods:
-                if pod.state != READY:
-                    continue
-                m = pod.engine.metrics(t)
-                self.drain(pod, t)
-                dt = t - (pod.last_scrape if pod.last_scrape is not None else t)
-                util = None if dt <= 0 else min(1.0, (m.busy_s - pod.last_busy) / dt)
-                pod.last_busy, pod.last_scrape = m.busy_s, t
-                # EPP utilization detector: an endpoint's score is max(waiting / queue threshold,
-                # KV usage / KV threshold); the pool's is the max over its endpoints
-                pool[0] = max(pool[0], m.waiting / max(1, adm.queue_threshold), m.kv_usage / adm.kv_threshold)
-                pool[1] += m.waiting + m.running
-                pool[2] += 1
-                self.metrics.record(d.name, pod.name, Sample(
-                    t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
-                    m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
-                    float(m.prefix_cache_queries), float(m.prefix_cache_hits),
-                    float(m.prompt_tokens_total), float(m.generation_tokens_total), float(pod.routed.inflight_tokens),
-                    (m.ttft.sum, m.itl.sum, m.e2e.sum),
-                ))
-        for model, (saturation, in_flight, endpoints) in pools.items():
-            # no ready endpoint: the detector fails closed at 1.0
-            held = len(self.gateway.get(model, ()))
-            queued = held + len(self.flows.get(model, ()))
-            self.metrics.record_pool(model, t, queued, saturation if endpoints else 1.0,
-                                     int(in_flight), _objective(self._objective.get(model)), held)
-        self.metrics.end_scrape(t)
-        self._last_scrape = t
-        nxt = t + self.sc.metrics.scrape_interval_s
-        if t == 0.0 and self._scrape_phase < self.sc.metrics.scrape_interval_s:
-            nxt = self._scrape_phase
-        self.push(nxt, SCRAPE)
-
-    def scraped_by(self, now: float) -> float | None:
-        """The time of the last scrape (events run in time order: it is at or before ``now``)."""
-        return self._last_scrape
-
     def on_hpa_sync(self, t: float, _: Any) -> None:
         assert self.control.published is not None  # booked only then
         if self.metrics.available:  # an outage: prometheus-adapter answers nothing, the HPA holds
@@ -372,8 +335,3 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle):
         if reschedule:
             self.push(t + self.sc.metrics.sample_interval_s, SAMPLE)
 
-
-def _objective(counts: list[float] | None) -> tuple[float, float, float, float]:
-    """The EPP request counters of one model (received, prompt tokens, output tokens, completed)."""
-    a, b, c, d = counts or (0.0, 0.0, 0.0, 0.0)
-    return a, b, c, d

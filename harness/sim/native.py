@@ -48,6 +48,7 @@ MODULES = (  # compiled together (one mypyc group), relative to the package ``sc
     "harness.sim.handoff",
     "harness.sim.pods",
     "harness.sim.startup",
+    "harness.sim.scrapes",
     "harness.sim.loop",
 )
 # read by the build for their types only, not compiled (as stubs: imports beyond MODULES are otherwise typed

@@ -1,7 +1,7 @@
 """The steps the simulation's mixins call on one another, declared once.
 
 ``loop.Simulation`` is one object assembled from mixins (requests.RequestFlow, handoff.Handoff,
-pods.PodLifecycle, startup.StartupLifecycle), each kept in its own file so its part reads on its
+pods.PodLifecycle, startup.StartupLifecycle, scrapes.Scrapes), each kept in its own file so its part reads on its
 own. Each calls steps another one defines; they are declared here, on the base every mixin shares,
 so that the type checker (and the compiled build, harness/sim/native.py) knows them. Being the common
 base, ``SimState`` comes last in ``Simulation``'s method resolution order: these stubs never

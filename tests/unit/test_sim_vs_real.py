@@ -86,15 +86,19 @@ def test_real_from_a_missing_file_is_bad_input(tmp_path: Path, monkeypatch: pyte
 
 
 def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_back(tmp_path: Path) -> None:
-    """The simulator's side takes the two conditions the kube run measured: its controllers' lead (the event
-    objects_applied) and its engines' mean ITL; nothing else of the real run reaches it."""
+    """The simulator's side takes the conditions the kube run measured: its loops' phases (the controllers' lead,
+    the event objects_applied; the scrape and rule offsets of its Prometheus) and its engines' mean ITL; nothing
+    else of the real run reaches it."""
     sc_path = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
     real = svr.Run(seed=1, time_scale=1.0, window_s=220.0, replica_s=0.0, max_ready=1, steps=[], goodput=0.0,
-                   failures={}, ttft={}, itl={"mean": 25.0}, complete=True, control_lead_s=39.5)
-    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "sim", lead=True, itl=True)
+                   failures={}, ttft={}, itl={"mean": 25.0}, complete=True, control_lead_s=39.5,
+                   phases={"engine_scrape_s": 2.5, "gateway_scrape_s": 8.0, "rules_s": {"model-queue": 5.5}})
+    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "sim", phases=True, itl=True)
     run = tmp_path / "sim" / "sim-vs-real" / "hpa" / "seed-1"
     scen = json.loads((run / "scenario.json").read_text())
-    assert scen["control_lead_s"] == 39.5 and scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.0
+    assert scen["phases"] == {"control_lead_s": 39.5, "engine_scrape_s": 2.5, "gateway_scrape_s": 8.0,
+                              "rules_s": {"model-queue": 5.5}}
+    assert scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.0
     rows = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines()]
     assert {round(r["t_s"] % 15.0, 6) for r in rows} == {5.5}  # -39.5 + 3 x 15 = 5.5, then every 15 s
     assert svr.load_run(run).control_lead_s is None  # the simulator applies no objects
@@ -102,6 +106,7 @@ def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_ba
     summary["events"].append({"t_s": -39.5, "kind": "objects_applied", "control_lead_s": 39.5})
     (run / "summary.json").write_text(json.dumps(summary))
     assert svr.load_run(run).control_lead_s == 39.5
-    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "nominal", lead=False, itl=False)
+    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "nominal", phases=False, itl=False)
     scen = json.loads((tmp_path / "nominal" / "sim-vs-real" / "hpa" / "seed-1" / "scenario.json").read_text())
-    assert scen["control_lead_s"] == 0.0 and scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 20.0
+    assert scen["phases"]["control_lead_s"] == 0.0 and scen["phases"]["engine_scrape_s"] is None
+    assert scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 20.0

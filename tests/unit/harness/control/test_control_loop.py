@@ -152,3 +152,17 @@ def test_a_lead_puts_every_decision_and_sync_in_the_real_controllers_phase() -> 
     # (ticks every 0.5 s land on the half seconds exactly)
     assert times(plane, "decide") == [20.5, 50.5]
     assert times(plane, "sync") == [5.5, 20.5, 35.5, 50.5]
+
+
+def test_a_loop_started_before_the_load_samples_on_the_grid_from_the_loads_start() -> None:
+    # kube starts its loop at t = -3 (Locust begins the load 3 s later): one sample then, then 0, 5, 10, ...,
+    # the simulator's grid, not -3 + 5k = 2, 7, 12 (which put every real step seen 2-3 s off the simulator's)
+    clock = VirtualClock(-3.0)
+
+    def sleep(wall_s: float) -> None:
+        clock.t += wall_s
+
+    plane = FakePlane(clock, policy=None)
+    WallLoop(plane, clock, end_s=12.0, sample_every_s=5.0, load_alive=lambda: False,  # type: ignore[arg-type]
+             tick_s=0.5, sample_at_start=True, sleep=sleep).run()
+    assert times(plane, "sample") == [-3.0, 0.0, 5.0, 10.0, 12.0]  # the last one closes the run at its end

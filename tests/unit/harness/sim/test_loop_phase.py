@@ -1,4 +1,4 @@
-"""The control loops' phase against the load (Scenario.control_lead_s): the simulator ticks where a real controller
+"""The control loops' phase against the load (Scenario.phases): the simulator ticks where a real controller
 started that long before the load would; a kube run measures the lead of its own controllers and refuses the field."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ SVR = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
 
 
 def simulate(tmp_path: Path, autoscaler: str, lead: float) -> tuple[list[dict], pd.Series]:
-    sc = load_scenario(SVR, [f"control_lead_s={lead}"], seed=1)
+    sc = load_scenario(SVR, [f"phases.control_lead_s={lead}"], seed=1)
     w = RunWriter(tmp_path / f"{autoscaler}-{lead}", {})
     Simulation(sc, sc.autoscaler(autoscaler), w, build_requests(sc)).run()
     w.finish()
@@ -51,7 +51,7 @@ def test_wva_and_its_actuation_hpa_both_take_the_lead(tmp_path: Path) -> None:
 
 
 def test_a_kube_run_refuses_the_field_for_the_clusters_own_controllers() -> None:
-    sc = load_scenario(SVR, ["control_lead_s=8"])
+    sc = load_scenario(SVR, ["phases.control_lead_s=8"])
     with pytest.raises(UserError, match="control_lead_s = 8") as e:
         KubeBackend("kind").plan(sc, sc.autoscaler("hpa"))
     assert "objects_applied" in str(e.value)

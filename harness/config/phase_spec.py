@@ -1,0 +1,43 @@
+"""When the run's periodic loops tick against the load: a scenario's ``phases``.
+
+On a real cluster no loop starts with the load. The upstream HPA controller syncs an HPA at its creation plus
+multiples of its sync period (pkg/controller/podautoscaler/horizontal.go: ``queue.AddRateLimited`` with a
+fixed-interval limiter), Prometheus scrapes each target at an offset from the Unix epoch set by a hash of the
+target (scrape/target.go ``offset``) and evaluates each rule group at its own hash offset (rules/group.go
+``EvalTimestamp``), so their phases against the load differ from run to run. The simulator's defaults put the
+control loops at the load's start, the scrape at a seeded offset and each rule group at its name's hash; a
+kube run's own phases are measured (the lead by the run: summary.json event ``objects_applied``; the scrape and
+rule offsets from its Prometheus, benchmarks/sim_vs_real.py), and setting them here runs the simulator in the
+phases a real run had (docs/fidelity.md). Every offset is taken modulo its loop's interval.
+"""
+from __future__ import annotations
+
+from pydantic import Field
+
+from scalearena.harness.config.engine_spec import _Spec
+
+
+class PhaseSpec(_Spec):
+
+    control_lead_s: float = Field(
+        default=0.0, ge=0, le=3600, description="Seconds the control loops ran before the load: each (a policy's "
+        "period, an actuation HPA's sync) ticks first at the first multiple of its period after -control_lead_s; "
+        "0 = with the load. Kube's in-cluster controllers begin when the run applies their objects: the run "
+        "measures that lead (summary.json event objects_applied) and refuses this.")
+    engine_scrape_s: float | None = Field(
+        default=None, ge=0, le=3600, description="Offset of the engines' scrapes (and kube-state-metrics', a "
+        "published target's) after the load's start: every scrape_interval_s from it, besides the one at 0; "
+        "null = a seeded offset. The simulator only.")
+    gateway_scrape_s: float | None = Field(
+        default=None, ge=0, le=3600, description="Offset of the gateway's (the EPP's pool and latency metrics') "
+        "scrapes; null = with the engines'. The simulator only.")
+    rules_s: dict[str, float] = Field(
+        default_factory=dict, description="Recording-rule group name -> the offset of its evaluations after the "
+        "load's start; a group not named keeps the offset of its name's hash. The simulator only.")
+
+    def scrape_offset(self, engines: bool, interval_s: float, seeded: float) -> float:
+        """The first scrape after 0 of the engines' (or the gateway's) chain, in (0, interval_s]."""
+        x = self.engine_scrape_s if engines or self.gateway_scrape_s is None else self.gateway_scrape_s
+        if x is None:
+            return seeded
+        return (x % interval_s) or interval_s

@@ -1,0 +1,107 @@
+"""The simulator's Prometheus: scrapes of the engines, kube-state-metrics and the gateway into ``MemoryMetrics``.
+
+A mixin of ``loop.Simulation``. By default one chain of scrapes reads everything at one phase (the first at 0,
+the next at a seeded offset in (0, interval], then every interval); a scenario's ``phases`` may set the engines'
+offset and give the gateway a chain of its own, at the offsets a real run's Prometheus had (its targets each
+scrape at their own hash offset: harness/config/phase_spec.py).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from mypy_extensions import trait
+
+from scalearena.harness.metrics.memory import Sample
+from scalearena.harness.sim.engine.cluster import READY, Deployment, Pod
+from scalearena.harness.sim.events import SCRAPE
+from scalearena.harness.sim.state import SimState
+
+
+@trait
+class Scrapes(SimState):
+    """Needs the Simulation's state (see loop.Simulation)."""
+
+    sc: Any
+    deps: list[Deployment]
+    metrics: Any
+    models: list[str]
+    gateway: dict[str, list[Any]]
+    flows: dict[str, Any]
+    _objective: dict[str, list[float]]
+    _last_scrape: float | None
+    _scrape_phase: float
+    _pool_phase: float | None
+
+    def on_scrape(self, t: float, what: str | None) -> None:
+        """A scrape of the engines and the gateway (``what`` None), or of the gateway alone (``"pool"``) where
+        ``phases.gateway_scrape_s`` gives it a chain of its own; each chain books its next scrape."""
+        split = self._pool_phase is not None
+        if what != "pool":
+            self.scrape_engines(t, pools=not split)
+        else:
+            self.scrape_pools(t)
+        nxt = t + self.sc.metrics.scrape_interval_s
+        phase = self._pool_phase if what == "pool" else self._scrape_phase
+        if t == 0.0 and phase is not None and phase < self.sc.metrics.scrape_interval_s:
+            nxt = phase
+        self.push(nxt, SCRAPE, what)
+
+    def scrape_engines(self, t: float, pools: bool) -> None:
+        """Every ready pod's engine metrics and the Deployments' kube-state-metrics; with ``pools``, the gateway's
+        pool metrics in the same round (the default: one scrape phase)."""
+        acc: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}  # -> saturation, in flight, pods
+        for d in self.deps:
+            self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
+            for pod, m in self._ready_metrics(d, t, acc):
+                dt = t - (pod.last_scrape if pod.last_scrape is not None else t)
+                util = None if dt <= 0 else min(1.0, (m.busy_s - pod.last_busy) / dt)
+                pod.last_busy, pod.last_scrape = m.busy_s, t
+                self.metrics.record(d.name, pod.name, Sample(
+                    t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
+                    m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
+                    float(m.prefix_cache_queries), float(m.prefix_cache_hits),
+                    float(m.prompt_tokens_total), float(m.generation_tokens_total), float(pod.routed.inflight_tokens),
+                    (m.ttft.sum, m.itl.sum, m.e2e.sum),
+                ))
+        if pools:
+            self.record_pools(t, acc)
+        self.metrics.end_scrape(t)
+        self._last_scrape = t
+
+    def scrape_pools(self, t: float) -> None:
+        acc: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}
+        for d in self.deps:
+            self._ready_metrics(d, t, acc)
+        self.record_pools(t, acc)
+
+    def _ready_metrics(self, d: Deployment, t: float, acc: dict[str, list[float]]) -> list[tuple[Pod, Any]]:
+        """(pod, its engine metrics at t) of every ready pod, each added to its model's pool as the EPP's
+        utilization detector sees it: an endpoint's score is max(waiting / queue threshold, KV usage / KV
+        threshold), the pool's the max over its endpoints."""
+        adm, pool = self.sc.router.admission, acc.setdefault(d.spec.model, [0.0, 0.0, 0.0])
+        out = []
+        for pod in d.pods:
+            if pod.state == READY:
+                m = pod.engine.metrics(t)
+                self.drain(pod, t)
+                pool[0] = max(pool[0], m.waiting / max(1, adm.queue_threshold), m.kv_usage / adm.kv_threshold)
+                pool[1] += m.waiting + m.running
+                pool[2] += 1
+                out.append((pod, m))
+        return out
+
+    def record_pools(self, t: float, acc: dict[str, list[float]]) -> None:
+        for model, (saturation, in_flight, endpoints) in acc.items():
+            held = len(self.gateway.get(model, ()))  # no ready endpoint: the detector fails closed at 1.0
+            self.metrics.record_pool(model, t, held + len(self.flows.get(model, ())), saturation if endpoints else 1.0,
+                                     int(in_flight), _objective(self._objective.get(model)), held)
+
+    def scraped_by(self, now: float) -> float | None:
+        """The time of the last scrape (events run in time order: it is at or before ``now``)."""
+        return self._last_scrape
+
+
+def _objective(counts: list[float] | None) -> tuple[float, float, float, float]:
+    """The EPP request counters of one model (received, prompt tokens, output tokens, completed)."""
+    a, b, c, d = counts or (0.0, 0.0, 0.0, 0.0)
+    return a, b, c, d
