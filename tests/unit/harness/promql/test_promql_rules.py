@@ -105,3 +105,12 @@ def test_bad_rule_files_name_the_field(data: dict, message: str) -> None:
     with pytest.raises(UserError) as info:
         load_rule_groups(data, "rules.yaml")
     assert message in str(info.value) and "rules.yaml" in str(info.value)
+
+
+def test_a_measured_offset_replaces_the_name_hash() -> None:
+    # a real run's Prometheus evaluated group "slo" 5.473 s into each 15 s interval (scenario.phases.rules_s)
+    assert first_slot_ms("slo", 15_000, 0, 5.473) == 5_473
+    assert first_slot_ms("slo", 15_000, 0, 20.473) == 5_473  # taken modulo the interval
+    e = _engine()
+    RuleEvaluator(e, load_rule_groups(RULES, "rules.yaml"), offsets={"slo": 5.473}).advance(31)
+    assert [t for t, _ in e.query("pool:running:sum[31s]", 31)[0].points] == [5_473, 20_473]

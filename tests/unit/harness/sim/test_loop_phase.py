@@ -73,3 +73,27 @@ def test_a_kube_run_records_its_controllers_lead_in_scenario_seconds(tmp_path: P
     s2.t0 = 1019.75
     s2.record_lead()
     assert "events" not in w2.meta
+
+
+def test_the_engines_and_the_gateway_scrape_at_their_measured_offsets(tmp_path: Path) -> None:
+    sc = load_scenario(SVR, ["phases.engine_scrape_s=2.5", "phases.gateway_scrape_s=23", "duration_s=40", "drain_s=0"],
+                       seed=1)
+    sim = Simulation(sc, sc.autoscaler("hpa"), RunWriter(tmp_path / "run", {}), build_requests(sc))
+    sim.run()
+
+    def last_scrape(series: str, at: float) -> float:
+        return float(sim.metrics.query(f"max(timestamp({series}))", at)[0]["value"][1])
+
+    # engines: 0, then 2.5, 17.5, 32.5; the gateway on its own chain: 0, then 23 mod 15 = 8, 23, 38
+    assert [last_scrape("vllm:num_requests_waiting", t) for t in (1.0, 10.0, 20.0, 35.0)] == [0.0, 2.5, 17.5, 32.5]
+    assert [last_scrape("llm_d_epp_flow_control_queue_size", t) for t in (1.0, 10.0, 30.0, 39.0)] == [0.0, 8.0, 23.0,
+                                                                                                        38.0]
+
+
+def test_the_scrape_and_rule_offsets_are_the_simulators_only() -> None:
+    from scalearena.harness.config.startup_spec import refuse_sim_only
+
+    sc = load_scenario(SVR, ["phases.gateway_scrape_s=3", 'phases.rules_s={"model-queue": 5}'])
+    with pytest.raises(UserError, match="phases.gateway_scrape_s, phases.rules_s: only --cluster sim") as e:
+        refuse_sim_only(sc, "local")
+    assert "a real Prometheus keeps its own" in str(e.value)
