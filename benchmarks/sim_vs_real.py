@@ -6,7 +6,7 @@ Prometheus and llm-d-inference-sim built from source: docs/kubernetes.md), for e
 workloads/suites/sim-vs-real.yaml and three seeds, then on ``--cluster sim`` with the same seed (the same
 request stream) and the conditions each real run measured that are not the autoscaler's doing: the phases of
 its loops against the load (its controllers' lead from the apply of their objects to the load: the event
-``objects_applied``; the offsets of its Prometheus' scrapes and rule evaluations, read from the run's own
+``control_lead``; the offsets of its Prometheus' scrapes and rule evaluations, read from the run's own
 Prometheus data: harness/kube/phases.py; given as the scenario's ``phases``) and its engines' mean
 inter-token latency (llm-d-inference-sim overshoots its sleeps). Two diagnostic sides show what each condition
 accounts for: the simulator in the real phases but at the nominal ITL (``sim-at-phases/``), and as a user's
@@ -236,7 +236,8 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
     if not f.is_file():
         return None
     s = json.loads(f.read_text())
-    lead = next((float(e["control_lead_s"]) for e in s.get("events") or [] if e.get("kind") == "objects_applied"), None)
+    lead = next((float(e["control_lead_s"]) for e in s.get("events") or []  # objects_applied: its first name
+                 if e.get("kind") in ("control_lead", "objects_applied")), None)
     scen = json.loads((folder / "scenario.json").read_text())
     window = float(scen["duration_s"]) + float(scen.get("drain_s") or 0.0)
     table = pq.read_table(folder / "timeseries.parquet")

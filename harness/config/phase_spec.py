@@ -6,7 +6,7 @@ fixed-interval limiter), Prometheus scrapes each target at an offset from the Un
 target (scrape/target.go ``offset``) and evaluates each rule group at its own hash offset (rules/group.go
 ``EvalTimestamp``), so their phases against the load differ from run to run. The simulator's defaults put the
 control loops at the load's start, the scrape at a seeded offset and each rule group at its name's hash; a
-kube run's own phases are measured (the lead by the run: summary.json event ``objects_applied``; the scrape and
+kube run's own phases are measured (the lead by the run: summary.json event ``control_lead``; the scrape and
 rule offsets from its Prometheus, benchmarks/sim_vs_real.py), and setting them here runs the simulator in the
 phases a real run had (docs/fidelity.md). Every offset is taken modulo its loop's interval.
 """
@@ -23,7 +23,7 @@ class PhaseSpec(_Spec):
         default=0.0, ge=0, le=3600, description="Seconds the control loops ran before the load: each (a policy's "
         "period, an actuation HPA's sync) ticks first at the first multiple of its period after -control_lead_s; "
         "0 = with the load. Kube's in-cluster controllers begin when the run applies their objects: the run "
-        "measures that lead (summary.json event objects_applied) and refuses this.")
+        "measures that lead (summary.json event control_lead) and refuses this.")
     engine_scrape_s: float | None = Field(
         default=None, ge=0, le=3600, description="Offset of the engines' scrapes (and kube-state-metrics', a "
         "published target's) after the load's start: every scrape_interval_s from it, besides the one at 0; "

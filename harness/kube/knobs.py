@@ -123,5 +123,5 @@ def refuse_lead(sc: Any, cfg: AutoscalerConfig, in_cluster: bool) -> None:
     if in_cluster and sc.phases.control_lead_s:
         raise UserError(f"control_lead_s = {sc.phases.control_lead_s:g}: autoscaler {cfg.label!r} runs as the cluster's own "
                         "controllers, whose loops begin when the run applies their objects (the run measures that "
-                        "lead and records it in summary.json as the event objects_applied)", where="phases.control_lead_s",
+                        "lead and records it in summary.json as the event control_lead)", where="phases.control_lead_s",
                         expected="0 on CLUSTER=kind/kwok/cluster for an in-cluster autoscaler, or run it on sim/local")

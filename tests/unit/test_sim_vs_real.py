@@ -87,7 +87,7 @@ def test_real_from_a_missing_file_is_bad_input(tmp_path: Path, monkeypatch: pyte
 
 def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_back(tmp_path: Path) -> None:
     """The simulator's side takes the conditions the kube run measured: its loops' phases (the controllers' lead,
-    the event objects_applied; the scrape and rule offsets of its Prometheus) and its engines' mean ITL; nothing
+    the event control_lead; the scrape and rule offsets of its Prometheus) and its engines' mean ITL; nothing
     else of the real run reaches it."""
     sc_path = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
     real = svr.Run(seed=1, time_scale=1.0, window_s=220.0, replica_s=0.0, max_ready=1, steps=[], goodput=0.0,
@@ -103,7 +103,7 @@ def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_ba
     assert {round(r["t_s"] % 15.0, 6) for r in rows} == {5.5}  # -39.5 + 3 x 15 = 5.5, then every 15 s
     assert svr.load_run(run).control_lead_s is None  # the simulator applies no objects
     summary = json.loads((run / "summary.json").read_text())  # as a kube run records it (kube/sampling.py)
-    summary["events"].append({"t_s": -39.5, "kind": "objects_applied", "control_lead_s": 39.5})
+    summary["events"].append({"t_s": -39.5, "kind": "control_lead", "control_lead_s": 39.5})
     (run / "summary.json").write_text(json.dumps(summary))
     assert svr.load_run(run).control_lead_s == 39.5
     svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "nominal", phases=False, itl=False)

@@ -102,6 +102,11 @@ class FakeKubeAPI:
         self._call("get_deployment", name)
         return copy.deepcopy(self._get("Deployment", namespace, name))
 
+    def list_hpas(self, namespace: str) -> list[Obj]:
+        self._call("list_hpas", namespace)
+        return [copy.deepcopy(o) for (k, ns, _), o in sorted(self.store.items())
+                if k == "HorizontalPodAutoscaler" and ns == namespace]
+
     def list_pods(self, namespace: str, label_selector: str) -> list[Obj]:
         self._call("list_pods", label_selector)
         want = dict(t.split("=", 1) for t in label_selector.split(",") if t)

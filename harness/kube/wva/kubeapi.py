@@ -53,6 +53,7 @@ class KubeAPI(Protocol):
     def get_scale(self, namespace: str, name: str) -> Obj: ...
     def patch_scale(self, namespace: str, name: str, body: Obj) -> Obj: ...
     def get_config_map(self, namespace: str, name: str) -> Obj: ...
+    def list_hpas(self, namespace: str) -> list[Obj]: ...
 
 
 def selector_string(match_labels: dict[str, str]) -> str:
@@ -120,6 +121,7 @@ class ClientKubeAPI:
         self._apps = client.AppsV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
+        self._autoscaling = client.AutoscalingV2Api(api_client)
 
     @staticmethod
     def _call(fn: Any, *args: Any, **kwargs: Any) -> Obj:
@@ -162,4 +164,7 @@ class ClientKubeAPI:
 
     def get_config_map(self, namespace: str, name: str) -> Obj:
         return self._call(self._core.read_namespaced_config_map, name, namespace)
+
+    def list_hpas(self, namespace: str) -> list[Obj]:
+        return self._call(self._autoscaling.list_namespaced_horizontal_pod_autoscaler, namespace)["items"]
 
