@@ -31,6 +31,10 @@ class PhaseSpec(_Spec):
     gateway_scrape_s: float | None = Field(
         default=None, ge=0, le=3600, description="Offset of the gateway's (the EPP's pool and latency metrics') "
         "scrapes; null = with the engines'. The simulator only.")
+    pod_scrape_s: dict[str, list[float]] = Field(
+        default_factory=dict, description="Variant -> the scrape offsets of its pods in the order they were first "
+        "scraped: the k-th pod to become ready is scraped on a chain of its own at the k-th offset (Prometheus "
+        "scrapes every target at its own); pods past the list scrape with the engines. The simulator only.")
     rules_s: dict[str, float] = Field(
         default_factory=dict, description="Recording-rule group name -> the offset of its evaluations after the "
         "load's start; a group not named keeps the offset of its name's hash. The simulator only.")

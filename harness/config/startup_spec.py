@@ -332,4 +332,4 @@ def sim_only(sc: Any) -> list[str]:
             out.append(f"cluster.variants[{i}].warm_buffer")
     ph = sc.phases
     out += [f"phases.{f}" for f in ("engine_scrape_s", "gateway_scrape_s") if getattr(ph, f) is not None]
-    return out + (["phases.rules_s"] if ph.rules_s else [])
+    return out + [f"phases.{f}" for f in ("pod_scrape_s", "rules_s") if getattr(ph, f)]

@@ -49,9 +49,17 @@ def measure(raw: Raw, t0: float, scale: float, scrape_interval_s: float,
     out: dict[str, Any] = {}
     at = t0 + 3600.0  # the selectors' hour after the load's start holds the whole run
     ups = raw('up{component=~"variant|gateway"}[1h]', at)
-    engines = [[float(ts) for ts, _ in r["values"]] for r in ups if r["metric"].get("component") == "variant"]
-    if engines:  # the pod whose scrapes began first: it served from the start
-        out["engine_scrape_s"] = offset_of(min(engines, key=min), t0, scale, scrape_interval_s)
+    pods: dict[str, list[list[float]]] = {}  # variant -> each pod's scrape times
+    for r in ups:
+        if r["metric"].get("component") == "variant" and r["values"]:
+            pods.setdefault(r["metric"].get("variant", ""), []).append([float(ts) for ts, _ in r["values"]])
+    if pods:  # the pod whose scrapes began first (it served from the start): the engines' chain
+        out["engine_scrape_s"] = offset_of(min((p for ps in pods.values() for p in ps), key=min), t0, scale,
+                                           scrape_interval_s)
+        # every pod's own offset, in the order their scrapes began (the simulator's pods in their order of
+        # readiness take them: harness/sim/scrapes.py)
+        per = {v: [offset_of(p, t0, scale, scrape_interval_s) for p in sorted(ps, key=min)] for v, ps in pods.items()}
+        out["pod_scrape_s"] = {v: [x for x in xs if x is not None] for v, xs in sorted(per.items())}
     gateway = [float(ts) for r in ups if r["metric"].get("component") == "gateway" for ts, _ in r["values"]]
     if gateway:
         out["gateway_scrape_s"] = offset_of(gateway, t0, scale, scrape_interval_s)

@@ -161,6 +161,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
 
             meta["variants"] = variant_meta(sc)
         self._warm = sc.cluster.warm_start  # initial replicas skip the cold start
+        self._pod_chains: dict[str, int] = {}  # pods on a scrape chain of their own so far, per variant (scrapes.pod_ready_scrape)
         self.init_node_pools()
         for d in self.deps:
             self.reconcile(d)

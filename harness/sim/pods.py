@@ -99,6 +99,7 @@ class PodLifecycle(SimState):
         pod.ready_s = t
         pod.engine.t = max(pod.engine.t, t)  # the engine's clock starts at readiness
         pod.last_scrape = t
+        self.pod_ready_scrape(pod, t)
         self.router.add_pod(pod.model, pod.routed)
         q = self.gateway.get(pod.model, [])
         self.gateway[pod.model] = []

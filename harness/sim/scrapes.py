@@ -31,10 +31,19 @@ class Scrapes(SimState):
     _last_scrape: float | None
     _scrape_phase: float
     _pool_phase: float | None
+    _pod_chains: dict[str, int]  # variant -> pods given a chain of their own so far (phases.pod_scrape_s)
 
-    def on_scrape(self, t: float, what: str | None) -> None:
-        """A scrape of the engines and the gateway (``what`` None), or of the gateway alone (``"pool"``) where
-        ``phases.gateway_scrape_s`` gives it a chain of its own; each chain books its next scrape."""
+    def on_scrape(self, t: float, what: Any) -> None:
+        """A scrape of the engines and the gateway (``what`` None), of the gateway alone (``"pool"``) where
+        ``phases.gateway_scrape_s`` gives it a chain of its own, or of one pod on its own chain (``what``: the
+        pod; the chain ends with the pod's readiness); each chain books its next scrape."""
+        if isinstance(what, Pod):
+            if what.state == READY:
+                m = what.engine.metrics(t)
+                self.drain(what, t)
+                self._record_pod(what, m, t)
+                self.push(t + self.sc.metrics.scrape_interval_s, SCRAPE, what)
+            return
         split = self._pool_phase is not None
         if what != "pool":
             self.scrape_engines(t, pools=not split)
@@ -53,20 +62,37 @@ class Scrapes(SimState):
         for d in self.deps:
             self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
             for pod, m in self._ready_metrics(d, t, acc):
-                dt = t - (pod.last_scrape if pod.last_scrape is not None else t)
-                util = None if dt <= 0 else min(1.0, (m.busy_s - pod.last_busy) / dt)
-                pod.last_busy, pod.last_scrape = m.busy_s, t
-                self.metrics.record(d.name, pod.name, Sample(
-                    t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
-                    m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
-                    float(m.prefix_cache_queries), float(m.prefix_cache_hits),
-                    float(m.prompt_tokens_total), float(m.generation_tokens_total), float(pod.routed.inflight_tokens),
-                    (m.ttft.sum, m.itl.sum, m.e2e.sum),
-                ))
+                if not pod.own_scrape:
+                    self._record_pod(pod, m, t)
         if pools:
             self.record_pools(t, acc)
         self.metrics.end_scrape(t)
         self._last_scrape = t
+
+    def _record_pod(self, pod: Pod, m: Any, t: float) -> None:
+        dt = t - (pod.last_scrape if pod.last_scrape is not None else t)
+        util = None if dt <= 0 else min(1.0, (m.busy_s - pod.last_busy) / dt)
+        pod.last_busy, pod.last_scrape = m.busy_s, t
+        self.metrics.record(pod.variant, pod.name, Sample(
+            t, m.kv_usage, m.waiting, m.running, util, float(m.request_success_total),
+            m.ttft.cumulative(), m.itl.cumulative(), m.e2e.cumulative(),
+            float(m.prefix_cache_queries), float(m.prefix_cache_hits),
+            float(m.prompt_tokens_total), float(m.generation_tokens_total), float(pod.routed.inflight_tokens),
+            (m.ttft.sum, m.itl.sum, m.e2e.sum),
+        ))
+
+    def pod_ready_scrape(self, pod: Pod, t: float) -> None:
+        """A pod joins: the k-th of its variant to, where ``phases.pod_scrape_s`` lists a k-th offset, is scraped from
+        then on at that offset of every interval, the first at or after ``t`` (a real run's k-th pod's phase)."""
+        offsets = self.sc.phases.pod_scrape_s.get(pod.variant)
+        k = self._pod_chains.get(pod.variant, 0)
+        if not offsets or k >= len(offsets) or pod.own_scrape:
+            return
+        self._pod_chains[pod.variant] = k + 1
+        pod.own_scrape = True
+        every = self.sc.metrics.scrape_interval_s
+        first = t + (offsets[k] - t) % every
+        self.push(first, SCRAPE, pod)
 
     def scrape_pools(self, t: float) -> None:
         acc: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}

@@ -29,6 +29,10 @@ class SimState:
     def arm_fast(self, t: float) -> None:
         raise NotImplementedError
 
+    # ---- scrapes.Scrapes
+    def pod_ready_scrape(self, pod: Pod, t: float) -> None:
+        raise NotImplementedError
+
     # ---- requests.RequestFlow
     def dispatch(self, t: float, req: Any) -> None:
         raise NotImplementedError

@@ -79,7 +79,10 @@ def test_wva_on_prometheus_adapter_then_llm_d_slo_on_keda_then_wva_through_keda(
 
     monkeypatch.chdir(tmp_path)
     with while_up(wva_state):
-        run_on(cluster, Path("a"), "wva")  # served requests, left no namespace behind (asserted in run_on)
+        s = run_on(cluster, Path("a"), "wva")  # served requests, left no namespace behind (asserted in run_on)
+    # the actuation HPA was made by the apply: its syncs' phase is the lead from then to the load's start
+    (lead,) = [e for e in s["events"] if e["kind"] == "control_lead"]
+    assert lead["origin"] == "apply" and lead["t_s"] == -lead["control_lead_s"] < 0, lead
     assert seen["conditions"].get("TargetResolved") == "True" and "MetricsAvailable" in seen["conditions"], seen
     assert "wva_desired_replicas" in str(seen["external"])  # served by prometheus-adapter to the real HPA
 
@@ -89,7 +92,10 @@ def test_wva_on_prometheus_adapter_then_llm_d_slo_on_keda_then_wva_through_keda(
         seen["scaledobjects"] = cluster.kubectl.get_json("-n", "scalearena", "scaledobjects")["items"]
 
     with while_up(slo_series):
-        run_on(cluster, tmp_path, "llmd-slo")
+        s = run_on(cluster, tmp_path, "llmd-slo")
+    # the ScaledObjects' HPAs were made by KEDA's operator, not by the apply (kube/sampling.py hpa_origin)
+    (lead,) = [e for e in s["events"] if e["kind"] == "control_lead"]
+    assert lead["origin"].startswith("HPA keda-hpa-llmd-slo-va-") and lead["control_lead_s"] > 0, lead
     assert {r["metric"]["deployment"] for r in seen["replicas"]} >= {"va-a100", "va-h100"}
     for r in seen["replicas"]:  # the simulator's labels (contracts/series.py), plus Prometheus' job and instance
         assert set(r["metric"]) - {"__name__", "job", "instance"} == {"namespace", "deployment"}, r["metric"]

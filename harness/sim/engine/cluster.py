@@ -52,6 +52,7 @@ class Pod:
     ver: int = 0
     last_busy: float = 0.0  # engine busy_s at the previous scrape
     last_scrape: float | None = None
+    own_scrape: bool = False  # scraped on a chain of its own (phases.pod_scrape_s: a real run's pod's offset)
     sample_busy: float = 0.0  # engine busy_s at the previous timeseries sample
     link_free_s: float = 0.0  # P/D prefill pod: when its KV link has sent everything queued on it
     # start-up (harness/sim/startup_phases.py, harness/sim/startup.py)

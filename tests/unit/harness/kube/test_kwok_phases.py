@@ -26,8 +26,8 @@ def test_the_engines_offset_is_the_first_pods_and_each_rule_group_has_its_own() 
     t0 = 1000.0
     series = {
         "up": [matrix({"component": "gateway", "pod": "gw"}, [1008.4, 1023.4]),
-               matrix({"component": "variant", "pod": "late"}, [1076.2, 1091.2]),  # scaled up later: not it
-               matrix({"component": "variant", "pod": "first"}, [987.1, 1002.1, 1017.1])],
+               matrix({"component": "variant", "variant": "va-sim", "pod": "late"}, [1076.2, 1091.2]),  # scaled up later: not it
+               matrix({"component": "variant", "variant": "va-sim", "pod": "first"}, [987.1, 1002.1, 1017.1])],
         "model:requests_queued:sum": [matrix({"model_name": "m"}, [1005.5, 1020.5])],
     }
     asked: list[tuple[str, float]] = []
@@ -38,8 +38,10 @@ def test_the_engines_offset_is_the_first_pods_and_each_rule_group_has_its_own() 
         return series.get(name, [])
 
     out = measure(raw, t0, 1.0, 15.0, {"model-queue": (15.0, ["model:requests_queued:sum"]), "empty": (15.0, [])})
-    # the first pod's first scrape after t0: 1002.1 -> 2.1; the gateway's 1008.4 -> 8.4; the group's 5.5
-    assert out == {"engine_scrape_s": 2.1, "gateway_scrape_s": 8.4, "rules_s": {"model-queue": 5.5}}
+    # the first pod's first scrape after t0: 1002.1 -> 2.1; the gateway's 1008.4 -> 8.4; the group's 5.5; each pod
+    # in the order its scrapes began: "first" (2.1), then "late" (1076.2 -> 76.2 mod 15 = 1.2)
+    assert out == {"engine_scrape_s": 2.1, "gateway_scrape_s": 8.4, "rules_s": {"model-queue": 5.5},
+                   "pod_scrape_s": {"va-sim": [2.1, 1.2]}}
     assert all(at == t0 + 3600.0 for _, at in asked)  # one hour after the start holds the whole run
 
 

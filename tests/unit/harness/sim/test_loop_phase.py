@@ -115,3 +115,23 @@ def test_a_keda_hpa_begins_when_keda_makes_it_not_at_the_apply() -> None:
     assert hpa_origin([early], applied)[0] == applied
     assert hpa_origin([keda, own], applied) == (applied, "apply")  # the first HPA to begin
     assert hpa_origin([], applied) == (applied, "apply")
+
+
+def test_each_pod_listed_scrapes_at_its_own_offset_in_the_order_pods_become_ready(tmp_path: Path) -> None:
+    # the staircase scales va-sim up; its first pod (ready at 0) scrapes at 7.5 + 15k, the second pod to become
+    # ready at 4.3 + 15k from its readiness on; pods past the list with the engines' chain (2.0 + 15k)
+    sc = load_scenario(SVR, ["phases.engine_scrape_s=2", 'phases.pod_scrape_s={"va-sim": [7.5, 4.3]}'], seed=1)
+    sim = Simulation(sc, sc.autoscaler("hpa"), RunWriter(tmp_path / "run", {}), build_requests(sc))
+    sim.run()
+    pods = sorted((p for d in sim.deps for p in d.pods), key=lambda p: 1e9 if p.ready_s is None else p.ready_s)
+    assert len([p for p in pods if p.ready_s is not None]) >= 3, "the staircase needs three pods or more"
+
+    def scrapes(pod: str) -> list[float]:
+        res = sim.metrics.query(f'timestamp(vllm:num_requests_waiting{{pod="{pod}"}})[5m:1s]', 220.0)
+        return sorted({float(v) for r in res for _, v in r["values"]})
+
+    first, second, third = pods[0], pods[1], pods[2]
+    assert all(round(t - 7.5) % 15 == 0 for t in scrapes(first.name) if t > 0), scrapes(first.name)
+    assert scrapes(second.name) and all(round(t - 4.3, 6) % 15 == 0 for t in scrapes(second.name))
+    assert scrapes(second.name)[0] - (second.ready_s or 0) < 15.0  # its first at or after its readiness
+    assert all(round(t - 2.0, 6) % 15 == 0 for t in scrapes(third.name)), scrapes(third.name)
