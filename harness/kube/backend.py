@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.startup_spec import refuse_sim_only
 from scalearena.harness.config.suite import RunPlan
+from scalearena.harness.kube.births import HpaBirths
 from scalearena.harness.kube.byo import refuse_external_behind_keda, user_objects, uses_keda
 from scalearena.harness.kube.cluster import (
     IMAGES,
@@ -207,6 +207,7 @@ class KubeBackend:
         named: list[tuple[str, Any, Path]] = []  # (target, process, log) of each port-forward
         applied: list[Obj] = []
         local: LocalStack | None = None  # kwok: the processes that play the kubelet's part
+        births: HpaBirths | None = None  # when each HPA came to be: the in-cluster controllers' phase
         try:
             if kwok:
                 local = self._kwok_up(kwok, writer, scenario)
@@ -221,7 +222,10 @@ class KubeBackend:
             for note in self.time_scale_notes:  # into summary.json's events (docs/kubernetes.md "Whole seconds")
                 writer.add_event(0.0, "time_scale_rounding", note=note)
             applied = objs
-            applied_wall = self._apply(kubectl, objs, local)  # the in-cluster controllers' loops begin here
+            api = (self.api_factory(kubectl.context) if self.api_factory else
+                   self._api(kubectl.context, kubectl.kubeconfig))
+            self._apply(kubectl, objs, local)
+            births = HpaBirths(api, NAMESPACE).start()  # from the apply's end: when each HPA came to be
             urls = local.start_services(objs) if local else {}
             for o in objs:
                 if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:
@@ -235,16 +239,16 @@ class KubeBackend:
             gw_url, prom_url = (urls["gateway"], urls["prometheus"]) if local else \
                 self._forward(kubectl, logs, named, gateway=runner is None)
             self._ready(kubectl, prom_url, None if runner else gw_url, scenario, autoscaler, external)
-            api = (self.api_factory(kubectl.context) if self.api_factory else
-                   self._api(kubectl.context, kubectl.kubeconfig))
             metrics = self._metrics(prom_url, {v.name: v.model for v in scenario.cluster.variants})
             sampler = Sampler(scenario, autoscaler, writer, api, metrics, native=runs_in_cluster(autoscaler),
-                              time_scale=self.time_scale, applied_wall=applied_wall)
+                              time_scale=self.time_scale, births=births)
             sampler.drive(gw_url, logs, progress, requests=requests, load_runner=runner)
             if local:
                 local.check()  # a container that exited during the run fails it, with its log tail
             check_run(writer.tally(), named)  # measured nothing -> exit 1, with why
         finally:
+            if births:
+                births.stop()
             for _, proc, _ in named:
                 proc.terminate()
             if not self.keep:
@@ -283,9 +287,8 @@ class KubeBackend:
             kubectl.wait_established(INFERENCEPOOL_CRD)
 
     @staticmethod
-    def _apply(kubectl: Kubectl, objs: list[Obj], local: LocalStack | None) -> float:
-        """CRDs first (established), then the rest; on kwok as kwok applies them, with the launcher watching.
-        Returns the wall time the apply finished: the in-cluster controllers' objects exist from then."""
+    def _apply(kubectl: Kubectl, objs: list[Obj], local: LocalStack | None) -> None:
+        """CRDs first (established), then the rest; on kwok as kwok applies them, with the launcher watching."""
         crds = [o for o in objs if o["kind"] == "CustomResourceDefinition"]
         kubectl.apply(crds)
         for crd in crds:
@@ -295,7 +298,6 @@ class KubeBackend:
             rest = local.objects(rest)
             local.start_pods()  # the launcher watches before the pods exist
         kubectl.apply(rest)
-        return time.time()
 
     def _kwok_cluster(self) -> KwokCluster:
         from scalearena.harness.kube.kwok import KwokCluster

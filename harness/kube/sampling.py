@@ -23,7 +23,6 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,31 +35,15 @@ from scalearena.harness.control.loop import LoopHooks, WallLoop
 from scalearena.harness.control.plane import ControlPlane
 from scalearena.harness.control.ports import LoadSample, ReplicaStatus, WallClock
 from scalearena.harness.control.view import forecast_from_requests, metrics_router_queue, scenario_variants
+from scalearena.harness.kube.births import HpaBirths
 from scalearena.harness.kube.scenario import NAMESPACE
 from scalearena.harness.kube.wva.actuator import ScaleActuator
 from scalearena.harness.kube.wva.controller import pod_counts
-from scalearena.harness.kube.wva.kubeapi import ApiError, NotFound, selector_string
+from scalearena.harness.kube.wva.kubeapi import NotFound, selector_string
 from scalearena.harness.local.locust_process import LocustProcess
 from scalearena.harness.sim.startup_phases import kube_pod_record
 from scalearena.reports.results import RunWriter
 from scalearena.workloads import load_handoff as load
-
-
-def hpa_origin(hpas: list[dict[str, Any]], applied_wall: float) -> tuple[float, str]:
-    """(wall time, what) the first of the run's HPAs began syncing. One the apply made began then; one KEDA made
-    (owned by a ScaledObject) at its ``creationTimestamp``, whole seconds: the middle of that second, and not
-    before the apply."""
-    best, what = float("inf"), "apply"
-    for h in hpas:
-        md = h.get("metadata") or {}
-        keda = any(o.get("kind") == "ScaledObject" for o in md.get("ownerReferences") or [])
-        made = applied_wall
-        if keda and md.get("creationTimestamp"):
-            made = max(applied_wall, datetime.fromisoformat(str(md["creationTimestamp"]).replace("Z", "+00:00"))
-                       .timestamp() + 0.5)
-        if made < best:
-            best, what = made, (f"HPA {md.get('name')} made by KEDA" if keda else "apply")
-    return (applied_wall, "apply") if best == float("inf") else (best, what)
 
 
 class Sampler(LoopHooks):
@@ -70,9 +53,9 @@ class Sampler(LoopHooks):
 
     def __init__(self, sc: Scenario, autoscaler: AutoscalerConfig, writer: RunWriter, api: Any, metrics: Any, *,
                  native: bool, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 time_scale: float = 1.0, applied_wall: float | None = None) -> None:
+                 time_scale: float = 1.0, births: HpaBirths | None = None) -> None:
         self.sc, self.cfg, self.writer, self.api, self.metrics = sc, autoscaler, writer, api, metrics
-        self.applied_wall = applied_wall  # wall time the run's objects were applied: its controllers' loops began
+        self.births = births  # when the run's HPAs came to be, from its apply on: its controllers' phase
         self.native, self.sleep = native, sleep
         self.clock = WallClock(time_scale, wall=clock)  # scenario time: (wall - t0) x time_scale (kube/timescale.py)
         if getattr(metrics, "clock", "absent") is None:  # PrometheusMetrics: sample times on the run's axis
@@ -242,18 +225,16 @@ class Sampler(LoopHooks):
     def record_lead(self) -> None:
         """The in-cluster controllers' phase against the load. An HPA syncs at its creation + k x its sync period
         (harness.control.loop.first_tick); the run's own HPAs are made by its apply, KEDA's when its operator
-        first reconciles the ScaledObject (some seconds later on kwok). The lead from the first HPA's creation
-        (``hpa_origin``) to the load's start, in scenario seconds, is recorded as the event ``control_lead`` at
-        its negative time; the simulator given it as ``phases.control_lead_s`` ticks in the same phase."""
-        if self.applied_wall is None or not self.native:
+        first reconciles the ScaledObject (kube/births.py). The lead from the first HPA's creation to the load's
+        start, in scenario seconds, is recorded as the event ``control_lead`` at its negative time; the
+        simulator given it as ``phases.control_lead_s`` ticks in the same phase."""
+        if self.births is None or not self.native:
             return
-        try:
-            hpas = self.api.list_hpas(NAMESPACE)
-        except ApiError:
-            hpas = []
-        origin, source = hpa_origin(hpas, self.applied_wall)
+        self.births.poll()  # one more list: an HPA made since the last
+        self.births.stop()
+        origin, what = self.births.origin()
         lead = (self.t0 - origin) * self.clock.time_scale
-        self.writer.add_event(-lead, "control_lead", control_lead_s=round(lead, 3), origin=source)
+        self.writer.add_event(-lead, "control_lead", control_lead_s=round(lead, 3), origin=what)
 
     def loop(self, load_alive: Callable[[], bool], progress: Callable[[float, float], None] | None) -> None:
         """The shared wall-clock loop (harness.control.loop); here the first sample is taken at once."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from heapq import heappop, heappush
@@ -161,23 +160,12 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
 
             meta["variants"] = variant_meta(sc)
         self._warm = sc.cluster.warm_start  # initial replicas skip the cold start
-        self._pod_chains: dict[str, int] = {}  # pods on a scrape chain of their own so far, per variant (scrapes.pod_ready_scrape)
+        self._pod_chains: dict[str, int] = {}  # pods on a scrape chain of their own so far (scrapes.pod_ready_scrape)
         self.init_node_pools()
         for d in self.deps:
             self.reconcile(d)
         self._warm = False
-        # Prometheus scrapes on its own phase, not in step with the controllers' loops (which all start
-        # at t=0): the first scrape at 0 fills the view, the next at a seeded offset in (0, interval].
-        # Aligned loops would hide the scrape interval entirely (every decision would see a fresh scrape).
-        # A scenario's `phases` may set the offsets a real run measured (harness/config/phase_spec.py): the engines'
-        # and the gateway's scrapes then each keep their own chain.
-        interval = sc.metrics.scrape_interval_s
-        seeded = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
-        self._scrape_phase = sc.phases.scrape_offset(True, interval, seeded)
-        self.push(0.0, SCRAPE)
-        if sc.phases.gateway_scrape_s is not None:
-            self._pool_phase = sc.phases.scrape_offset(False, interval, seeded)
-            self.push(0.0, SCRAPE, "pool")
+        self._scrape_phase, self._pool_phase = self.start_scrapes()
         assert self.control.policy is not None  # the simulator always runs a policy
         lead = sc.phases.control_lead_s  # the control loops began this long before the load: their first tick after 0
         self.push(first_tick(self.control.policy.period_s, lead), DECIDE)

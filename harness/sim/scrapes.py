@@ -7,6 +7,7 @@ scrape at their own hash offset: harness/config/phase_spec.py).
 """
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from mypy_extensions import trait
@@ -32,6 +33,22 @@ class Scrapes(SimState):
     _scrape_phase: float
     _pool_phase: float | None
     _pod_chains: dict[str, int]  # variant -> pods given a chain of their own so far (phases.pod_scrape_s)
+
+    def start_scrapes(self) -> tuple[float, float | None]:
+        """Book the first scrapes; returns the offsets of the engines' chain and of the gateway's own, if any. Prometheus scrapes on its own phase, not in step with the controllers' loops
+        (which start at t = 0 unless ``phases.control_lead_s`` says otherwise): the first scrape at 0 fills the
+        view, the next at a seeded offset in (0, interval]; aligned loops would hide the scrape interval entirely
+        (every decision would see a fresh scrape). A scenario's ``phases`` may set the offsets a real run
+        measured (harness/config/phase_spec.py): the engines' and the gateway's scrapes then each keep their own
+        chain, and listed pods their own (``pod_ready_scrape``)."""
+        sc = self.sc
+        interval = sc.metrics.scrape_interval_s
+        seeded = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
+        self.push(0.0, SCRAPE)
+        if sc.phases.gateway_scrape_s is not None:
+            self.push(0.0, SCRAPE, "pool")
+            return sc.phases.scrape_offset(True, interval, seeded), sc.phases.scrape_offset(False, interval, seeded)
+        return sc.phases.scrape_offset(True, interval, seeded), None
 
     def on_scrape(self, t: float, what: Any) -> None:
         """A scrape of the engines and the gateway (``what`` None), of the gateway alone (``"pool"``) where

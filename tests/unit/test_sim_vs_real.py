@@ -97,7 +97,7 @@ def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_ba
     run = tmp_path / "sim" / "sim-vs-real" / "hpa" / "seed-1"
     scen = json.loads((run / "scenario.json").read_text())
     assert scen["phases"] == {"control_lead_s": 39.5, "engine_scrape_s": 2.5, "gateway_scrape_s": 8.0,
-                              "rules_s": {"model-queue": 5.5}}
+                              "pod_scrape_s": {}, "rules_s": {"model-queue": 5.5}}
     assert scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.0
     rows = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines()]
     assert {round(r["t_s"] % 15.0, 6) for r in rows} == {5.5}  # -39.5 + 3 x 15 = 5.5, then every 15 s

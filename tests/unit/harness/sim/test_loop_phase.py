@@ -59,17 +59,20 @@ def test_a_kube_run_refuses_the_field_for_the_clusters_own_controllers() -> None
 
 
 def test_a_kube_run_records_its_controllers_lead_in_scenario_seconds(tmp_path: Path) -> None:
+    from scalearena.harness.kube.births import HpaBirths
+
     sc = load_scenario(SVR)
-    fix = ROOT / "tests" / "fixtures" / "k8s"
-    api = FakeKubeAPI.from_fixtures(fix, "deployment-va-a100.json")
+    api = FakeKubeAPI([{"kind": "HorizontalPodAutoscaler", "metadata": {"name": "va-sim", "namespace": "scalearena"}}])
     w = RunWriter(tmp_path / "run", {})
-    s = Sampler(sc, sc.autoscaler("hpa"), w, api, None, native=True, time_scale=2.0, applied_wall=1000.0)
+    births = HpaBirths(api, "scalearena", applied_wall=1000.0)
+    births.poll(first=True)  # the apply made the HPA
+    s = Sampler(sc, sc.autoscaler("hpa"), w, api, None, native=True, time_scale=2.0, births=births)
     s.t0 = 1019.75  # the load began 19.75 wall seconds after the apply: 39.5 s of scenario time at scale 2
     s.record_lead()
     assert w.meta["events"] == [{"t_s": -39.5, "kind": "control_lead", "control_lead_s": 39.5, "origin": "apply"}]
     # a policy the harness runs out of cluster starts its own loop with the load: nothing to record
     w2 = RunWriter(tmp_path / "run2", {})
-    s2 = Sampler(sc, sc.autoscaler("static"), w2, api, None, native=False, applied_wall=1000.0)
+    s2 = Sampler(sc, sc.autoscaler("static"), w2, api, None, native=False, births=births)
     s2.t0 = 1019.75
     s2.record_lead()
     assert "events" not in w2.meta
@@ -97,24 +100,6 @@ def test_the_scrape_and_rule_offsets_are_the_simulators_only() -> None:
     with pytest.raises(UserError, match="phases.gateway_scrape_s, phases.rules_s: only --cluster sim") as e:
         refuse_sim_only(sc, "local")
     assert "a real Prometheus keeps its own" in str(e.value)
-
-
-def test_a_keda_hpa_begins_when_keda_makes_it_not_at_the_apply() -> None:
-    from scalearena.harness.kube.sampling import hpa_origin
-
-    applied = 1796455800.4  # 2026-12-05T07:30:00.4Z
-    own = {"metadata": {"name": "va-sim", "creationTimestamp": "2026-12-05T07:30:00Z"}}
-    keda = {"metadata": {"name": "keda-hpa-llmd-slo-va-sim", "creationTimestamp": "2026-12-05T07:30:12Z",
-                         "ownerReferences": [{"kind": "ScaledObject", "name": "llmd-slo-va-sim"}]}}
-    assert hpa_origin([own], applied) == (applied, "apply")  # made by the apply: its end, to the sub-second
-    # KEDA made its HPA in the second 07:30:12: its middle, 12.1 s after the apply's end
-    made, what = hpa_origin([keda], applied)
-    assert made == pytest.approx(applied + 12.1) and what == "HPA keda-hpa-llmd-slo-va-sim made by KEDA"
-    # a creationTimestamp a second before the apply ended (the middle, 07:29:59.5, is 0.9 s before it): the apply
-    early = {"metadata": {**keda["metadata"], "creationTimestamp": "2026-12-05T07:29:59Z"}}
-    assert hpa_origin([early], applied)[0] == applied
-    assert hpa_origin([keda, own], applied) == (applied, "apply")  # the first HPA to begin
-    assert hpa_origin([], applied) == (applied, "apply")
 
 
 def test_each_pod_listed_scrapes_at_its_own_offset_in_the_order_pods_become_ready(tmp_path: Path) -> None:
