@@ -2,8 +2,8 @@
 
 A mixin of ``loop.Simulation``. By default one chain of scrapes reads everything at one phase (the first at 0,
 the next at a seeded offset in (0, interval], then every interval); a scenario's ``phases`` may set the engines'
-offset and give the gateway a chain of its own, at the offsets a real run's Prometheus had (its targets each
-scrape at their own hash offset: harness/config/phase_spec.py).
+offset and give the gateway, and each pod it lists, a chain of its own, at the offsets a real run's Prometheus
+had (its targets each scrape at their own hash offset: harness/config/phase_spec.py).
 """
 from __future__ import annotations
 
@@ -35,12 +35,13 @@ class Scrapes(SimState):
     _pod_chains: dict[str, int]  # variant -> pods given a chain of their own so far (phases.pod_scrape_s)
 
     def start_scrapes(self) -> tuple[float, float | None]:
-        """Book the first scrapes; returns the offsets of the engines' chain and of the gateway's own, if any. Prometheus scrapes on its own phase, not in step with the controllers' loops
-        (which start at t = 0 unless ``phases.control_lead_s`` says otherwise): the first scrape at 0 fills the
-        view, the next at a seeded offset in (0, interval]; aligned loops would hide the scrape interval entirely
-        (every decision would see a fresh scrape). A scenario's ``phases`` may set the offsets a real run
-        measured (harness/config/phase_spec.py): the engines' and the gateway's scrapes then each keep their own
-        chain, and listed pods their own (``pod_ready_scrape``)."""
+        """Book the first scrapes; returns the offsets of the engines' chain and of the gateway's own, if any.
+
+        Prometheus scrapes on its own phase, not in step with the controllers' loops (which start at t = 0 unless
+        ``phases.control_lead_s`` says otherwise): the first scrape at 0 fills the view, the next at a seeded
+        offset in (0, interval]; aligned loops would hide the scrape interval entirely (every decision would see
+        a fresh scrape). A scenario's ``phases`` may set the offsets a real run measured: the engines' and the
+        gateway's scrapes then each keep their own chain, and listed pods their own (``pod_ready_scrape``)."""
         sc = self.sc
         interval = sc.metrics.scrape_interval_s
         seeded = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
@@ -55,7 +56,8 @@ class Scrapes(SimState):
         ``phases.gateway_scrape_s`` gives it a chain of its own, or of one pod on its own chain (``what``: the
         pod; the chain ends with the pod's readiness); each chain books its next scrape."""
         if isinstance(what, Pod):
-            if what.state == READY:
+            what.chained = what.state == READY  # a pod no longer ready ends its chain (serve books it again)
+            if what.chained:
                 m = what.engine.metrics(t)
                 self.drain(what, t)
                 self._record_pod(what, m, t)
@@ -79,7 +81,7 @@ class Scrapes(SimState):
         for d in self.deps:
             self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
             for pod, m in self._ready_metrics(d, t, acc):
-                if not pod.own_scrape:
+                if pod.scrape_offset is None:
                     self._record_pod(pod, m, t)
         if pools:
             self.record_pools(t, acc)
@@ -99,17 +101,19 @@ class Scrapes(SimState):
         ))
 
     def pod_ready_scrape(self, pod: Pod, t: float) -> None:
-        """A pod joins: the k-th of its variant to, where ``phases.pod_scrape_s`` lists a k-th offset, is scraped from
-        then on at that offset of every interval, the first at or after ``t`` (a real run's k-th pod's phase)."""
-        offsets = self.sc.phases.pod_scrape_s.get(pod.variant)
-        k = self._pod_chains.get(pod.variant, 0)
-        if not offsets or k >= len(offsets) or pod.own_scrape:
-            return
-        self._pod_chains[pod.variant] = k + 1
-        pod.own_scrape = True
-        every = self.sc.metrics.scrape_interval_s
-        first = t + (offsets[k] - t) % every
-        self.push(first, SCRAPE, pod)
+        """A pod joins (or rejoins, from standby): the k-th of its variant to, where ``phases.pod_scrape_s`` lists a
+        k-th offset, is scraped at that offset of every interval (a real run's k-th pod's phase), the first at or
+        after ``t``; a pod past the list stays with the engines' chain."""
+        if pod.scrape_offset is None:
+            offsets = self.sc.phases.pod_scrape_s.get(pod.variant) or []
+            k = self._pod_chains.get(pod.variant, 0)
+            if k >= len(offsets):
+                return
+            self._pod_chains[pod.variant] = k + 1
+            pod.scrape_offset = offsets[k]
+        if not pod.chained:
+            pod.chained = True
+            self.push(t + (pod.scrape_offset - t) % self.sc.metrics.scrape_interval_s, SCRAPE, pod)
 
     def scrape_pools(self, t: float) -> None:
         acc: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}

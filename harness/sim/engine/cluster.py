@@ -52,7 +52,8 @@ class Pod:
     ver: int = 0
     last_busy: float = 0.0  # engine busy_s at the previous scrape
     last_scrape: float | None = None
-    own_scrape: bool = False  # scraped on a chain of its own (phases.pod_scrape_s: a real run's pod's offset)
+    scrape_offset: float | None = None  # its own scrape offset (phases.pod_scrape_s: a real run's pod's), if any
+    chained: bool = False  # a scrape of its own is booked (harness/sim/scrapes.py)
     sample_busy: float = 0.0  # engine busy_s at the previous timeseries sample
     link_free_s: float = 0.0  # P/D prefill pod: when its KV link has sent everything queued on it
     # start-up (harness/sim/startup_phases.py, harness/sim/startup.py)
