@@ -247,11 +247,12 @@ class MemoryMetrics:
             if key is not None:
                 self.tsdb.mark_stale_key(key, t)
 
-    def add_rules(self, groups: list[RuleGroup], offsets: dict[str, float] | None = None) -> None:
+    def add_rules(self, groups: list[RuleGroup], offsets: dict[str, float] | None = None, start: float = 0.0) -> None:
         """Evaluate these recording rules on their interval, as the queried Prometheus would; ``offsets``: a group's
-        evaluation offset by name (a real run's, Scenario.phases.rules_s), else its name's hash."""
+        evaluation offset by name (a real run's, Scenario.phases.rules_s), else its name's hash; ``start``: when
+        the rule manager started (a real Prometheus runs its rules from before the load: -phases.control_lead_s)."""
         old = self._rules
-        self._rules = RuleEvaluator(self.promql, [*(old.groups if old else []), *groups],
+        self._rules = RuleEvaluator(self.promql, [*(old.groups if old else []), *groups], start=start,
                                     offsets={**(old.offsets if old else {}), **(offsets or {})})
 
     # ---- reading ----------------------------------------------------------------------------------

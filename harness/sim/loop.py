@@ -86,7 +86,7 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
         self.router = Router(sc.router, seed=sc.seed)
         self.metrics = MemoryMetrics(sc.metrics.staleness_s)
         if groups := rule_groups(config):  # a kubernetes autoscaler's PrometheusRules / rule files
-            self.metrics.add_rules(groups, sc.phases.rules_s)
+            self.metrics.add_rules(groups, sc.phases.rules_s, start=-sc.phases.control_lead_s)
         self.pool = GPUPool(sc.cluster.gpu_capacity)
         self.node_pools: dict[str, NodePool] = {}
         self.deps: list[Deployment] = []

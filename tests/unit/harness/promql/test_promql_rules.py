@@ -114,3 +114,17 @@ def test_a_measured_offset_replaces_the_name_hash() -> None:
     e = _engine()
     RuleEvaluator(e, load_rule_groups(RULES, "rules.yaml"), offsets={"slo": 5.473}).advance(31)
     assert [t for t, _ in e.query("pool:running:sum[31s]", 31)[0].points] == [5_473, 20_473]
+
+
+def test_rules_started_before_the_load_have_recorded_before_it() -> None:
+    # a real Prometheus runs its rules from its own start, ~24 s before the load (phases.control_lead_s): an
+    # avg_over_time over the recorded series then counts those earlier samples, as the llm-d SLO recipe's does
+    e = _engine()
+    rules = {"groups": [{"name": "slo", "interval": "15s", "rules": [
+        {"record": "sat:raw", "expr": "(sum(running) > 0) or vector(0)"},
+        {"record": "sat:avg", "expr": "avg_over_time(sat:raw[45s])"}]}]}
+    RuleEvaluator(e, load_rule_groups(rules, "rules.yaml"), start=-24.0, offsets={"slo": 0.131}).advance(16)
+    # slots -14.869 (no series yet: 0), 0.131 (running 10 + 1 = 11), 15.131 (9 + 1 = 10)
+    assert [t for t, _ in e.query("sat:raw[45s]", 16)[0].points] == [-14_869, 131, 15_131]
+    # the average at 15.131 over (-29.869, 15.131]: (0 + 11 + 10) / 3 = 7; started at 0 it would be (11 + 10) / 2
+    assert e.query("sat:avg", 16)[0].value == pytest.approx(7.0)
