@@ -225,7 +225,7 @@ class KubeBackend:
             api = (self.api_factory(kubectl.context) if self.api_factory else
                    self._api(kubectl.context, kubectl.kubeconfig))
             self._apply(kubectl, objs, local)
-            births = HpaBirths(api, NAMESPACE).start()  # from the apply's end: when each HPA came to be
+            births = HpaBirths(api, NAMESPACE).start() if runs_in_cluster(autoscaler) else None  # HPAs' phase
             urls = local.start_services(objs) if local else {}
             for o in objs:
                 if o["kind"] == "Deployment" and o["spec"].get("replicas", 1) > 0:

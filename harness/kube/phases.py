@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -99,21 +97,21 @@ def from_run_folder(run: Path, scale: float, scrape_interval_s: float,
 @contextmanager
 def serve(data: Path, prometheus: Path | None = None, timeout_s: float = 60.0) -> Iterator[Raw]:
     """Prometheus over a copy of ``data`` (the copy is replayed and compacted, the run's folder is left as it was)
-    on a free loopback port, for as long as the block lasts."""
+    on a free loopback port, supervised as a local run's (harness/local), for as long as the block lasts."""
     from scalearena.harness.kube.tools import binary
-    from scalearena.harness.local.supervisor import free_port
+    from scalearena.harness.local.prometheus import wait_ready
+    from scalearena.harness.local.supervisor import Supervisor, free_port
 
     exe = prometheus or binary("prometheus")
     with tempfile.TemporaryDirectory(prefix="scalearena-phases-") as tmp:
         shutil.copytree(data, Path(tmp) / "data")
         (Path(tmp) / "prometheus.yml").write_text("global: {scrape_interval: 15s}\n")
-        port = free_port()
-        proc = subprocess.Popen([str(exe), f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/data",
-                                 f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{free_port()}"
+        sup = Supervisor(Path(tmp) / "logs")
+        child = sup.start("prometheus", [str(exe), f"--config.file={tmp}/prometheus.yml",
+                                         f"--storage.tsdb.path={tmp}/data", f"--web.listen-address={url[7:]}"])
         try:
-            _wait_ready(url, proc, timeout_s)
+            wait_ready(url, child, timeout_s)
 
             def raw(selector: str, at: float) -> list[dict[str, Any]]:
                 q = urllib.parse.urlencode({"query": selector, "time": f"{at:.3f}"})
@@ -122,22 +120,4 @@ def serve(data: Path, prometheus: Path | None = None, timeout_s: float = 60.0) -
 
             yield raw
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"prometheus exited ({proc.returncode}) before it was ready")
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"prometheus not ready within {timeout_s:g} s")
+            sup.close()

@@ -49,6 +49,23 @@ JOB_ROUTER = "router"
 JOB_KUBE_STATE = "kube-state-metrics"
 
 
+def wait_ready(url: str, child: Any, timeout_s: float) -> None:
+    """Until the Prometheus at ``url`` (the supervised ``child``) answers ``/-/ready``; one UserError, with the log
+    tail, when it exits first or is not ready within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not child.alive():
+            raise UserError(f"prometheus exited with code {child.returncode()} at start:\n{child.log_tail()}",
+                            where=str(child.log_path))
+        try:
+            if requests.get(f"{url}/-/ready", timeout=0.5).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.05)
+    raise UserError(f"prometheus not ready after {timeout_s:.0f} s", where=str(child.log_path))
+
+
 def find_prometheus() -> str:
     """The prometheus binary: $PROMETHEUS_BIN, else `prometheus` on PATH."""
     env = os.environ.get("PROMETHEUS_BIN")
@@ -181,21 +198,12 @@ class PrometheusProcess:
 
     def start(self, timeout_s: float = 30.0) -> None:
         child = self.supervisor.start(self.name, self.argv())
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not child.alive():
-                raise UserError(
-                    f"prometheus exited with code {child.returncode()} at start:\n{child.log_tail()}",
-                    where=str(child.log_path),
-                )
-            try:
-                if requests.get(f"{self.url}/-/ready", timeout=0.5).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.05)
-        self.supervisor.kill(self.name)
-        raise UserError(f"prometheus not ready after {timeout_s:.0f} s", where=str(child.log_path))
+        try:
+            wait_ready(self.url, child, timeout_s)
+        except UserError:
+            if child.alive():  # not ready in time: it goes
+                self.supervisor.kill(self.name)
+            raise
 
     def stop(self, grace_s: float = 10.0) -> None:
         self.supervisor.stop(self.name, grace_s)
