@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.startup_spec import refuse_sim_only
 from scalearena.harness.config.suite import RunPlan
-from scalearena.harness.kube.births import HpaBirths
+from scalearena.harness.kube.births import HpaBirths, wait_forgotten
 from scalearena.harness.kube.byo import refuse_external_behind_keda, user_objects, uses_keda
 from scalearena.harness.kube.cluster import (
     IMAGES,
@@ -52,7 +53,7 @@ from scalearena.harness.kube.cluster import (
 from scalearena.harness.kube.gateway import GIE_CRDS, INFERENCEPOOL_CRD, choose_gateway, with_gateway
 from scalearena.harness.kube.honesty import Readiness, check_run
 from scalearena.harness.kube.keda import keda_objects
-from scalearena.harness.kube.knobs import refuse_lead, refuse_unrendered
+from scalearena.harness.kube.knobs import HPA_SYNC_PERIOD_S, refuse_lead, refuse_unrendered
 from scalearena.harness.kube.kwok_stack import LocalStack
 from scalearena.harness.kube.load import InClusterLoad, choose_load, locust_objects
 from scalearena.harness.kube.render import Obj, render
@@ -252,7 +253,7 @@ class KubeBackend:
             for _, proc, _ in named:
                 proc.terminate()
             if not self.keep:
-                self._teardown(kind_cluster, kubectl, applied, kwok)
+                self._teardown(kind_cluster, kubectl, applied, kwok, hpas=list(births.seen) if births else [])
             if local:
                 local.stop()  # after the namespace went: the launcher finishes the deleted pods
             if kwok and not self.keep and not kwok.reused:
@@ -380,12 +381,14 @@ class KubeBackend:
                                          "(manifests/autoscalers/prometheus-adapter/config.yaml) to yours")
 
     def _teardown(self, kind_cluster: KindCluster | None, kubectl: Kubectl, applied: list[Obj],
-                  kwok: KwokCluster | None = None) -> None:
+                  kwok: KwokCluster | None = None, hpas: list[str] | None = None) -> None:
         if kind_cluster and not kind_cluster.reused:
             kind_cluster.delete()
             return
         if kwok and not kwok.reused:
             return  # the run's own control plane: stopped whole (KwokCluster.down)
+        kcm_log = kwok.logs / "kube-controller-manager.log" if kwok else None
+        since = kcm_log.stat().st_size if kcm_log and kcm_log.is_file() else 0
         namespaced, cluster_scoped = split_scope(applied)
         # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster. The APIServices go first:
         # once the adapter's pod is gone, a namespace deletion that still has to discover their API groups stays
@@ -397,4 +400,9 @@ class KubeBackend:
         else:
             kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
         kubectl.delete([o for o in cluster_scoped if o["kind"] not in ("CustomResourceDefinition", "APIService")])
+        # the next run's HPAs carry the same names: the controller must have forgotten these first (kube/births.py)
+        sync_s = kwok.hpa_sync_s / kwok.time_scale if kwok else HPA_SYNC_PERIOD_S
+        if wait_forgotten(hpas or [], NAMESPACE, sync_s, kcm_log, since) is False:
+            print(f"note: kube-controller-manager did not log forgetting HPA(s) {', '.join(hpas or [])} within "
+                  f"{2 * sync_s + 5:g} s of their deletion ({kcm_log})", file=sys.stderr)
 

@@ -10,12 +10,22 @@ lists its namespace's HPAs every ``every_s`` wall seconds in a thread and keeps 
 
 Written here rather than with a watch: a list every 0.1 s is as exact as a watch's delivery needs to be here,
 and it runs on the run's ``KubeAPI`` (the fake one in unit tests), which has no watch.
+
+The same controller keeps per HPA, keyed by namespace/name, the recommendations its downscale stabilization
+takes the maximum of, and forgets them only when the key next comes off its queue and the HPA is gone
+(``reconcileKey``: "Horizontal Pod Autoscaler has been deleted"); ``deleteHPA`` only calls ``queue.Forget``,
+which leaves the key's pending ``AddRateLimited`` in place. An HPA of the same name made before that pop is
+synced at the old key's time, within a period of its creation, with the old run's recommendations: a KEDA run
+on kwok went from 1 to 4 to 6 replicas before any load, 1.5 s after its ScaledObject was applied, because the
+run before it had ended at 6 (docs/fidelity.md). ``wait_forgotten`` holds a suite's next run back until the
+controller has forgotten the last run's HPAs.
 """
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from scalearena.harness.kube.wva.kubeapi import ApiError
@@ -72,3 +82,48 @@ class HpaBirths:
         t, name = min(best)
         return t, "apply" if name in self.first_poll else f"HPA {name}, first listed {t - self.applied_wall:.2f} s " \
             "after the apply"
+
+
+FORGOTTEN = '"Horizontal Pod Autoscaler has been deleted"'  # reconcileKey's message (klog text, verbosity 0)
+
+
+def forgotten(text: str, namespace: str) -> set[str]:
+    """The names of ``namespace``'s HPAs that kube-controller-manager's log ``text`` says it forgot, from lines as
+    v1.33 writes them: ``I1205 11:58:11.484834 18313 horizontal.go:510] "Horizontal Pod Autoscaler has been
+    deleted" logger="horizontal-pod-autoscaler-controller" HPA="scalearena/keda-hpa-va-sim"``."""
+    out: set[str] = set()
+    key = f' HPA="{namespace}/'
+    for line in text.splitlines():
+        if FORGOTTEN in line and (i := line.find(key)) >= 0:
+            out.add(line[i + len(key):].split('"', 1)[0])
+    return out
+
+
+def wait_forgotten(names: Iterable[str], namespace: str, sync_s: float, log: Path | None = None, since: int = 0,
+                   clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> bool | None:
+    """Wait, after ``names`` were deleted, until the HPA controller has forgotten them: with ``log`` (the
+    controller's own log, read from byte ``since``, the size it had before the deletion) until it has said so of
+    every name; without, one sync period (``sync_s``, wall seconds) and a second, by when the key's pending sync
+    has come off the queue. True when the log showed it, False when the log did not within two periods and five
+    seconds, None when no log was read (or there was nothing to forget)."""
+    wanted = set(names)
+    if not wanted:
+        return None
+    start = clock()
+    if log is None:
+        sleep(sync_s + 1.0)
+        return None
+    deadline = start + 2 * sync_s + 5.0
+    while True:
+        try:
+            with open(log, "rb") as f:
+                f.seek(since)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            text = ""
+        if wanted <= forgotten(text, namespace):
+            return True
+        if clock() >= deadline:
+            return False
+        sleep(0.2)
