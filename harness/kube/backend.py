@@ -209,9 +209,11 @@ class KubeBackend:
         applied: list[Obj] = []
         local: LocalStack | None = None  # kwok: the processes that play the kubelet's part
         births: HpaBirths | None = None  # when each HPA came to be: the in-cluster controllers' phase
+        marks: dict[str, int] = {}  # kwok: where this run's part of each control-plane log begins
         try:
             if kwok:
                 local = self._kwok_up(kwok, writer, scenario)
+                marks = kwok.log_marks()
             else:
                 self._cluster(kind_cluster, kubectl, writer, scenario, objs)
             self._cluster_wide(kubectl, autoscaler, kwok)
@@ -256,6 +258,8 @@ class KubeBackend:
                 self._teardown(kind_cluster, kubectl, applied, kwok, hpas=list(births.seen) if births else [])
             if local:
                 local.stop()  # after the namespace went: the launcher finishes the deleted pods
+            if kwok:
+                kwok.copy_logs(marks, writer.dir / "kwok" / "control-plane")
             if kwok and not self.keep and not kwok.reused:
                 kwok.down()
 

@@ -422,6 +422,25 @@ class KwokCluster:
 
         LocalKeda(self, self, log=self.log).start()
 
+    # ---- a run's share of the control plane's logs -----------------------------------------------
+    def log_marks(self) -> dict[str, int]:
+        """Every component log's size now: where a run's part of it begins (``copy_logs``)."""
+        return {p.name: p.stat().st_size for p in sorted(self.logs.glob("*.log"))} if self.logs.is_dir() else {}
+
+    def copy_logs(self, marks: dict[str, int], dest: Path, limit: int = 8 << 20) -> None:
+        """What each component logged since ``marks`` into ``dest`` (a run's folder): the HPA controller's syncs,
+        KEDA's scaler errors, the API server's warnings of that run, kept after the cluster goes (its folder is
+        removed by ``down``). At most the last ``limit`` bytes a file."""
+        for p in sorted(self.logs.glob("*.log")) if self.logs.is_dir() else []:
+            start = marks.get(p.name, 0)
+            size = p.stat().st_size
+            if size <= start:
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            with open(p, "rb") as f:
+                f.seek(max(start, size - limit))
+                (dest / p.name).write_bytes(f.read(size - max(start, size - limit)))
+
     # ---- capacity -------------------------------------------------------------------------------
     def check_capacity(self, need: dict[str, int]) -> None:
         nodes = self.kubectl.get_json("nodes", "-l", "type=kwok").get("items", [])

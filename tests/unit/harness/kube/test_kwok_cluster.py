@@ -177,3 +177,23 @@ def test_images_map_to_programs(tmp_path: Path) -> None:
     with pytest.raises(RunFailed, match="no local program for image docker.io/envoyproxy/envoy"):
         services.program("docker.io/envoyproxy/envoy:distroless-v1.33.2", [])
 
+
+
+def test_a_run_keeps_its_share_of_each_control_plane_log(tmp_path: Path) -> None:
+    c = kwok.KwokCluster(tmp_path / "cluster")
+    c.logs.mkdir(parents=True)
+    (c.logs / "kube-controller-manager.log").write_text("before the run\n")  # 15 bytes
+    marks = c.log_marks()
+    assert marks == {"kube-controller-manager.log": 15}
+    with open(c.logs / "kube-controller-manager.log", "a") as f:
+        f.write("sync 1\nsync 2\n")
+    (c.logs / "keda-operator.log").write_text("started during the run\n")  # a component the run started: whole
+    (c.logs / "etcd.log").write_text("")  # nothing logged: no file
+    run = tmp_path / "run" / "control-plane"
+    c.copy_logs(marks, run)
+    assert (run / "kube-controller-manager.log").read_text() == "sync 1\nsync 2\n"
+    assert (run / "keda-operator.log").read_text() == "started during the run\n"
+    assert sorted(p.name for p in run.iterdir()) == ["keda-operator.log", "kube-controller-manager.log"]
+    # at most the last `limit` bytes of a file: "sync 2\n" is the last 7 of the 14 new bytes
+    c.copy_logs(marks, tmp_path / "run2", limit=7)
+    assert (tmp_path / "run2" / "kube-controller-manager.log").read_text() == "sync 2\n"
