@@ -26,7 +26,9 @@ share, and it imports neither locust nor gevent.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +213,71 @@ def unsent_record(spec: RequestSpec, end_s: float, status: str = "error") -> Req
         scheduled_s=spec.arrival_s,
         requested_output_tokens=spec.output_tokens,
     )
+
+
+# ---- how one streamed response becomes a record (the Locust user reads it; tested without Locust) ----
+@dataclass
+class Stream:
+    """One response as it streams: status (error until [DONE]), first and last content chunk wall times,
+    content chunks, the server's completion_tokens (None until its usage chunk)."""
+
+    status: str = "error"
+    first: float | None = None
+    last: float | None = None
+    chunks: int = 0
+    usage_tokens: Any = None
+
+
+def read_stream(raw: Any, rec: dict[str, Any], st: Stream) -> None:
+    """Read an OpenAI SSE body to its end into ``st``; the server's prompt_tokens go into ``rec``."""
+    st.status = "error"  # until [DONE] arrives
+    while True:
+        line = raw.readline(b"\n")
+        if not line:
+            break  # stream ended without [DONE]: cut off
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            st.status = "ok"
+            break
+        msg = json.loads(data)
+        if "error" in msg:
+            st.status = "killed" if msg["error"].get("type") == "killed" else "error"
+            break
+        if msg.get("usage"):
+            st.usage_tokens = msg["usage"].get("completion_tokens")
+            rec["server_prompt_tokens"] = msg["usage"].get("prompt_tokens")
+        if any(carries_tokens(c) for c in msg.get("choices") or ()):
+            now = time.time()
+            st.first = st.first if st.first is not None else now
+            st.last = now
+            st.chunks += 1
+
+
+def carries_tokens(choice: dict[str, Any]) -> bool:
+    """A streamed choice with generated output: text (completions), or content, reasoning or a tool call
+    (chat). llm-d-inference-sim v0.10.2 ends every stream with a chunk of its own holding only the
+    ``finish_reason`` (text ""); counted, it made n + 1 chunks of n tokens and every ITL (last - first) / n,
+    about one part in n too short (0.8 % at 128 tokens: docs/fidelity.md)."""
+    if choice.get("text"):
+        return True
+    delta = choice.get("delta") or {}
+    return bool(delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls"))
+
+
+def finish_record(rec: dict[str, Any], cfg: Any, st: Stream, end: float) -> None:
+    """Times in scenario seconds, latencies in scenario ms, tokens as the server counted them (else chunks)."""
+    rec["status"] = st.status
+    rec["end_s"] = cfg.scen(end)
+    rec["e2e_ms"] = (rec["end_s"] - rec["arrival_s"]) * 1000.0
+    if st.first is not None:
+        rec["first_token_s"] = cfg.scen(st.first)
+        rec["ttft_ms"] = (rec["first_token_s"] - rec["arrival_s"]) * 1000.0
+        if st.chunks > 1 and st.last is not None:
+            rec["itl_ms"] = (st.last - st.first) * cfg.time_scale * 1000.0 / (st.chunks - 1)
+    ok = st.usage_tokens is not None and st.status == "ok"
+    rec["output_tokens"] = int(st.usage_tokens) if ok else st.chunks
 
 
 def locustfile() -> str:

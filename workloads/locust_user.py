@@ -14,7 +14,7 @@ group's shared prefix, one word unique to the request, filler; the scalearena
 engine counts one token per word, so llm-d-inference-sim or vLLM can be
 swapped in), or the ``scalearena_prompt_tokens`` extension field.
 Per request it records: scheduled and actual send time (the lag), TTFT (first
-content chunk), ITL (mean gap between chunks after the first), tokens, final
+content chunk), ITL (mean gap between content chunks after the first: load_handoff.read_stream), tokens, final
 status, and the pod / variant that served it (router response headers).
 
 Run it two ways (both read the SCALEARENA_* variables, see
@@ -47,7 +47,6 @@ import resource
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +185,7 @@ class OpenLoopUser(FastHttpUser):
         sent = time.time()
         rec["arrival_s"] = cfg.scen(sent)
         rec["lag_ms"] = (sent - due_wall) * 1000.0
-        st = Stream()  # updated as chunks arrive, so a timeout mid-stream keeps what came
+        st = load.Stream()  # updated as chunks arrive, so a timeout mid-stream keeps what came
         timeout = gevent.Timeout(cfg.timeout_s / cfg.time_scale)
         timeout.start()
         resp = None
@@ -200,7 +199,7 @@ class OpenLoopUser(FastHttpUser):
             rec["prefill_pod"] = headers.get(load.PREFILL_POD_HEADER)
             raw = resp._response  # the body stream; None on an ErrorResponse
             if code == 200 and raw is not None:
-                read_stream(raw, rec, st)
+                load.read_stream(raw, rec, st)
                 if st.status != "ok":
                     rec["http_status"] = 0  # failed mid-stream
             elif code in (429, 503):
@@ -226,65 +225,13 @@ class OpenLoopUser(FastHttpUser):
                     resp._response.release()
                 except Exception:
                     pass
-        finish_record(rec, cfg, st, time.time())
+        load.finish_record(rec, cfg, st, time.time())
         status, chunks = st.status, st.chunks
         self.out.write(json.dumps(rec, separators=(",", ":")) + "\n")
         self.environment.events.request.fire(
             request_type="SSE", name="stream " + status, response_time=rec["e2e_ms"] / cfg.time_scale,
             response_length=chunks, exception=None if status == "ok" else RuntimeError(status), context={})
 
-
-@dataclass
-class Stream:
-    """One response as it streams: status (error until [DONE]), first and last content chunk wall times,
-    content chunks, the server's completion_tokens (None until its usage chunk)."""
-
-    status: str = "error"
-    first: float | None = None
-    last: float | None = None
-    chunks: int = 0
-    usage_tokens: Any = None
-
-
-def read_stream(raw: Any, rec: dict[str, Any], st: Stream) -> None:
-    """Read an OpenAI SSE body to its end into ``st``; the server's prompt_tokens go into ``rec``."""
-    st.status = "error"  # until [DONE] arrives
-    while True:
-        line = raw.readline(b"\n")
-        if not line:
-            break  # stream ended without [DONE]: cut off
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            st.status = "ok"
-            break
-        msg = json.loads(data)
-        if "error" in msg:
-            st.status = "killed" if msg["error"].get("type") == "killed" else "error"
-            break
-        if msg.get("usage"):
-            st.usage_tokens = msg["usage"].get("completion_tokens")
-            rec["server_prompt_tokens"] = msg["usage"].get("prompt_tokens")
-        if msg.get("choices"):
-            now = time.time()
-            st.first = st.first if st.first is not None else now
-            st.last = now
-            st.chunks += 1
-
-
-def finish_record(rec: dict[str, Any], cfg: Any, st: Stream, end: float) -> None:
-    """Times in scenario seconds, latencies in scenario ms, tokens as the server counted them (else chunks)."""
-    rec["status"] = st.status
-    rec["end_s"] = cfg.scen(end)
-    rec["e2e_ms"] = (rec["end_s"] - rec["arrival_s"]) * 1000.0
-    if st.first is not None:
-        rec["first_token_s"] = cfg.scen(st.first)
-        rec["ttft_ms"] = (rec["first_token_s"] - rec["arrival_s"]) * 1000.0
-        if st.chunks > 1 and st.last is not None:
-            rec["itl_ms"] = (st.last - st.first) * cfg.time_scale * 1000.0 / (st.chunks - 1)
-    ok = st.usage_tokens is not None and st.status == "ok"
-    rec["output_tokens"] = int(st.usage_tokens) if ok else st.chunks
 
 def _raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
