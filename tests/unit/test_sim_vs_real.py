@@ -110,3 +110,22 @@ def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_ba
     scen = json.loads((tmp_path / "nominal" / "sim-vs-real" / "hpa" / "seed-1" / "scenario.json").read_text())
     assert scen["phases"]["control_lead_s"] == 0.0 and scen["phases"]["engine_scrape_s"] is None
     assert scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 20.0
+
+
+def test_engine_times_are_tpot_and_the_ttft_floor_of_the_records(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # four served requests and one that timed out; TTFT floor: the fastest is 206, so 10 % above is 226.6:
+    # 206, 208 and 220 qualify (median 208), 1,500 (queued) does not
+    rows = {"status": ["ok", "ok", "ok", "ok", "timeout"],
+            "ttft_ms": [206.0, 208.0, 220.0, 1500.0, None],
+            "e2e_ms": [206.0 + 127 * 21.0, 208.0 + 9 * 20.0, 220.0 + 99 * 22.0, 1500.0, None],
+            "output_tokens": [128, 10, 100, 1, 0]}
+    pq.write_table(pa.table(rows), tmp_path / "requests.parquet")
+    itl, floor = svr.engine_times(tmp_path)
+    # per request (e2e - TTFT) / (tokens - 1): 21.0, 20.0, 22.0 (one-token requests have none)
+    assert itl["mean"] == pytest.approx(21.0)
+    assert itl["p50"] == pytest.approx(21.0)
+    assert itl["p99"] == pytest.approx(21.0 + 0.98 * 1.0)  # numpy's linear: 21 + (0.99 * 2 - 1) x (22 - 21)
+    assert floor == pytest.approx(208.0)
