@@ -255,3 +255,29 @@ def test_an_hpa_objects_external_metric_is_refused_where_keda_serves_external_me
     with pytest.raises(UserError, match="External metric model_requests_queued would never be served"):
         refuse_external_behind_keda(cfg, "keda")
     refuse_external_behind_keda(sc.autoscaler("hpa"), "keda")  # the preset's metrics are Pods metrics: fine
+
+
+def test_teardown_waits_until_the_hpa_controller_forgot_the_runs_hpas(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from scalearena.harness.kube import backend as backend_module
+    from scalearena.harness.kube.cluster import Kubectl
+
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(backend_module, "wait_forgotten", lambda *a: calls.append(a))
+    shell = RecordingShell()
+    kubectl = Kubectl(shell, "gpu-pool-admin")
+    b = backend("cluster", shell, image_prefix="ghcr.io/me")
+    # CLUSTER=cluster: no controller log to read; the default 15 s sync period
+    b._teardown(None, kubectl, [], None, hpas=["va-sim"])
+    assert calls == [(["va-sim"], "scalearena", 15.0, None, 0)]
+    # a suite's kwok cluster at time scale 2: its controller's log, read from its size before the deletion,
+    # and its sync period in wall seconds, 15 / 2
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "kube-controller-manager.log").write_text("0123456789")
+    kwok = SimpleNamespace(reused=True, logs=tmp_path / "logs", hpa_sync_s=15.0, time_scale=2.0)
+    calls.clear()
+    b._teardown(None, kubectl, [], kwok, hpas=["keda-hpa-va-sim"])  # type: ignore[arg-type]
+    assert calls == [(["keda-hpa-va-sim"], "scalearena", 7.5, tmp_path / "logs" / "kube-controller-manager.log", 10)]
+    assert any("delete namespace scalearena" in c for c in shell.joined())
