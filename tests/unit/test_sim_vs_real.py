@@ -5,6 +5,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,13 +93,18 @@ def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_ba
     sc_path = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
     real = svr.Run(seed=1, time_scale=1.0, window_s=220.0, replica_s=0.0, max_ready=1, steps=[], goodput=0.0,
                    failures={}, ttft={}, itl={"mean": 25.0}, complete=True, control_lead_s=39.5,
-                   phases={"engine_scrape_s": 2.5, "gateway_scrape_s": 8.0, "rules_s": {"model-queue": 5.5}})
+                   phases={"engine_scrape_s": 2.5, "gateway_scrape_s": 8.0, "rules_s": {"model-queue": 5.5}},
+                   ttft_floor_ms=206.5)
     svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "sim", phases=True, itl=True)
     run = tmp_path / "sim" / "sim-vs-real" / "hpa" / "seed-1"
     scen = json.loads((run / "scenario.json").read_text())
     assert scen["phases"] == {"control_lead_s": 39.5, "engine_scrape_s": 2.5, "gateway_scrape_s": 8.0,
                               "pod_scrape_s": {}, "rules_s": {"model-queue": 5.5}}
     assert scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.0
+    assert scen["cluster"]["variants"][0]["engine"]["latency"]["ttft_ms"] == 206.5  # the real TTFT floor
+    svr.run_sim(sc_path, ["hpa"], [1], {("hpa", 1): real}, tmp_path, "slower", phases=True, itl=True, itl_factor=1.01)
+    slower = json.loads((tmp_path / "slower" / "sim-vs-real" / "hpa" / "seed-1" / "scenario.json").read_text())
+    assert slower["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.25  # 25 x 1.01
     rows = [json.loads(x) for x in (run / "decisions.jsonl").read_text().splitlines()]
     assert {round(r["t_s"] % 15.0, 6) for r in rows} == {5.5}  # -39.5 + 3 x 15 = 5.5, then every 15 s
     assert svr.load_run(run).control_lead_s is None  # the simulator applies no objects
@@ -129,3 +135,28 @@ def test_engine_times_are_tpot_and_the_ttft_floor_of_the_records(tmp_path: Path)
     assert itl["p50"] == pytest.approx(21.0)
     assert itl["p99"] == pytest.approx(21.0 + 0.98 * 1.0)  # numpy's linear: 21 + (0.99 * 2 - 1) x (22 - 21)
     assert floor == pytest.approx(208.0)
+
+
+def _run(seed: int, goodput: float, replica_s: float) -> Any:
+    return svr.Run(seed=seed, time_scale=1.0, window_s=220.0, replica_s=replica_s, max_ready=2, steps=[],
+                   goodput=goodput, failures={}, ttft={"p50": None, "p99": None},
+                   itl={"mean": None, "p50": None, "p99": None}, complete=True)
+
+
+def test_a_goodput_miss_within_the_engine_speed_band_is_said_so() -> None:
+    row = svr.Row("keda", 30.0)
+    # seeds 1, 2: the simulator as measured 1.10 and 1.30 (mean 1.20), 1 % slower 0.98 / 1.10 (mean 1.04),
+    # 1 % faster 1.20 / 1.40 (1.30); real 1.00 and 1.16: mean 1.08, 10 % below 1.20 and inside [1.04, 1.30]
+    row.sim = [_run(1, 1.10, 600.0), _run(2, 1.30, 640.0)]
+    row.slower = [_run(1, 0.98, 610.0), _run(2, 1.10, 650.0)]
+    row.faster = [_run(1, 1.20, 600.0), _run(2, 1.40, 620.0)]
+    row.real = [_run(1, 1.00, 700.0), _run(2, 1.16, 700.0)]
+    svr.judge(row)
+    assert row.goodput_miss == "goodput -10.0 %"  # (1.08 - 1.20) / 1.20
+    assert svr.in_band(row, "goodput") is True
+    # replica-s: band 610 .. 630 (means 630, 620, 610); the real 700 lies outside
+    assert svr.in_band(row, "replica_s") is False
+    assert "Of the goodput misses, 1 lie within" in svr.summary_line([row]) and ": keda." in svr.summary_line([row])
+    assert "| keda | 1.04 / 1.20 / 1.30 | 1.08 | yes | 630 / 620 / 610 | 700 | no | 2/2 / 2/2 |" in svr.band_table([row])
+    # without the band's runs there is nothing to say
+    assert svr.in_band(svr.Row("hpa", 30.0), "goodput") is None
