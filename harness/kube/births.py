@@ -16,7 +16,7 @@ takes the maximum of, and forgets them only when the key next comes off its queu
 (``reconcileKey``: "Horizontal Pod Autoscaler has been deleted"); ``deleteHPA`` only calls ``queue.Forget``,
 which leaves the key's pending ``AddRateLimited`` in place. An HPA of the same name made before that pop is
 synced at the old key's time, within a period of its creation, with the old run's recommendations: a KEDA run
-on kwok went from 1 to 4 to 6 replicas before any load, 1.5 s after its ScaledObject was applied, because the
+on kwok went from 1 to 4 to 6 replicas before any load, within two seconds of its ScaledObject's apply, because the
 run before it had ended at 6 (docs/fidelity.md). ``wait_forgotten`` holds a suite's next run back until the
 controller has forgotten the last run's HPAs.
 """
