@@ -1,3 +1,4 @@
+# size: one run on a cluster in order (set-up, apply, sample, teardown and its waits), one stage after another
 """CLUSTER=kind, kwok and cluster: the suite on Kubernetes.
 
 ``kind`` runs on the cluster ``scalearena kind up`` made for the suite (four workers with fake
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,7 @@ from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.startup_spec import refuse_sim_only
 from scalearena.harness.config.suite import RunPlan
-from scalearena.harness.kube.births import HpaBirths, wait_forgotten
+from scalearena.harness.kube.births import HpaBirths, controller_log, wait_forgotten
 from scalearena.harness.kube.byo import refuse_external_behind_keda, user_objects, uses_keda
 from scalearena.harness.kube.cluster import (
     IMAGES,
@@ -391,8 +391,7 @@ class KubeBackend:
             return
         if kwok and not kwok.reused:
             return  # the run's own control plane: stopped whole (KwokCluster.down)
-        kcm_log = kwok.logs / "kube-controller-manager.log" if kwok else None
-        since = kcm_log.stat().st_size if kcm_log and kcm_log.is_file() else 0
+        kcm_log, since = controller_log(kwok)
         namespaced, cluster_scoped = split_scope(applied)
         # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster. The APIServices go first:
         # once the adapter's pod is gone, a namespace deletion that still has to discover their API groups stays
@@ -405,8 +404,6 @@ class KubeBackend:
             kubectl.delete([o for o in namespaced if o["kind"] != "Namespace"])
         kubectl.delete([o for o in cluster_scoped if o["kind"] not in ("CustomResourceDefinition", "APIService")])
         # the next run's HPAs carry the same names: the controller must have forgotten these first (kube/births.py)
-        sync_s = kwok.hpa_sync_s / kwok.time_scale if kwok else HPA_SYNC_PERIOD_S
-        if wait_forgotten(hpas or [], NAMESPACE, sync_s, kcm_log, since) is False:
-            print(f"note: kube-controller-manager did not log forgetting HPA(s) {', '.join(hpas or [])} within "
-                  f"{2 * sync_s + 5:g} s of their deletion ({kcm_log})", file=sys.stderr)
+        wait_forgotten(hpas or [], NAMESPACE, kwok.hpa_sync_s / kwok.time_scale if kwok else HPA_SYNC_PERIOD_S,
+                       kcm_log, since)
 

@@ -22,6 +22,7 @@ controller has forgotten the last run's HPAs.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -99,6 +100,12 @@ def forgotten(text: str, namespace: str) -> set[str]:
     return out
 
 
+def controller_log(kwok: Any) -> tuple[Path | None, int]:
+    """A kwok cluster's kube-controller-manager log and its size now (before a deletion); (None, 0) elsewhere."""
+    log = kwok.logs / "kube-controller-manager.log" if kwok else None
+    return log, log.stat().st_size if log is not None and log.is_file() else 0
+
+
 def wait_forgotten(names: Iterable[str], namespace: str, sync_s: float, log: Path | None = None, since: int = 0,
                    clock: Callable[[], float] = time.monotonic,
                    sleep: Callable[[float], None] = time.sleep) -> bool | None:
@@ -125,5 +132,7 @@ def wait_forgotten(names: Iterable[str], namespace: str, sync_s: float, log: Pat
         if wanted <= forgotten(text, namespace):
             return True
         if clock() >= deadline:
+            print(f"note: kube-controller-manager did not log forgetting HPA(s) {', '.join(sorted(wanted))} within "
+                  f"{2 * sync_s + 5:g} s of their deletion ({log})", file=sys.stderr)
             return False
         sleep(0.2)
