@@ -244,12 +244,13 @@ def engine_times(folder: Path) -> tuple[dict[str, float | None], float | None]:
     t = pq.read_table(folder / "requests.parquet", columns=["status", "ttft_ms", "e2e_ms", "output_tokens"]).to_pydict()
     ok = [(f, e, n) for st, f, e, n in zip(t["status"], t["ttft_ms"], t["e2e_ms"], t["output_tokens"], strict=True)
           if st == "ok" and f is not None and e is not None and n is not None]
-    tpot = sorted((e - f) / (n - 1) for f, e, n in ok if n >= 2)
+    tpot = [(e - f) / (n - 1) for f, e, n in ok if n >= 2]
     if not tpot:
         return {"mean": None, "p50": None, "p99": None}, None
     q = np.percentile(tpot, [50, 99])
-    low = sorted(f for f, _, _ in ok if f <= 1.1 * min(f for f, _, _ in ok))
-    return {"mean": float(np.mean(tpot)), "p50": float(q[0]), "p99": float(q[1])}, float(np.median(low))
+    fastest = min(f for f, _, _ in ok)
+    floor = float(np.median([f for f, _, _ in ok if f <= 1.1 * fastest]))
+    return {"mean": float(np.mean(tpot)), "p50": float(q[0]), "p99": float(q[1])}, floor
 
 
 def load_run(folder: Path, scale: float = 1.0) -> Run | None:
@@ -421,14 +422,8 @@ DIAGNOSTICS = (  # (folder, Row attribute, the real phases, the real ITL, what t
 def diagnostics(sc_path: Path, sc: Any, rows: list[Row], real: dict[tuple[str, int], Run | None], out: Path) -> None:
     """Diagnostics, not calibration: the simulator again without one or both of the real run's measured conditions
     (its loops' phases, its engines' ITL), everything else unchanged, so the table shows what each accounts for."""
-    labels = [r.autoscaler for r in rows]
-    seeds = sorted({x.seed for r in rows for x in r.real})
     for folder, attr, phases, itl, _ in DIAGNOSTICS:
-        run_sim(sc_path, labels, seeds, real, out, folder, phases=phases, itl=itl)
-        for row in rows:
-            runs = [load_run(out / folder / sc.name / row.autoscaler / f"seed-{x.seed}") for x in row.real]
-            if runs and all(r is not None for r in runs):
-                setattr(row, attr, runs)
+        simulate_side(sc_path, sc, rows, real, out, folder, attr, phases=phases, itl=itl)
 
 
 def sensitivity(sc_path: Path, sc: Any, rows: list[Row], real: dict[tuple[str, int], Run | None], out: Path) -> None:
@@ -436,14 +431,21 @@ def sensitivity(sc_path: Path, sc: Any, rows: list[Row], real: dict[tuple[str, i
     a difference in engine speed the size of the measurement's own drift over a run (the real time per output
     token moves by about 0.5 % between the first 40 s and the rest of a run) moves goodput and the trajectory,
     where a step of the staircase sits at a replica's capacity."""
+    for folder, attr, factor in (("sim-slower", "slower", 1 + SPEED_BAND), ("sim-faster", "faster", 1 - SPEED_BAND)):
+        simulate_side(sc_path, sc, rows, real, out, folder, attr, phases=True, itl=True, itl_factor=factor)
+
+
+def simulate_side(sc_path: Path, sc: Any, rows: list[Row], real: dict[tuple[str, int], Run | None], out: Path,
+                  folder: str, attr: str, **conditions: Any) -> None:
+    """One more simulator side (run_sim's ``conditions``) into ``out/folder``, kept in each row's ``attr`` when
+    every seed of the row ran."""
     labels = [r.autoscaler for r in rows]
     seeds = sorted({x.seed for r in rows for x in r.real})
-    for folder, attr, factor in (("sim-slower", "slower", 1 + SPEED_BAND), ("sim-faster", "faster", 1 - SPEED_BAND)):
-        run_sim(sc_path, labels, seeds, real, out, folder, phases=True, itl=True, itl_factor=factor)
-        for row in rows:
-            runs = [load_run(out / folder / sc.name / row.autoscaler / f"seed-{x.seed}") for x in row.real]
-            if runs and all(r is not None for r in runs):
-                setattr(row, attr, runs)
+    run_sim(sc_path, labels, seeds, real, out, folder, **conditions)
+    for row in rows:
+        runs = [load_run(out / folder / sc.name / row.autoscaler / f"seed-{x.seed}") for x in row.real]
+        if runs and all(r is not None for r in runs):
+            setattr(row, attr, runs)
 
 
 def in_band(row: Row, key: str) -> bool | None:
@@ -455,6 +457,7 @@ def in_band(row: Row, key: str) -> bool | None:
 
 
 def band_table(rows: list[Row]) -> str:
+    yes = {True: "yes", False: "no", None: "n/a"}
     lines = ["| autoscaler | goodput rps: sim 1 % slower / as measured / 1 % faster | real | real within | "
              "replica-s: sim 1 % slower / as measured / 1 % faster | real | real within | max ready: 1 % slower / "
              "1 % faster |", "|---|---|---|---|---|---|---|---|"]
@@ -463,7 +466,6 @@ def band_table(rows: list[Row]) -> str:
             continue
         g = [mean(x.goodput for x in runs) for runs in (r.slower, r.sim, r.faster)]
         rs = [mean(x.replica_s for x in runs) for runs in (r.slower, r.sim, r.faster)]
-        yes = {True: "yes", False: "no", None: "n/a"}
         lines.append(
             f"| {r.autoscaler} | {' / '.join(f'{x:.2f}' for x in g)} | {mean(x.goodput for x in r.real):.2f} | "
             f"{yes[in_band(r, 'goodput')]} | {' / '.join(f'{x:.0f}' for x in rs)} | "
