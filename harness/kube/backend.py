@@ -36,7 +36,7 @@ from scalearena.controllers.kubernetes import KubernetesConfig
 from scalearena.harness.config.scenario import Scenario
 from scalearena.harness.config.startup_spec import refuse_sim_only
 from scalearena.harness.config.suite import RunPlan
-from scalearena.harness.kube.births import HpaBirths, controller_log, wait_forgotten
+from scalearena.harness.kube.births import KCM_LOG, HpaBirths, wait_forgotten
 from scalearena.harness.kube.byo import refuse_external_behind_keda, user_objects, uses_keda
 from scalearena.harness.kube.cluster import (
     IMAGES,
@@ -391,7 +391,7 @@ class KubeBackend:
             return
         if kwok and not kwok.reused:
             return  # the run's own control plane: stopped whole (KwokCluster.down)
-        kcm_log, since = controller_log(kwok)
+        kcm_log, since = (kwok.logs / KCM_LOG, kwok.log_marks().get(KCM_LOG, 0)) if kwok else (None, 0)
         namespaced, cluster_scoped = split_scope(applied)
         # the CRD stays: deleting it would delete every VariantAutoscaling on the cluster. The APIServices go first:
         # once the adapter's pod is gone, a namespace deletion that still has to discover their API groups stays

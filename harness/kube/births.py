@@ -85,6 +85,7 @@ class HpaBirths:
             "after the apply"
 
 
+KCM_LOG = "kube-controller-manager.log"  # its log's name in a kwok cluster's logs folder (kube/kwok.py _start)
 FORGOTTEN = '"Horizontal Pod Autoscaler has been deleted"'  # reconcileKey's message (klog text, verbosity 0)
 
 
@@ -98,12 +99,6 @@ def forgotten(text: str, namespace: str) -> set[str]:
         if FORGOTTEN in line and (i := line.find(key)) >= 0:
             out.add(line[i + len(key):].split('"', 1)[0])
     return out
-
-
-def controller_log(kwok: Any) -> tuple[Path | None, int]:
-    """A kwok cluster's kube-controller-manager log and its size now (before a deletion); (None, 0) elsewhere."""
-    log = kwok.logs / "kube-controller-manager.log" if kwok else None
-    return log, log.stat().st_size if log is not None and log.is_file() else 0
 
 
 def wait_forgotten(names: Iterable[str], namespace: str, sync_s: float, log: Path | None = None, since: int = 0,

@@ -5,10 +5,10 @@ cluster the pods come and go under an HPA, KEDA or WVA, so a sidecar in the
 gateway pod lists the variant pods (label ``scalearena.io/component=variant``)
 every ``--interval`` (0.2 s) and PUTs the full list to the router's ``/admin/endpoints`` on
 localhost when it changed. llm-d's EPP follows pods with an informer, whose delivery takes
-milliseconds; a list once a second held a new pod out of the pool for up to a second (two
-scenario seconds at kwok's time scale 2: sim-vs-real runs measured a new pod's first token 1.8 to
-3.2 s after its readiness, the simulator's 0.3 to 0.5 s: docs/fidelity.md), and a deleted one in it. A ready pod is ``ready``; a pod being deleted is ``draining`` (the
-router stops sending to it and reports its broken streams as ``killed``);
+milliseconds; a list once a second held a new pod out of the pool, and a deleted one in it, for up
+to a second (two scenario seconds at kwok's time scale 2: a sim-vs-real run pushed its second pod
+1.8 s after its start-up ended, docs/fidelity.md). A ready pod is ``ready``; a pod being deleted
+is ``draining`` (the router stops sending to it and reports its broken streams as ``killed``);
 a pod not ready yet is left out. With ``--admin-token-file`` (the file the
 router reads its admin token from) each PUT carries ``Authorization: Bearer``;
 the router's admin API is off without a token.

@@ -259,10 +259,9 @@ def test_an_hpa_objects_external_metric_is_refused_where_keda_serves_external_me
 
 def test_teardown_waits_until_the_hpa_controller_forgot_the_runs_hpas(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from types import SimpleNamespace
-
     from scalearena.harness.kube import backend as backend_module
     from scalearena.harness.kube.cluster import Kubectl
+    from scalearena.harness.kube.kwok import KwokCluster
 
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(backend_module, "wait_forgotten", lambda *a: calls.append(a))
@@ -274,10 +273,11 @@ def test_teardown_waits_until_the_hpa_controller_forgot_the_runs_hpas(tmp_path: 
     assert calls == [(["va-sim"], "scalearena", 15.0, None, 0)]
     # a suite's kwok cluster at time scale 2: its controller's log, read from its size before the deletion,
     # and its sync period in wall seconds, 15 / 2
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "kube-controller-manager.log").write_text("0123456789")
-    kwok = SimpleNamespace(reused=True, logs=tmp_path / "logs", hpa_sync_s=15.0, time_scale=2.0)
+    kwok = KwokCluster(tmp_path, time_scale=2.0)
+    kwok.reused = True
+    kwok.logs.mkdir()
+    (kwok.logs / "kube-controller-manager.log").write_text("0123456789")
     calls.clear()
-    b._teardown(None, kubectl, [], kwok, hpas=["keda-hpa-va-sim"])  # type: ignore[arg-type]
+    b._teardown(None, kubectl, [], kwok, hpas=["keda-hpa-va-sim"])
     assert calls == [(["keda-hpa-va-sim"], "scalearena", 7.5, tmp_path / "logs" / "kube-controller-manager.log", 10)]
     assert any("delete namespace scalearena" in c for c in shell.joined())
