@@ -83,7 +83,7 @@ def test_signal_cancels_queued_runs_stops_workers_and_keeps_partial_results(tmp_
         assert doc["complete"] is False and "pending" not in statuses
         assert statuses.count("cancelled") >= 1  # 6 runs, 2 workers: queued ones never started
         interrupted = [r["dir"] for r in doc["runs"] if r["status"] == "interrupted"]
-        assert len(interrupted) >= 1
+        assert len(interrupted) >= 1, doc["runs"]
         for d in interrupted:  # each started run says it is incomplete and why
             s = json.loads((out / d / "summary.json").read_text())
             assert s["complete"] is False and s["incomplete_reason"] == "interrupted"
