@@ -116,7 +116,7 @@ perf: $(BUILT)
 	$(BIN)/python benchmarks/bench_e2e.py
 
 # Simulated vs real (docs/fidelity.md): workloads/suites/sim-vs-real.yaml on CLUSTER=kwok's upstream control
-# plane, every autoscaler x 3 seeds (about 70 minutes here), then on the simulator in each real run's measured
+# plane, every autoscaler x 3 seeds (68 minutes measured here), then on the simulator in each real run's measured
 # conditions, then the tables. Complete kwok runs under results/sim-vs-real are kept (--reuse); UPDATE_DOCS=1
 # writes the tables into docs/fidelity.md and the summary line into README.
 fidelity: $(BUILT) kwok-tools
