@@ -31,8 +31,8 @@ def test_sim_vs_real_short_version_meets_the_targets(tools_built: None, tmp_path
 
     Before the simulator took the real run's phases, runs of this seed alone on this host measured a real
     maximum of 3, 5 and 6 against the simulator's 6 (the real HPA's syncs and Prometheus' scrapes fall at
-    offsets of their own against the load, different in every run); the two runs of this check since (2026-12-05)
-    staircase of then) had their first real step at 70 s, the simulator's at 70 s.
+    offsets of their own against the load, different in every run); the two runs of this check since (2026-12-05,
+    on the staircase of then) had their first real step at 70 s, the simulator's at 70 s.
 
     The kwok run, at time scale 2, also shows that every component ran twice as fast (kube/timescale.py) while
     the results stay in scenario seconds: the sim's 200 ms TTFT runs as 100 ms and Locust records it times 2, so
