@@ -248,7 +248,10 @@ class AutoscalerConfig(StrictSpec):
 class Autoscaler(Protocol):
     """An autoscaling policy.
 
-    ``period_s``: how often the harness calls ``decide``. ``fast_period_s``
+    ``period_s``: how often the harness calls ``decide``. ``hpa_sync`` (optional, default False): on a real
+    cluster that loop is the HPA controller's sync (an HPA, a ScaledObject's generated HPA), whose next sync is
+    queued a period after the last one ended, so the simulator lengthens its period by ``phases.sync_lag_s``.
+    ``fast_period_s``
     (optional, e.g. WVA's 100 ms scale-from-zero loop): when not None the
     harness also calls ``decide_fast`` at that period; it should return
     decisions only when it acts. It is a scale-from-zero loop: the harness calls it only while
@@ -270,6 +273,7 @@ class AutoscalerBase:
 
     kind: ClassVar[str] = ""
     fast_period_s: float | None = None
+    hpa_sync: bool = False  # its loop is the HPA controller's sync on a real cluster (Autoscaler)
 
     def __init__(self, config: AutoscalerConfig) -> None:
         self.config = config

@@ -193,6 +193,7 @@ class KEDA(AutoscalerBase):
 
     def __init__(self, config: KEDAConfig) -> None:
         super().__init__(config)
+        self.hpa_sync = config.polling_interval_s >= config.period_s  # decided at the generated HPA's syncs
         self._states: dict[str, _State] = {}
         self._triggers = config.trigger_list
         self._labels = config.trigger_labels

@@ -167,6 +167,7 @@ class Kubernetes(AutoscalerBase):
             self._units.append(_Unit(WVA(first), wva))
         fast = [u.policy.fast_period_s for u in self._units if u.policy.fast_period_s is not None]
         self.fast_period_s = min(fast) if fast else None
+        self.hpa_sync = bool(self._units) and all(u.policy.hpa_sync for u in self._units)
 
     @property
     def period_s(self) -> float:

@@ -96,6 +96,7 @@ def metric_target(path: str, m: PodsMetric | ExternalMetric) -> Tunable:
 class HPA(AutoscalerBase):
     kind: ClassVar[str] = "hpa"
     config: HPAConfig
+    hpa_sync = True
 
     def __init__(self, config: HPAConfig) -> None:
         super().__init__(config)

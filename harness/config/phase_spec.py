@@ -24,10 +24,28 @@ class PhaseSpec(_Spec):
         "period, an actuation HPA's sync) ticks first at the first multiple of its period after -control_lead_s; "
         "0 = with the load. Kube's in-cluster controllers begin when the run applies their objects: the run "
         "measures that lead (summary.json event control_lead) and refuses this.")
+    decide_lead_s: float | None = Field(
+        default=None, ge=0, le=3600, description="Seconds the policy's own loop ran before the load where it is "
+        "not an HPA's sync (the WVA controller's fixed 30 s ticker, from its process' start); null = "
+        "control_lead_s. The simulator only.")
+    sync_lag_s: float = Field(
+        default=0.0, ge=0, le=5, description="Seconds each sync of an HPA adds to its period: the upstream "
+        "controller queues an HPA's next sync a period after its last one ended (processNextWorkItem: "
+        "AddRateLimited after reconcileKey), so its syncs fall at creation + k x (period + reconcile time). "
+        "Applies to the HPA controller's loops (an HPA's, a ScaledObject's generated HPA, WVA's actuation "
+        "HPA), not to controllers on a fixed ticker. 0 = exact periods. The simulator only.")
     engine_scrape_s: float | None = Field(
-        default=None, ge=0, le=3600, description="Offset of the engines' scrapes (and kube-state-metrics', a "
-        "published target's) after the load's start: every scrape_interval_s from it, besides the one at 0; "
-        "null = a seeded offset. The simulator only.")
+        default=None, ge=0, le=3600, description="Offset of the engines' scrapes (and kube-state-metrics', "
+        "unless kube_state_scrape_s gives it its own) after the load's start: every scrape_interval_s from it, "
+        "besides the one at 0; null = a seeded offset. The simulator only.")
+    kube_state_scrape_s: float | None = Field(
+        default=None, ge=0, le=3600, description="Offset of kube-state-metrics' scrapes (the Deployments' "
+        "replicas, available and unavailable: what the llm-d recipes read) on a chain of their own; null = "
+        "with the engines'. The simulator only.")
+    published_scrape_s: float | None = Field(
+        default=None, ge=0, le=3600, description="Offset of the scrapes of a published target's exporter (the "
+        "WVA controller's wva_desired_replicas, which its actuation HPA reads); null = with the engines'. "
+        "The simulator only.")
     gateway_scrape_s: float | None = Field(
         default=None, ge=0, le=3600, description="Offset of the gateway's (the EPP's pool and latency metrics') "
         "scrapes; null = with the engines'. The simulator only.")

@@ -139,6 +139,16 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
     def t(self) -> float:
         return self.clock.t
 
+    def loop_periods(self, policy: Autoscaler) -> tuple[float, float]:
+        """The periods of the policy's loop and of a published target's actuation HPA. The HPA controller queues
+        an HPA's next sync a period after the last one ended, so on a real cluster each sync falls one reconcile
+        (``phases.sync_lag_s``) later: the loops that are an HPA's sync take it, a ticker of the policy's own
+        (WVA's) does not."""
+        lag = self.sc.phases.sync_lag_s
+        pub = self.control.published
+        return (policy.period_s + (lag if getattr(policy, "hpa_sync", False) else 0.0),
+                (pub.sync_period_s if pub is not None else 0.0) + lag)
+
     # ---- the loop -----------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any = None) -> None:
         self._seq = seq = self._seq + 1
@@ -167,13 +177,15 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
         self._warm = False
         self._scrape_phase, self._pool_phase = self.start_scrapes()
         assert self.control.policy is not None  # the simulator always runs a policy
+        self.decide_period_s, self.hpa_sync_period_s = self.loop_periods(self.control.policy)
         lead = sc.phases.control_lead_s  # the control loops began this long before the load: their first tick after 0
-        self.push(first_tick(self.control.policy.period_s, lead), DECIDE)
+        own = sc.phases.decide_lead_s  # a policy on a ticker of its own (WVA's) began apart from its HPA
+        self.push(first_tick(self.decide_period_s, lead if own is None else own), DECIDE)
         if self.control.fast_period_s:
             self._fast_next = 0.0  # booked by arm_fast once a request waits at the gateway
         self.push(sc.metrics.sample_interval_s, SAMPLE)
         if self.control.published is not None:  # its HPA began with the policy's loop (WVA's objects: one apply)
-            self.push(first_tick(self.control.published.sync_period_s, lead), HPA_SYNC)
+            self.push(first_tick(self.hpa_sync_period_s, lead), HPA_SYNC)
         for i, f in enumerate(sc.faults):
             if f.kind == "metrics_outage":
                 self.push(f.start_s, FAULT, ("outage_start", i))
@@ -286,12 +298,11 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
         assert self.control.published is not None  # booked only then
         if self.metrics.available:  # an outage: prometheus-adapter answers nothing, the HPA holds
             self.control.sync_published(t)
-        self.push(t + self.control.published.sync_period_s, HPA_SYNC)
+        self.push(t + self.hpa_sync_period_s, HPA_SYNC)
 
     def on_decide(self, t: float, _: Any) -> None:
         self.control.decide()
-        assert self.control.policy is not None  # the simulator always runs a policy (DECIDE is scheduled only then)
-        self.push(t + self.control.policy.period_s, DECIDE)
+        self.push(t + self.decide_period_s, DECIDE)
 
     def on_decide_fast(self, t: float, _: Any) -> None:
         self.control.decide(fast=True)

@@ -2,8 +2,8 @@
 
 A mixin of ``loop.Simulation``. By default one chain of scrapes reads everything at one phase (the first at 0,
 the next at a seeded offset in (0, interval], then every interval); a scenario's ``phases`` may set the engines'
-offset and give the gateway, and each pod it lists, a chain of its own, at the offsets a real run's Prometheus
-had (its targets each scrape at their own hash offset: harness/config/phase_spec.py).
+offset and give the gateway, kube-state-metrics and each pod it lists a chain of its own, at the offsets a real
+run's Prometheus had (its targets each scrape at their own hash offset: harness/config/phase_spec.py).
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ class Scrapes(SimState):
     _last_scrape: float | None
     _scrape_phase: float
     _pool_phase: float | None
+    _kube_state_phase: float | None  # phases.kube_state_scrape_s: kube-state-metrics on a chain of its own
     _pod_chains: dict[str, int]  # variant -> pods given a chain of their own so far (phases.pod_scrape_s)
 
     def start_scrapes(self) -> tuple[float, float | None]:
@@ -46,15 +47,19 @@ class Scrapes(SimState):
         interval = sc.metrics.scrape_interval_s
         seeded = interval * (1.0 - random.Random(f"scrape-phase-{sc.seed}").random())
         self.push(0.0, SCRAPE)
+        self._kube_state_phase = None
+        if (x := sc.phases.kube_state_scrape_s) is not None:
+            self._kube_state_phase = (x % interval) or interval
+            self.push(0.0, SCRAPE, "kube_state")
         if sc.phases.gateway_scrape_s is not None:
             self.push(0.0, SCRAPE, "pool")
             return sc.phases.scrape_offset(True, interval, seeded), sc.phases.scrape_offset(False, interval, seeded)
         return sc.phases.scrape_offset(True, interval, seeded), None
 
     def on_scrape(self, t: float, what: Any) -> None:
-        """A scrape of the engines and the gateway (``what`` None), of the gateway alone (``"pool"``) where
-        ``phases.gateway_scrape_s`` gives it a chain of its own, or of one pod on its own chain (``what``: the
-        pod; the chain ends with the pod's readiness); each chain books its next scrape."""
+        """A scrape of the engines and the gateway (``what`` None), of the gateway alone (``"pool"``) or of
+        kube-state-metrics alone (``"kube_state"``) where ``phases`` gives it a chain of its own, or of one pod on
+        its own chain (``what``: the pod; the chain ends with the pod's readiness); each chain books its next."""
         if isinstance(what, Pod):
             what.chained = what.state == READY  # a pod no longer ready ends its chain (serve books it again)
             if what.chained:
@@ -64,22 +69,26 @@ class Scrapes(SimState):
                 self.push(t + self.sc.metrics.scrape_interval_s, SCRAPE, what)
             return
         split = self._pool_phase is not None
-        if what != "pool":
+        if what == "kube_state":
+            self.scrape_kube_state(t)
+        elif what != "pool":
             self.scrape_engines(t, pools=not split)
         else:
             self.scrape_pools(t)
         nxt = t + self.sc.metrics.scrape_interval_s
-        phase = self._pool_phase if what == "pool" else self._scrape_phase
+        phase = {"pool": self._pool_phase, "kube_state": self._kube_state_phase}.get(what, self._scrape_phase)
         if t == 0.0 and phase is not None and phase < self.sc.metrics.scrape_interval_s:
             nxt = phase
         self.push(nxt, SCRAPE, what)
 
     def scrape_engines(self, t: float, pools: bool) -> None:
-        """Every ready pod's engine metrics and the Deployments' kube-state-metrics; with ``pools``, the gateway's
-        pool metrics in the same round (the default: one scrape phase)."""
+        """Every ready pod's engine metrics and, unless they have a chain of their own, the Deployments'
+        kube-state-metrics; with ``pools``, the gateway's pool metrics in the same round (the default: one
+        scrape phase)."""
         acc: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}  # -> saturation, in flight, pods
+        if self._kube_state_phase is None:
+            self.scrape_kube_state(t)
         for d in self.deps:
-            self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
             for pod, m in self._ready_metrics(d, t, acc):
                 if pod.scrape_offset is None:
                     self._record_pod(pod, m, t)
@@ -115,6 +124,11 @@ class Scrapes(SimState):
             pod.chained = True
             self.push(t + (pod.scrape_offset - t) % self.sc.metrics.scrape_interval_s, SCRAPE, pod)
 
+    def scrape_kube_state(self, t: float) -> None:
+        """kube-state-metrics: every Deployment's desired, non-terminating and ready replicas."""
+        for d in self.deps:
+            self.metrics.record_deployment(d.name, t, d.replicas, len(d.active()), d.count(READY))
+
     def scrape_pools(self, t: float) -> None:
         acc: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in self.models}
         for d in self.deps:
@@ -144,8 +158,15 @@ class Scrapes(SimState):
                                      int(in_flight), _objective(self._objective.get(model)), held)
 
     def scraped_by(self, now: float) -> float | None:
-        """The time of the last scrape (events run in time order: it is at or before ``now``)."""
-        return self._last_scrape
+        """The time of the last scrape of a published target's exporter at or before ``now``: the engines' (events
+        run in time order: their last is at or before ``now``), or, where ``phases.published_scrape_s`` sets its
+        own offset, the last of 0 and offset + k x interval."""
+        x = self.sc.phases.published_scrape_s
+        if x is None:
+            return self._last_scrape
+        interval = self.sc.metrics.scrape_interval_s
+        at = now - (now - x) % interval
+        return at if at > 0 else (0.0 if now >= 0 else None)
 
 
 def _objective(counts: list[float] | None) -> tuple[float, float, float, float]:

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[4]
 SVR = ROOT / "workloads" / "scenarios" / "sim-vs-real.yaml"
 
 
-def simulate(tmp_path: Path, autoscaler: str, lead: float) -> tuple[list[dict], pd.Series]:
-    sc = load_scenario(SVR, [f"phases.control_lead_s={lead}"], seed=1)
-    w = RunWriter(tmp_path / f"{autoscaler}-{lead}", {})
+def simulate(tmp_path: Path, autoscaler: str, lead: float, lag: float = 0.0) -> tuple[list[dict], pd.Series]:
+    sc = load_scenario(SVR, [f"phases.control_lead_s={lead}", f"phases.sync_lag_s={lag}"], seed=1)
+    w = RunWriter(tmp_path / f"{autoscaler}-{lead}-{lag}", {})
     Simulation(sc, sc.autoscaler(autoscaler), w, build_requests(sc)).run()
     w.finish()
     rows = [json.loads(x) for x in (w.dir / "decisions.jsonl").read_text().splitlines()]
@@ -48,6 +48,45 @@ def test_wva_and_its_actuation_hpa_both_take_the_lead(tmp_path: Path) -> None:
     changes = [t for t, prev, now in zip(ts.index[1:], ts.values[:-1], ts.values[1:], strict=True) if now != prev]
     assert changes, "the staircase moves WVA"
     assert all(round(t) % 15 == 10 for t in changes), changes
+
+
+def test_each_hpa_sync_comes_one_reconcile_later_with_a_sync_lag(tmp_path: Path) -> None:
+    rows, _ = simulate(tmp_path, "hpa", 39.5, lag=0.05)
+    # created at -39.5, synced every 15.05 s: the first after 0 is 3 x 15.05 - 39.5 = 5.65, then 20.7, ...,
+    # 5.65 + 14 x 15.05 = 216.35 inside the 220 s window
+    assert [r["t_s"] for r in rows] == pytest.approx([5.65 + 15.05 * k for k in range(15)])
+    rows, _ = simulate(tmp_path, "keda", 0.0, lag=0.05)  # KEDA's generated HPA: the same controller
+    assert [r["t_s"] for r in rows][:3] == pytest.approx([0.0, 15.05, 30.1])
+
+
+def test_a_sync_lag_moves_wvas_actuation_hpa_and_not_wvas_own_ticker(tmp_path: Path) -> None:
+    rows, ts = simulate(tmp_path, "wva", 8.0, lag=0.5)
+    assert [r["t_s"] for r in rows] == pytest.approx([22.0 + 30 * k for k in range(7)])  # WVA's loop as without
+    # its HPA from -8 every 15.5 s: 7.5, 23, 38.5, 54, 69.5, 85, 100.5, 116, 131.5, 147, 162.5, 178, 193.5, 209;
+    # a change is seen at the first 5 s sample at or after its sync
+    syncs = [-8.0 + 15.5 * k for k in range(1, 15)]
+    seen = {5.0 * -(-s // 5.0) for s in syncs}
+    changes = [t for t, prev, now in zip(ts.index[1:], ts.values[:-1], ts.values[1:], strict=True) if now != prev]
+    assert changes, "the staircase moves WVA"
+    assert set(changes) <= seen, (changes, sorted(seen))
+
+
+def test_wvas_own_loop_takes_its_own_lead_and_its_hpa_the_published_targets_scrapes(tmp_path: Path) -> None:
+    sc = load_scenario(SVR, ["phases.control_lead_s=27.2", "phases.decide_lead_s=26.7",
+                             "phases.published_scrape_s=13.8", "phases.engine_scrape_s=1"], seed=1)
+    w = RunWriter(tmp_path / "run", {})
+    sim = Simulation(sc, sc.autoscaler("wva"), w, build_requests(sc))
+    sim.run()
+    w.finish()
+    rows = [json.loads(x) for x in (w.dir / "decisions.jsonl").read_text().splitlines()]
+    # WVA's ticker from -26.7: 3.3, 33.3, ..., 213.3; not the HPA's -27.2 (that would be 2.8, 32.8, ...)
+    assert [r["t_s"] for r in rows] == pytest.approx([3.3 + 30 * k for k in range(8)])
+    # its HPA reads the exporter as scraped at 0 and 13.8 + 15k: at 17.5 the last scrape is 13.8, at 29 it is 28.8;
+    # before 13.8 it is the one at 0
+    assert sim.scraped_by(17.5) == pytest.approx(13.8)
+    assert sim.scraped_by(29.0) == pytest.approx(28.8)
+    assert sim.scraped_by(5.0) == 0.0
+    assert sim.scraped_by(13.8) == pytest.approx(13.8)
 
 
 def test_a_kube_run_refuses_the_field_for_the_clusters_own_controllers() -> None:
@@ -93,11 +132,28 @@ def test_the_engines_and_the_gateway_scrape_at_their_measured_offsets(tmp_path: 
                                                                                                         38.0]
 
 
+def test_kube_state_metrics_scrape_on_their_own_chain(tmp_path: Path) -> None:
+    sc = load_scenario(SVR, ["phases.engine_scrape_s=2.5", "phases.kube_state_scrape_s=26", "duration_s=40",
+                             "drain_s=0"], seed=1)
+    sim = Simulation(sc, sc.autoscaler("hpa"), RunWriter(tmp_path / "run", {}), build_requests(sc))
+    sim.run()
+
+    def last_scrape(series: str, at: float) -> float:
+        return float(sim.metrics.query(f"max(timestamp({series}))", at)[0]["value"][1])
+
+    # kube-state-metrics: 0, then 26 mod 15 = 11, 26; the engines keep theirs: 0, 2.5, 17.5, 32.5
+    assert [last_scrape("kube_deployment_status_replicas", t) for t in (1.0, 12.0, 25.0, 39.0)] == [0.0, 11.0, 11.0,
+                                                                                                      26.0]
+    assert [last_scrape("vllm:num_requests_waiting", t) for t in (1.0, 10.0, 20.0, 35.0)] == [0.0, 2.5, 17.5, 32.5]
+
+
 def test_the_scrape_and_rule_offsets_are_the_simulators_only() -> None:
     from scalearena.harness.config.startup_spec import refuse_sim_only
 
-    sc = load_scenario(SVR, ["phases.gateway_scrape_s=3", 'phases.rules_s={"model-queue": 5}'])
-    with pytest.raises(UserError, match="phases.gateway_scrape_s, phases.rules_s: only --cluster sim") as e:
+    sc = load_scenario(SVR, ["phases.gateway_scrape_s=3", 'phases.rules_s={"model-queue": 5}',
+                             "phases.kube_state_scrape_s=4", "phases.sync_lag_s=0.03"])
+    with pytest.raises(UserError, match="phases.gateway_scrape_s, phases.kube_state_scrape_s, phases.sync_lag_s, "
+                                        "phases.rules_s: only --cluster sim") as e:
         refuse_sim_only(sc, "local")
     assert "a real Prometheus keeps its own" in str(e.value)
 
