@@ -7,8 +7,9 @@ workloads/suites/sim-vs-real.yaml and three seeds, then on ``--cluster sim`` wit
 request stream) and the conditions each real run measured that are not the autoscaler's doing: the phases of
 its loops against the load (its controllers' lead from the apply of their objects to the load: the event
 ``control_lead``; the offsets of its Prometheus' scrapes and rule evaluations, read from the run's own
-Prometheus data: harness/kube/phases.py; given as the scenario's ``phases``) and its engines' mean
-inter-token latency (llm-d-inference-sim overshoots its sleeps). Two diagnostic sides show what each condition
+Prometheus data; the HPA controller's lag per sync and the WVA controller's own lead, from their logs:
+harness/kube/phases.py; given as the scenario's ``phases``), its pods' start after each rescale (added to
+``startup_s``) and its engines' mean inter-token latency (llm-d-inference-sim overshoots its sleeps). Two diagnostic sides show what each condition
 accounts for: the simulator in the real phases but at the nominal ITL (``sim-at-phases/``), and as a user's
 comparison runs it, with neither (``sim-nominal/``). Per autoscaler it compares
 the replica trajectory (ready replica-seconds over the run's window, the maximum, every change of the
@@ -85,6 +86,7 @@ class Run:
     control_lead_s: float | None = None  # a kube run's lead from applying the objects to the load (its loops' phase)
     phases: dict[str, Any] | None = None  # a kwok run's scrape and rule offsets (harness/kube/phases.py)
     ttft_floor_ms: float | None = None  # the TTFT of a request that waited for nothing: engine_times
+    start_lag_s: float | None = None  # a kwok run's rescale -> engine container start, mean (kube/phases.py)
 
     def measured_phases(self) -> dict[str, Any]:
         """The scenario's ``phases`` that put the simulator's loops where this (real) run's were."""
@@ -190,12 +192,14 @@ def run_real(scenario: Path, sc: Any, labels: list[str], seeds: list[int], scale
 
 
 def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple[str, int], Run | None], out: Path,
-            folder: str, phases: bool = True, itl: bool = False, itl_factor: float = 1.0) -> None:
+            folder: str, phases: bool = True, itl: bool = False, itl_factor: float = 1.0,
+            extra: tuple[str, ...] = ()) -> None:
     """The simulator's side, one run per autoscaler and seed into ``out/folder``: with the same seed (the same
     request stream) and, with ``phases``, the real run's measured phases (its controllers' lead:
     harness.control.loop.first_tick; its scrape and rule offsets); with ``itl``, also at the engine step times the
-    real engines delivered (engine_times: the mean ITL and the TTFT of a request that did not wait). The simulator is
-    deterministic and takes a second a run, so it always runs again."""
+    real engines delivered (engine_times: the mean ITL and the TTFT of a request that did not wait); ``extra``: more
+    ``--set``s (a staircase's rates: ``scan``). The simulator is deterministic and takes a second a run, so it always
+    runs again."""
     from scalearena.harness.config.scenario import load_scenario
     from scalearena.harness.config.suite import RunPlan
     from scalearena.harness.run.runner import execute
@@ -204,10 +208,14 @@ def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple
         for s in seeds:
             r = real.get((a, s))
             sets = [f"phases={json.dumps(r.measured_phases())}"] if phases and r else []
+            if phases and r is not None and r.start_lag_s:  # the pods start that much after their rescale
+                nominal = load_scenario(sc_path, seed=s).cluster.variants[0].startup_s
+                sets.append(f"cluster.variants.0.startup_s={nominal + r.start_lag_s:.3f}")
             if itl and r is not None and (tpot := r.itl.get("mean")) is not None:
                 sets.append(f"cluster.variants.0.engine.latency.itl_ms={tpot * itl_factor:.3f}")
                 if r.ttft_floor_ms is not None:
                     sets.append(f"cluster.variants.0.engine.latency.ttft_ms={r.ttft_floor_ms:.3f}")
+            sets += extra
             sc = load_scenario(sc_path, sets, seed=s)
             print(f"$ sim {a} seed {s} {' '.join(sets)}".rstrip(), flush=True)
             execute(RunPlan(sc, sc.autoscaler(a), f"{sc.name}/{a}/seed-{s}"), out / folder, "sim")
@@ -256,7 +264,7 @@ def engine_times(folder: Path) -> tuple[dict[str, float | None], float | None]:
 def load_run(folder: Path, scale: float = 1.0) -> Run | None:
     """A run's figures from its folder. Replica-seconds and the maximum are integrated here over the run's window
     (reports/usage.py, as the summary does), so runs written by any version compare alike."""
-    from scalearena.harness.kube.phases import from_run_folder
+    from scalearena.harness.kube.phases import from_run_folder, start_lag_of
     from scalearena.reports.usage import integrate
 
     f = folder / "summary.json"
@@ -284,7 +292,8 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
                goodput=float(s["goodput_rps"]), failures={k: int(v) for k, v in s["failures"].items() if v},
                ttft={k: s["ttft_ms"].get(k) for k in ("p50", "p99")}, itl=itl, ttft_floor_ms=floor,
                complete=bool(s.get("complete")), control_lead_s=lead,
-               phases=from_run_folder(folder, scale, float(scen["metrics"]["scrape_interval_s"])))
+               phases=from_run_folder(folder, scale, float(scen["metrics"]["scrape_interval_s"])),
+               start_lag_s=start_lag_of(folder, scale))
 
 
 Group = tuple[list[int], list[int]]  # indices of simulator steps, of real steps: one scaling move on both sides
@@ -531,15 +540,100 @@ def summary_line(rows: list[Row]) -> str:
               is not None]
     worst = f" (replica-seconds within {max(within):.1f} % at worst)" if within else ""
     nominal = [r.autoscaler for r in done if r.nominal and verdict_of(r, r.nominal) == "met"]
-    band = [r.autoscaler for r in done if r.goodput_miss is not None and in_band(r, "goodput")]
+    missed = [r for r in done if r.goodput_miss is not None]
+    band = [r.autoscaler for r in missed if in_band(r, "goodput")]
     banded = (f" Of the goodput misses, {len(band)} lie within the simulator's goodput with its engines 1 % slower "
-              f"or faster: {', '.join(band) or 'none'}." if any(r.slower for r in done) else "")
+              f"or faster: {', '.join(band) or 'none'}." if missed and any(r.slower for r in done) else "")
+    off = [r for r in done if r.misses]
+    moved = [r.autoscaler for r in off if any(runs and verdict_of(r, runs) == "met" for runs in (r.slower, r.faster))]
+    banded += (f" Of the trajectory misses, {len(moved)} meet every trajectory target with the simulator's engines "
+               f"1 % slower or faster: {', '.join(moved) or 'none'}." if off and any(r.slower for r in done) else "")
+    phased = [r.autoscaler for r in done if r.at_phases and verdict_of(r, r.at_phases) == "met"]
+    banded += (f" In the real phases at the nominal ITL: {len(phased)} of {len(done)}."
+               if off and any(r.at_phases for r in done) else "")
     plain = (f" As a user's comparison runs the simulator (every loop starting with the load, the nominal ITL): "
              f"{len(nominal)} of {len(done)}: {', '.join(nominal) or 'none'}." if any(r.nominal for r in done) else "")
     return (f"Simulated vs real (CLUSTER=kwok, {seeds} seeds; the simulator in each real run's measured loop phase "
             f"and engine step times): {len(met)} of {len(done)} autoscalers meet every trajectory target{worst}: "
             f"{', '.join(met) or 'none'}; {len(good)} of {len(done)} meet the goodput target: "
             f"{', '.join(good) or 'none'}.{banded}{plain}")
+
+
+SCAN_FACTORS = (0.98, 0.99, 1.0, 1.01, 1.02)  # the measured time per output token 2 % and 1 % slower and faster
+
+
+def parse_staircases(text: str, steps: int) -> list[tuple[float, ...]]:
+    """``--scan`` candidates: staircases separated by ``;``, each ``steps`` comma-separated rates (req/s > 0)."""
+    out = []
+    for part in text.split(";"):
+        try:
+            rates = tuple(float(x) for x in part.split(","))
+        except ValueError:
+            rates = ()
+        if len(rates) != steps or not all(r > 0 for r in rates):
+            raise ValueError(f"--scan {part.strip()!r}: expected {steps} comma-separated rates above 0 (the "
+                             f"scenario's {steps} steps), candidates separated by ';', e.g. 1,1.5,5,1;1,2,4,1")
+        out.append(rates)
+    return out
+
+
+def parse_factors(text: str) -> tuple[float, ...]:
+    """``--scan-factors``: two or more comma-separated factors on the ITL, each in (0.5, 2)."""
+    try:
+        out = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        out = ()
+    if len(out) < 2 or not all(0.5 < f < 2.0 for f in out):
+        raise ValueError(f"--scan-factors {text!r}: expected two or more comma-separated factors between 0.5 and 2, "
+                         "e.g. 0.98,0.99,1,1.01,1.02")
+    return out
+
+
+def scan(sc_path: Path, labels: list[str], seeds: list[int], staircases: list[tuple[float, ...]], engine: Run,
+         out: Path, factors: tuple[float, ...] = SCAN_FACTORS) -> list[dict[str, Any]]:
+    """How the scenario's staircase was chosen, on the simulator alone: for each candidate staircase, every
+    autoscaler and seed at the engine step times ``engine`` holds (the real engines' measured ITL and TTFT floor)
+    times each of ``factors``, and which autoscaler-seeds change their maximum of ready replicas or their number of
+    moves from one speed to another. A staircase whose steps sit at a replica's capacity changes many: there a
+    1 % difference in engine speed decides whether a queue grows, and so a whole move (docs/fidelity.md)."""
+    result = []
+    for rates in staircases:
+        name = "-".join(f"{r:g}" for r in rates)
+        extra = tuple(f"workload.arrivals.steps.{i}.rate_rps={r:g}" for i, r in enumerate(rates))
+        seen: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for f in factors:
+            folder = f"scan/{name}/x{f:g}"
+            run_sim(sc_path, labels, seeds, {(a, s): engine for a in labels for s in seeds}, out, folder,
+                    phases=False, itl=True, itl_factor=f, extra=extra)
+            for a in labels:
+                for s in seeds:
+                    r = load_run(out / folder / "sim-vs-real" / a / f"seed-{s}")
+                    assert r is not None, f"the simulator wrote no run for {a} seed {s}"
+                    seen.setdefault((a, s), []).append((r.max_ready, len(r.steps)))
+        changed = sorted(f"{a} seed {s}" for (a, s), v in seen.items() if len(set(v)) > 1)
+        result.append({"staircase": list(rates), "changed": changed, "of": len(seen),
+                       "outcomes": {f"{a}/{s}": v for (a, s), v in seen.items()}})
+    return result
+
+
+def scan_table(result: list[dict[str, Any]], factors: tuple[float, ...] = SCAN_FACTORS) -> str:
+    head = ("| staircase req/s | autoscaler-seeds whose maximum or number of moves changes at ITL x "
+            + ", ".join(f"{f:g}" for f in factors) + " | which |\n|---|---|---|")
+    rows = [f"| {' → '.join(f'{r:g}' for r in x['staircase'])} | {len(x['changed'])} of {x['of']} | "
+            f"{', '.join(x['changed']) or 'none'} |" for x in result]
+    return "\n".join([head, *rows])
+
+
+def engine_of(path: Path) -> Run:
+    """The engine step times a scan runs at: the mean over an earlier raw-figures file's real runs of their
+    measured ITL and TTFT floor (measurements of llm-d-inference-sim, not fitted to any result)."""
+    runs = list(stored_real(path).values())
+    itl = [r.itl["mean"] for r in runs if r.itl.get("mean") is not None]
+    floor = [r.ttft_floor_ms for r in runs if r.ttft_floor_ms is not None]
+    if not itl or not floor:
+        raise ValueError(f"{path}: no real run with a measured ITL and TTFT floor (expected a sim_vs_real.json)")
+    return Run(seed=0, time_scale=1.0, window_s=0.0, replica_s=0.0, max_ready=0, steps=[], goodput=0.0, failures={},
+               ttft={}, itl={"mean": mean(itl)}, complete=True, ttft_floor_ms=mean(floor))
 
 
 def update_docs(text: str, line: str) -> None:
@@ -567,10 +661,40 @@ def main() -> int:
                     help="skip the diagnostic simulator runs (without the measured conditions; engines 1 % off)")
     ap.add_argument("--check", action="store_true", help="exit 1 when an autoscaler misses a trajectory target")
     ap.add_argument("--check-goodput", action="store_true", help="... or the goodput target")
+    ap.add_argument("--scan", default=None, metavar="RATES[;RATES...]",
+                    help="run no comparison: scan candidate staircases on the simulator alone (how the scenario's "
+                         "was chosen), e.g. '1,1.5,5,1;1,3,6,1.5'")
+    ap.add_argument("--scan-engine", type=Path, default=ROOT / "benchmarks" / "data" / "sim_vs_real.json",
+                    help="the raw figures whose real runs' measured ITL and TTFT the scan runs at")
+    ap.add_argument("--scan-factors", default=",".join(f"{f:g}" for f in SCAN_FACTORS),
+                    help="the engine speeds of the scan, as factors on the ITL")
+    ap.add_argument("--scan-itl-ms", type=float, default=None, help="... or this ITL (ms), measured elsewhere")
+    ap.add_argument("--scan-ttft-ms", type=float, default=None, help="... and this TTFT floor (ms)")
     args = ap.parse_args()
     args.out = args.out.resolve()  # the runs' commands start in the repository root
     sc_path, sc, labels = scenario_and_labels(args.autoscalers.split(",") if args.autoscalers else None)
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.scan is not None:
+        try:
+            staircases = parse_staircases(args.scan, len(sc.workload[0].arrivals.steps))
+            factors = parse_factors(args.scan_factors)
+            engine = engine_of(args.scan_engine) if args.scan_engine.is_file() else None
+            if engine is not None and (args.scan_itl_ms or args.scan_ttft_ms):
+                if not (args.scan_itl_ms and args.scan_ttft_ms and args.scan_itl_ms > 0 and args.scan_ttft_ms > 0):
+                    raise ValueError("--scan-itl-ms and --scan-ttft-ms: expected both, each above 0")
+                engine.itl, engine.ttft_floor_ms = {"mean": args.scan_itl_ms}, args.scan_ttft_ms
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if engine is None:
+            print(f"error: --scan-engine {args.scan_engine}: no such file (expected an earlier sim_vs_real.json)",
+                  file=sys.stderr)
+            return 2
+        print(f"engine: ITL {engine.itl['mean']:.2f} ms, TTFT {engine.ttft_floor_ms:.1f} ms", flush=True)
+        result = scan(sc_path, labels, seeds, staircases, engine, args.out, factors)
+        print(scan_table(result, factors))
+        (args.out / "scan.json").write_text(json.dumps(result, indent=1))
+        return 0
     stored = None
     if args.real_from is not None:
         if not args.real_from.is_file():
