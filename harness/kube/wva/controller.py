@@ -259,6 +259,8 @@ class WVAKubeController:
             else:
                 applied = desired == current
         ready = st.deployment is not None and st.metrics_available and d is not None
+        # every cycle's reading in the log, kept with a kube run (kwok/services/logs): what it decided on
+        log.info("variant %s: cycle at %d replicas -> %s: %s", st.name, current, desired, reason)
         conds.append(Condition(OPTIMIZATION_READY, ready, "OptimizationSucceeded" if ready else "OptimizationHeld",
                                reason))
         self._write_status(now, st, conds, desired, current, reason, applied)

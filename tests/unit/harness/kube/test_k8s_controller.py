@@ -147,6 +147,18 @@ def test_decision_is_published_for_the_hpa_and_status_written() -> None:
     assert "kv" not in json.dumps(status).lower()  # no ephemeral metrics in status
 
 
+def test_every_cycle_logs_what_it_read_and_decided(caplog: pytest.LogCaptureFixture) -> None:
+    # a kube run keeps the controller's log: each cycle's reasons are the readings a fidelity trace needs
+    fake = api()
+    with caplog.at_level("INFO", logger="scalearena.wva"):
+        controller(fake, Scripted({"va-a100": 3}), FakeMetrics({"va-a100": pods(0.9, 0.9)})).reconcile()
+    lines = [r.getMessage() for r in caplog.records]
+    assert "variant va-a100: cycle at 2 replicas -> 3: test" in lines  # the scripted decision's reason
+    assert "variant va-a100: up 2 -> 3 (scripted)" in lines
+    # va-h100 got no decision: it holds at its own count
+    assert any(m.startswith("variant va-h100: cycle at ") and m.endswith(": no decision") for m in lines)
+
+
 def test_unchanged_status_is_not_written_again() -> None:
     fake = api()
     c = controller(fake, Scripted({"va-a100": 2, "va-h100": 0}), FakeMetrics({"va-a100": pods(0.5, 0.5)}))
