@@ -140,4 +140,8 @@ def read_trigger(view: ClusterView, v: VariantView, t: Trigger) -> tuple[float, 
     query = getattr(view.metrics, "query", None)
     if query is None:
         raise MetricsUnavailable("the metrics source cannot run PromQL")
-    return prometheus_reading(query(t.query), t.query, t.ignore_null_values)
+    # KEDA asks Prometheus at the whole second (prometheus_scaler.go: time.Now().UTC().Format(time.RFC3339)): a
+    # source that keeps the simulator's clock says when that was (MemoryMetrics.keda_query_time)
+    at = getattr(view.metrics, "keda_query_time", None)
+    result = query(t.query, at(view.now)) if at is not None else query(t.query)
+    return prometheus_reading(result, t.query, t.ignore_null_values)

@@ -34,6 +34,12 @@ class PhaseSpec(_Spec):
         "AddRateLimited after reconcileKey), so its syncs fall at creation + k x (period + reconcile time). "
         "Applies to the HPA controller's loops (an HPA's, a ScaledObject's generated HPA, WVA's actuation "
         "HPA), not to controllers on a fixed ticker. 0 = exact periods. The simulator only.")
+    keda_query_grid_s: list[float] | None = Field(
+        default=None, min_length=2, max_length=2, description="[spacing, offset]: KEDA's Prometheus scaler queries "
+        "at the wall clock's whole second (pkg/scalers/prometheus_scaler.go: time.Now().UTC().Format(time.RFC3339)), "
+        "up to a second before the sync that asked: the query time is the last offset + k x spacing at or before "
+        "it; a kube run's wall seconds are `time_scale` scenario seconds apart, at the fraction its load began on; "
+        "null = whole scenario seconds from the load's start ([1, 0]). The simulator only.")
     engine_scrape_s: float | None = Field(
         default=None, ge=0, le=3600, description="Offset of the engines' scrapes (and kube-state-metrics', "
         "unless kube_state_scrape_s gives it its own) after the load's start: every scrape_interval_s from it, "

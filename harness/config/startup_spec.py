@@ -331,7 +331,7 @@ def sim_only(sc: Any) -> list[str]:
         if v.warm_buffer:
             out.append(f"cluster.variants[{i}].warm_buffer")
     ph = sc.phases
-    out += [f"phases.{f}" for f in ("decide_lead_s", "engine_scrape_s", "gateway_scrape_s", "kube_state_scrape_s",
-                                     "published_scrape_s") if getattr(ph, f) is not None]
+    out += [f"phases.{f}" for f in ("decide_lead_s", "engine_scrape_s", "gateway_scrape_s", "keda_query_grid_s",
+                                     "kube_state_scrape_s", "published_scrape_s") if getattr(ph, f) is not None]
     out += ["phases.sync_lag_s"] if ph.sync_lag_s else []
     return out + [f"phases.{f}" for f in ("pod_scrape_s", "rules_s") if getattr(ph, f)]

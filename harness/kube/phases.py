@@ -23,6 +23,7 @@ which the kwok tools already build; what is ours is which series stand for which
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import tempfile
@@ -164,6 +165,7 @@ def from_run_folder(run: Path, scale: float, scrape_interval_s: float,
     groups = rule_groups_of(run / DATA / "config" / "scalearena-rules.yml", scale)
     with serve(data, prometheus) as raw:
         out = measure(raw, t0, scale, scrape_interval_s, groups)
+    out["keda_query_grid_s"] = wall_seconds(t0, scale)
     log, summary = run / "kwok" / "control-plane" / KCM_LOG, run / "summary.json"
     lead = next((float(e["control_lead_s"]) for e in json.loads(summary.read_text()).get("events") or []
                  if e.get("kind") == "control_lead"), None) if summary.is_file() else None
@@ -174,6 +176,13 @@ def from_run_folder(run: Path, scale: float, scrape_interval_s: float,
     if (own := wva_lead_of(run / "kwok" / "services" / "logs", t0, scale)) is not None:
         out["decide_lead_s"] = own
     return out
+
+
+def wall_seconds(t0: float, scale: float) -> list[float]:
+    """[spacing, offset] of the wall clock's whole seconds on the run's time axis (scenario seconds): the first at
+    ceil(t0) - t0 wall seconds after the load's start, then every wall second (KEDA's Prometheus queries fall on
+    them: phase_spec.PhaseSpec.keda_query_grid_s)."""
+    return [scale, round(((math.ceil(t0) - t0) * scale) % scale, 3)]
 
 
 def wva_lead_of(logs: Path, t0: float, scale: float) -> float | None:

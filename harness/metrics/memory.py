@@ -29,6 +29,7 @@ empty Prometheus vector is; only an unreachable backend raises.
 """
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
@@ -112,6 +113,7 @@ class MemoryMetrics:
         self.retention_s = max(retention_s, staleness_s)
         self.now = 0.0  # set by the owner (evaluate_at) before a controller queries
         self.available = True  # False during a metrics outage
+        self.query_grid = (1.0, 0.0)  # the wall clock's whole seconds: (spacing, offset), keda_query_time
         self._series: dict[str, dict[str, deque[Sample]]] = {}
         # variant -> (num_gpu_blocks, block_size): what vllm:cache_config_info would say of its pods
         self.cache_config: dict[str, tuple[int | None, int | None]] = {}
@@ -293,6 +295,12 @@ class MemoryMetrics:
         if self._rules is not None:
             self._rules.advance(t)
         return to_api_result(self.promql.query(expr, t), to_ms(t))
+
+    def keda_query_time(self, now: float) -> float:
+        """When KEDA's Prometheus scaler asks at ``now``: the last whole wall second at or before it (its query's
+        ``time`` is RFC 3339 without a fraction), on the grid ``query_grid`` (phases.keda_query_grid_s)."""
+        spacing, offset = self.query_grid
+        return offset + math.floor((now - offset) / spacing + 1e-9) * spacing
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         """PromQL range query -> Prometheus' JSON ``result`` matrix."""

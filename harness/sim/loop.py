@@ -178,6 +178,8 @@ class Simulation(RequestFlow, Handoff, PodLifecycle, StartupLifecycle, Scrapes):
         self._scrape_phase, self._pool_phase = self.start_scrapes()
         assert self.control.policy is not None  # the simulator always runs a policy
         self.decide_period_s, self.hpa_sync_period_s = self.loop_periods(self.control.policy)
+        if (grid := sc.phases.keda_query_grid_s) is not None:  # KEDA's whole-second queries (MemoryMetrics)
+            self.metrics.query_grid = (grid[0], grid[1])
         lead = sc.phases.control_lead_s  # the control loops began this long before the load: their first tick after 0
         own = sc.phases.decide_lead_s  # a policy on a ticker of its own (WVA's) began apart from its HPA
         self.push(first_tick(self.decide_period_s, lead if own is None else own), DECIDE)

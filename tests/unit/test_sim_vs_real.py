@@ -100,7 +100,8 @@ def test_the_simulator_runs_in_each_real_runs_conditions_and_the_lead_is_read_ba
     run = tmp_path / "sim" / "sim-vs-real" / "hpa" / "seed-1"
     scen = json.loads((run / "scenario.json").read_text())
     assert scen["phases"] == {"control_lead_s": 39.5, "decide_lead_s": None, "engine_scrape_s": 2.5,
-                              "gateway_scrape_s": 8.0, "kube_state_scrape_s": 11.0, "published_scrape_s": None,
+                              "gateway_scrape_s": 8.0, "keda_query_grid_s": None, "kube_state_scrape_s": 11.0,
+                              "published_scrape_s": None,
                               "pod_scrape_s": {}, "rules_s": {"model-queue": 5.5}, "sync_lag_s": 0.04}
     assert scen["cluster"]["variants"][0]["startup_s"] == 20.25  # the scenario's 20 s + the measured start lag
     assert scen["cluster"]["variants"][0]["engine"]["latency"]["itl_ms"] == 25.0

@@ -203,3 +203,36 @@ def test_composite_fallback_uses_the_modifiers_target():
 def test_config_errors_name_the_problem(cfg, match):
     with pytest.raises(ValidationError, match=match):
         KEDAConfig(**cfg)
+
+
+def test_keda_asks_prometheus_at_the_last_whole_wall_second() -> None:
+    """prometheus_scaler.go formats its query's ``time`` as RFC 3339 without a fraction: a sync at 96.57 s on a
+    load that began 0.159 s past a wall second reads Prometheus as of 95.841 s, before a scrape at 96.05 s."""
+    from scalearena.controllers.base import ClusterView
+    from scalearena.controllers.keda_scaler import Trigger, read_trigger
+    from scalearena.harness.metrics.memory import MemoryMetrics
+
+    m = MemoryMetrics()
+    m.query_grid = (1.0, 0.841)  # wall seconds at 0.841 + k (t0 = x.159 wall), time scale 1
+    assert m.keda_query_time(96.57) == pytest.approx(95.841)  # 0.841 + floor(95.729) = 95.841
+    assert m.keda_query_time(96.841) == pytest.approx(96.841)  # on a whole second: that second
+    assert m.keda_query_time(5.0) == pytest.approx(4.841)
+    m.query_grid = (2.0, 1.5)  # time scale 2: a wall second is two scenario seconds
+    assert m.keda_query_time(96.57) == pytest.approx(95.5)  # 1.5 + 2 x floor(47.535) = 95.5
+    assert MemoryMetrics().keda_query_time(15.0) == 15.0  # the default grid: whole seconds from the load's start
+
+    asked: list[tuple[str, float | None]] = []
+
+    class Source:
+        def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+            asked.append((expr, at))
+            return [{"metric": {}, "value": [at, "11"]}]
+
+        def keda_query_time(self, now: float) -> float:
+            return now - 0.729
+
+    v = view(96.57, variant("a", pods=pods(0)), metrics=Source())
+    assert isinstance(v, ClusterView)
+    t = Trigger(name="queue", query="sum(llm_d_epp_flow_control_queue_size)", threshold=1.0)
+    assert read_trigger(v, v.variants[0], t) == (11.0, True)
+    assert asked == [("sum(llm_d_epp_flow_control_queue_size)", pytest.approx(95.841))]

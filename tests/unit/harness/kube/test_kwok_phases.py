@@ -13,6 +13,7 @@ from scalearena.harness.kube.phases import (
     rule_groups_of,
     start_lag_of,
     sync_lag_of,
+    wall_seconds,
     wva_lead_of,
 )
 
@@ -126,3 +127,11 @@ def test_the_wva_controllers_lead_is_read_from_its_logs_first_line(tmp_path: Pat
     assert wva_lead_of(tmp_path, t0, 2.0) == 26.735
     assert wva_lead_of(tmp_path, t0 - 60.0, 2.0) is None  # started after the load: no lead to give
     assert wva_lead_of(tmp_path / "none", t0, 2.0) is None
+
+
+def test_the_wall_seconds_are_placed_on_the_runs_time_axis() -> None:
+    # a load that began at x.159 wall: the next whole second 0.841 s later; at time scale 2 that is 1.682 scenario
+    # seconds, and wall seconds come every 2
+    assert wall_seconds(1796521963.159, 1.0) == [1.0, 0.841]
+    assert wall_seconds(1796521963.159, 2.0) == [2.0, 1.682]
+    assert wall_seconds(1796521963.0, 1.0) == [1.0, 0.0]  # on a whole second

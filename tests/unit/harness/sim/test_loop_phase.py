@@ -132,6 +132,17 @@ def test_the_engines_and_the_gateway_scrape_at_their_measured_offsets(tmp_path: 
                                                                                                         38.0]
 
 
+def test_kedas_queries_fall_on_the_measured_wall_seconds(tmp_path: Path) -> None:
+    sc = load_scenario(SVR, ["phases.keda_query_grid_s=[2, 1.5]", "phases.control_lead_s=26.9", "duration_s=40",
+                             "drain_s=0"], seed=1)
+    w = RunWriter(tmp_path / "run", {})
+    sim = Simulation(sc, sc.autoscaler("keda"), w, build_requests(sc))
+    sim.run()
+    assert sim.metrics.query_grid == (2.0, 1.5)
+    # KEDA's syncs from -26.9 every 15 s: 3.1, 18.1, 33.1; each asks at the last of 1.5 + 2k before it
+    assert [sim.metrics.keda_query_time(t) for t in (3.1, 18.1, 33.1)] == pytest.approx([1.5, 17.5, 31.5])
+
+
 def test_kube_state_metrics_scrape_on_their_own_chain(tmp_path: Path) -> None:
     sc = load_scenario(SVR, ["phases.engine_scrape_s=2.5", "phases.kube_state_scrape_s=26", "duration_s=40",
                              "drain_s=0"], seed=1)
@@ -151,9 +162,9 @@ def test_the_scrape_and_rule_offsets_are_the_simulators_only() -> None:
     from scalearena.harness.config.startup_spec import refuse_sim_only
 
     sc = load_scenario(SVR, ["phases.gateway_scrape_s=3", 'phases.rules_s={"model-queue": 5}',
-                             "phases.kube_state_scrape_s=4", "phases.sync_lag_s=0.03"])
-    with pytest.raises(UserError, match="phases.gateway_scrape_s, phases.kube_state_scrape_s, phases.sync_lag_s, "
-                                        "phases.rules_s: only --cluster sim") as e:
+                             "phases.kube_state_scrape_s=4", "phases.sync_lag_s=0.03", "phases.keda_query_grid_s=[1, 0.2]"])
+    with pytest.raises(UserError, match="phases.gateway_scrape_s, phases.keda_query_grid_s, phases.kube_state_scrape_s, "
+                                        "phases.sync_lag_s, phases.rules_s: only --cluster sim") as e:
         refuse_sim_only(sc, "local")
     assert "a real Prometheus keeps its own" in str(e.value)
 
