@@ -37,8 +37,13 @@ caller holds the request in the gateway queue (the scale-from-zero signal).
 the same saturation test answers ``hold`` instead, and the caller keeps the
 request in its flow queues until a later ``route`` finds room. Within one
 refresh slot each request sent to a pod counts as one more waiting there, so a
-freed pool takes queue_threshold requests per pod per slot, not the whole queue
-at once on a stale snapshot.
+freed pool whose pods all sit at the threshold takes queue_threshold requests per
+pod per slot, not the whole queue at once on a stale snapshot. While one pod reads
+below the threshold the pool has room, and every dispatch of the slot goes to the
+best-scored pod of its snapshot, as many as are held (a newly ready pod can take
+the whole queue); serve-router runs this picker on kwok and does the same, and
+bounding it made the simulated HPA and KEDA scale less than the real ones
+(docs/fidelity.md, "Still open").
 
 Prefill/decode disaggregation (variants of ``role: prefill`` / ``decode``), as llm-d's
 disagg-profile-handler runs its two scheduling profiles: the decode profile picks among the
