@@ -204,13 +204,13 @@ def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple
     from scalearena.harness.config.suite import RunPlan
     from scalearena.harness.run.runner import execute
 
+    startup = load_scenario(sc_path).cluster.variants[0].startup_s  # the scenario's, before a start lag
     for a in labels:
         for s in seeds:
             r = real.get((a, s))
             sets = [f"phases={json.dumps(r.measured_phases())}"] if phases and r else []
             if phases and r is not None and r.start_lag_s:  # the pods start that much after their rescale
-                nominal = load_scenario(sc_path, seed=s).cluster.variants[0].startup_s
-                sets.append(f"cluster.variants.0.startup_s={nominal + r.start_lag_s:.3f}")
+                sets.append(f"cluster.variants.0.startup_s={startup + r.start_lag_s:.3f}")
             if itl and r is not None and (tpot := r.itl.get("mean")) is not None:
                 sets.append(f"cluster.variants.0.engine.latency.itl_ms={tpot * itl_factor:.3f}")
                 if r.ttft_floor_ms is not None:
@@ -292,7 +292,7 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
                goodput=float(s["goodput_rps"]), failures={k: int(v) for k, v in s["failures"].items() if v},
                ttft={k: s["ttft_ms"].get(k) for k in ("p50", "p99")}, itl=itl, ttft_floor_ms=floor,
                complete=bool(s.get("complete")), control_lead_s=lead,
-               phases=from_run_folder(folder, scale, float(scen["metrics"]["scrape_interval_s"])),
+               phases=from_run_folder(folder, scale, float(scen["metrics"]["scrape_interval_s"]), lead),
                start_lag_s=start_lag_of(folder, scale))
 
 

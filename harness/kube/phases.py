@@ -153,11 +153,11 @@ def sync_lag_of(times: list[float], lead_s: float, period_s: float) -> float | N
     return round(max(0.0, sum(lags) / len(lags)), 4) if lags else None
 
 
-def from_run_folder(run: Path, scale: float, scrape_interval_s: float,
+def from_run_folder(run: Path, scale: float, scrape_interval_s: float, lead_s: float | None = None,
                     prometheus: Path | None = None) -> dict[str, Any] | None:
     """The measured ``phases`` of a kwok run (None when the folder holds no Prometheus data or no load start):
-    its Prometheus' offsets and, where the run recorded its controllers' lead and the HPA controller rescaled,
-    the controller's lag per sync."""
+    its Prometheus' offsets and, given its controllers' lead (``lead_s``: the run's ``control_lead`` event) where
+    the HPA controller rescaled, the controller's lag per sync."""
     start, data = run / "locust-start.json", run / DATA / "data"
     if not start.is_file() or not data.is_dir():
         return None
@@ -166,11 +166,9 @@ def from_run_folder(run: Path, scale: float, scrape_interval_s: float,
     with serve(data, prometheus) as raw:
         out = measure(raw, t0, scale, scrape_interval_s, groups)
     out["keda_query_grid_s"] = wall_seconds(t0, scale)
-    log, summary = run / "kwok" / "control-plane" / KCM_LOG, run / "summary.json"
-    lead = next((float(e["control_lead_s"]) for e in json.loads(summary.read_text()).get("events") or []
-                 if e.get("kind") == "control_lead"), None) if summary.is_file() else None
-    if lead is not None and log.is_file():
-        lag = sync_lag_of(rescales(log.read_text(errors="replace"), t0, scale), lead, HPA_SYNC_S)
+    log = run / "kwok" / "control-plane" / KCM_LOG
+    if lead_s is not None and log.is_file():
+        lag = sync_lag_of(rescales(log.read_text(errors="replace"), t0, scale), lead_s, HPA_SYNC_S)
         if lag is not None:
             out["sync_lag_s"] = lag
     if (own := wva_lead_of(run / "kwok" / "services" / "logs", t0, scale)) is not None:

@@ -105,6 +105,12 @@ _HISTS: dict[str, tuple[Callable[[Sample], tuple[float, ...]], tuple[float, ...]
 }
 
 
+def last_on_grid(now: float, spacing: float, offset: float) -> float:
+    """The last point of offset + k x spacing at or before ``now`` (a point within 1e-9 of it counts as at it):
+    where a loop on its own fixed grid (a scrape target's offset, the wall clock's whole seconds) last ran."""
+    return offset + math.floor((now - offset) / spacing + 1e-9) * spacing
+
+
 class MemoryMetrics:
     """In-memory ``harness.control.ports.MetricsSource`` (and ``controllers.base.MetricsReader``)."""
 
@@ -299,8 +305,7 @@ class MemoryMetrics:
     def keda_query_time(self, now: float) -> float:
         """When KEDA's Prometheus scaler asks at ``now``: the last whole wall second at or before it (its query's
         ``time`` is RFC 3339 without a fraction), on the grid ``query_grid`` (phases.keda_query_grid_s)."""
-        spacing, offset = self.query_grid
-        return offset + math.floor((now - offset) / spacing + 1e-9) * spacing
+        return last_on_grid(now, *self.query_grid)
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         """PromQL range query -> Prometheus' JSON ``result`` matrix."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from mypy_extensions import trait
 
-from scalearena.harness.metrics.memory import Sample
+from scalearena.harness.metrics.memory import Sample, last_on_grid
 from scalearena.harness.sim.engine.cluster import READY, Deployment, Pod
 from scalearena.harness.sim.events import SCRAPE
 from scalearena.harness.sim.state import SimState
@@ -164,8 +164,7 @@ class Scrapes(SimState):
         x = self.sc.phases.published_scrape_s
         if x is None:
             return self._last_scrape
-        interval = self.sc.metrics.scrape_interval_s
-        at = now - (now - x) % interval
+        at = last_on_grid(now, self.sc.metrics.scrape_interval_s, x)
         return at if at > 0 else (0.0 if now >= 0 else None)
 
 
