@@ -118,9 +118,10 @@ perf: $(BUILT)
 # Simulated vs real (docs/fidelity.md): workloads/suites/sim-vs-real.yaml on CLUSTER=kwok's upstream control
 # plane, every autoscaler x 3 seeds (68 minutes measured here), then on the simulator in each real run's measured
 # conditions, then the tables. Complete kwok runs under results/sim-vs-real are kept (--reuse); UPDATE_DOCS=1
-# writes the tables into docs/fidelity.md and the summary line into README.
+# writes the tables into docs/fidelity.md and the summary line into README; REPEAT="DIR ..." judges other kwok runs
+# of the same seeds (earlier --out folders) against the first, the real stack's own noise floor.
 fidelity: $(BUILT) kwok-tools
-	$(BIN)/python benchmarks/sim_vs_real.py --reuse $(if $(UPDATE_DOCS),--update-docs)
+	$(BIN)/python benchmarks/sim_vs_real.py --reuse $(if $(UPDATE_DOCS),--update-docs) $(foreach d,$(REPEAT),--repeat $(d))
 
 # Is the oracle frontier a bound? Every autoscaler on every shipped scenario and generated long-prompt, P/D and
 # bursty workloads (workloads/suites/bound.yaml); exits 1 naming each autoscaler beyond noise below it.

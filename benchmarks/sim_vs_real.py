@@ -31,8 +31,8 @@ cannot be time-scaled (harness/kube/timescale.py) and run at time scale 1; the o
 Usage::
 
     python benchmarks/sim_vs_real.py [--autoscalers hpa,keda] [--seeds 1,2,3] [--time-scale 2]
-        [--out results/sim-vs-real] [--reuse] [--real-from JSON] [--json PATH] [--update-docs] [--check]
-        [--check-goodput]
+        [--out results/sim-vs-real] [--reuse] [--real-from JSON] [--repeat DIR] [--json PATH] [--update-docs]
+        [--check] [--check-goodput]
 
 ``--reuse`` keeps every complete kwok run already under ``--out`` (a group whose runs are all there is not run
 again; the simulator, deterministic and a second a run, always runs); ``--real-from`` takes the kwok side from an
@@ -52,6 +52,7 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import mean
@@ -87,6 +88,7 @@ class Run:
     phases: dict[str, Any] | None = None  # a kwok run's scrape and rule offsets (harness/kube/phases.py)
     ttft_floor_ms: float | None = None  # the TTFT of a request that waited for nothing: engine_times
     start_lag_s: float | None = None  # a kwok run's rescale -> engine container start, mean (kube/phases.py)
+    first_take: int | None = None  # held requests the pods of the first scale-up took when they turned ready
 
     def measured_phases(self) -> dict[str, Any]:
         """The scenario's ``phases`` that put the simulator's loops where this (real) run's were."""
@@ -115,6 +117,8 @@ class Row:
     nominal: list[Run] = field(default_factory=list)  # diagnostic: the simulator as a user runs it (default phases)
     slower: list[Run] = field(default_factory=list)  # diagnostic: measured conditions, engines SPEED_BAND slower
     faster: list[Run] = field(default_factory=list)  # ... and SPEED_BAND faster
+    repeats: list[list[Run]] = field(default_factory=list)  # the noise floor: the seeds again on kwok, per --repeat
+    repeat_sims: list[list[Run]] = field(default_factory=list)  # the simulator in each repeat's measured conditions
 
 
 def scenario_and_labels(labels: list[str] | None) -> tuple[Path, Any, list[str]]:
@@ -223,7 +227,8 @@ def run_sim(sc_path: Path, labels: list[str], seeds: list[int], real: dict[tuple
 
 def real_runs(sc: Any, labels: list[str], seeds: list[int], out: Path,
               stored: dict[tuple[str, int], Run] | None) -> dict[tuple[str, int], Run | None]:
-    """The real run of every autoscaler and seed: from ``--real-from``'s raw figures, else from the kwok folders."""
+    """The real run of every autoscaler and seed: from ``--real-from``'s raw figures, else from the kwok folders
+    under ``out`` (``kwok-ts<scale>[-keda]/``, as run_real writes them; a ``--repeat`` folder has the same layout)."""
     if stored is not None:
         return {(a, s): stored.get((a, s)) for a in labels for s in seeds}
     return {(a, s): next((r for d in sorted(out.glob("kwok-ts*"))
@@ -293,7 +298,26 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
                ttft={k: s["ttft_ms"].get(k) for k in ("p50", "p99")}, itl=itl, ttft_floor_ms=floor,
                complete=bool(s.get("complete")), control_lead_s=lead,
                phases=from_run_folder(folder, scale, float(scen["metrics"]["scrape_interval_s"]), lead),
-               start_lag_s=start_lag_of(folder, scale))
+               start_lag_s=start_lag_of(folder, scale), first_take=first_take_of(folder))
+
+
+def first_take_of(folder: Path) -> int | None:
+    """How many held requests the pods of the run's first scale-up took when they turned ready: the requests they
+    served that had arrived before they were ready (pods ready within a second of the first such pod count as one
+    scale-up). Whether the gateway's flow control hands a new pod its share of the held requests or the whole queue
+    in one refresh slot depends on whether the old pods' last snapshot read one waiting request below the saturation
+    threshold (harness/sim/router.py), so this is where a run's trajectory can part from another's of the same seed.
+    None when no pod was added."""
+    pods = [json.loads(x) for x in (folder / "pods.jsonl").read_text().splitlines() if x.strip()] \
+        if (folder / "pods.jsonl").is_file() else []
+    added = sorted((float(p["ready_s"]), p["pod"]) for p in pods
+                   if p.get("ready_s") is not None and float(p.get("created_s") or 0.0) > 0.0)
+    if not added:
+        return None
+    first = {pod: ready for ready, pod in added if ready <= added[0][0] + 1.0}
+    t = pq.read_table(folder / "requests.parquet", columns=["pod", "arrival_s"]).to_pydict()
+    return sum(1 for pod, arrival in zip(t["pod"], t["arrival_s"], strict=True)
+               if pod in first and arrival is not None and arrival < first[pod])
 
 
 Group = tuple[list[int], list[int]]  # indices of simulator steps, of real steps: one scaling move on both sides
@@ -346,6 +370,50 @@ def stored_real(path: Path) -> dict[tuple[str, int], Run]:
             for row in raw["rows"] for r in row["real"]}
 
 
+def stored_repeats(path: Path) -> dict[str, list[list[Run]]]:
+    """The repeated real runs an earlier raw-figures file holds (each row's ``repeats``), by autoscaler."""
+    raw = json.loads(path.read_text())
+    return {row["autoscaler"]: [[Run(**{**r, "steps": [tuple(x) for x in r["steps"]]}) for r in runs]
+                                for runs in row.get("repeats") or []] for row in raw["rows"]}
+
+
+def add_repeat(rows: list[Row], repeat: Mapping[tuple[str, int], Run | None]) -> None:
+    """One more repetition of the real runs into each row that has any of its seeds (complete), in the order of
+    its real runs."""
+    for row in rows:
+        runs = [r for x in row.real if (r := repeat.get((row.autoscaler, x.seed))) is not None and r.complete]
+        if runs:
+            row.repeats.append(runs)
+
+
+def simulate_repeats(sc_path: Path, sc: Any, rows: list[Row], out: Path, run: bool) -> None:
+    """The simulator in each repeat's own measured conditions (as ``sim/`` is in the first real runs'), into
+    ``out/sim-repeat-<n>``; ``run`` False reads what is there."""
+    for i in range(max((len(r.repeats) for r in rows), default=0)):
+        folder = f"sim-repeat-{i + 1}"
+        real: dict[tuple[str, int], Run | None] = {
+            (r.autoscaler, x.seed): x for r in rows if len(r.repeats) > i for x in r.repeats[i]}
+        if run:
+            for a in sorted({a for a, _ in real}):
+                run_sim(sc_path, [a], sorted(s for b, s in real if b == a), real, out, folder, phases=True, itl=True)
+        for r in rows:
+            if len(r.repeats) > i:
+                sims = [load_run(out / folder / sc.name / r.autoscaler / f"seed-{x.seed}") for x in r.repeats[i]]
+                r.repeat_sims.append([x for x in sims if x is not None])
+
+
+def against(row: Row, runs: list[Run], real_runs: list[Run] | None = None) -> Row:
+    """The trajectory targets of ``runs`` (other runs of some of the row's seeds) against the row's real runs of
+    the same seeds (or ``real_runs``: a repeat's), judged as the simulator's are."""
+    again = Row(row.autoscaler, row.tolerance_s)
+    by_seed = {r.seed: r for r in runs}
+    for real in row.real if real_runs is None else real_runs:
+        if real.seed in by_seed:
+            add_pair(again, by_seed[real.seed], real)
+    judge(again)
+    return again
+
+
 def compare(sc: Any, labels: list[str], seeds: list[int], out: Path, real: dict[tuple[str, int], Run | None],
             folder: str = "sim") -> list[Row]:
     rows = []
@@ -381,12 +449,10 @@ def add_pair(row: Row, sim: Run, real: Run) -> None:
         row.misses.append(f"seed {sim.seed}: max {sim.max_ready} vs {real.max_ready}")
 
 
-def verdict_of(row: Row, runs: list[Run]) -> str:
-    """The trajectory targets again, with other simulator runs (a diagnostic's) in place of the row's."""
-    again = Row(row.autoscaler, row.tolerance_s)
-    for cf, real in zip(runs, row.real, strict=True):
-        add_pair(again, cf, real)
-    judge(again)
+def verdict_of(row: Row, runs: list[Run], real_runs: list[Run] | None = None) -> str:
+    """The trajectory targets again, with other runs (a diagnostic's simulator runs, a repeat's real runs) in
+    place of the row's simulator runs (and a repeat's real runs in place of its real ones)."""
+    again = against(row, runs, real_runs)
     return "met" if not again.misses else "missed: " + "; ".join(again.misses)
 
 
@@ -500,6 +566,40 @@ def diagnostic_table(rows: list[Row], attr: str) -> str:
     return "\n".join(lines)
 
 
+def own(row: Row, i: int) -> str:
+    """The verdict of the simulator in repeat ``i``'s measured conditions against that repeat ('n/a' without)."""
+    if len(row.repeat_sims) <= i or len(row.repeat_sims[i]) != len(row.repeats[i]):
+        return "n/a"
+    return verdict_of(row, row.repeat_sims[i], row.repeats[i])
+
+
+def repeat_table(rows: list[Row]) -> str:
+    """The real stack against itself: each repeated seed's second kwok run judged against its first by the targets
+    the simulator is judged by, next to the simulator's verdict on the same seeds."""
+    lines = ["| autoscaler | repeat | seeds | max ready: repeat / real / sim | replica-s: repeat / real (Δ) | "
+             "goodput rps: repeat / real (Δ) | held requests the first new pods took: repeat / real / sim | "
+             "repeat against real | sim against real | sim in the repeat's conditions against the repeat |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def col(runs: list[Run], key: str) -> str:
+        return "/".join(_f(getattr(x, key), "{}") for x in runs)
+    for r in rows:
+        for i, rep in enumerate(r.repeats, 1):
+            seeds = {x.seed for x in rep}
+            real = [x for x in r.real if x.seed in seeds]
+            sim = {x.seed: x for x in r.sim}
+            sims = [sim[x.seed] for x in real if x.seed in sim]
+            rp, rr = mean(x.replica_s for x in rep), mean(x.replica_s for x in real)
+            gp, gr = mean(x.goodput for x in rep), mean(x.goodput for x in real)
+            lines.append(
+                f"| {r.autoscaler} | {i} | {len(rep)} | {col(rep, 'max_ready')} / {col(real, 'max_ready')} / "
+                f"{col(sims, 'max_ready')} | {rp:.0f} / {rr:.0f} ({_f(pct(rp, rr), '{:+.1f} %')}) | "
+                f"{gp:.2f} / {gr:.2f} ({_f(pct(gp, gr), '{:+.1f} %')}) | {col(rep, 'first_take')} / "
+                f"{col(real, 'first_take')} / {col(sims, 'first_take')} | {verdict_of(r, rep)} | "
+                f"{verdict_of(r, sims) if len(sims) == len(real) else 'n/a'} | {own(r, i - 1)} |")
+    return "\n".join(lines)
+
+
 def table(rows: list[Row]) -> str:
     head = ("| autoscaler | seeds | replica-s sim / real (Δ) | max sim / real | scale steps matched: sim, real "
             "(tolerance) | goodput rps sim / real (Δ) | TTFT p50 / p99 ms sim | real | ITL p50 / p99 ms sim | real | "
@@ -551,6 +651,13 @@ def summary_line(rows: list[Row]) -> str:
     phased = [r.autoscaler for r in done if r.at_phases and verdict_of(r, r.at_phases) == "met"]
     banded += (f" In the real phases at the nominal ITL: {len(phased)} of {len(done)}."
                if off and any(r.at_phases for r in done) else "")
+    again = [(r, i) for r in done for i in range(len(r.repeats))]
+    steady = sum(verdict_of(r, r.repeats[i]) == "met" for r, i in again)
+    tracked = sum(own(r, i) == "met" for r, i in again)
+    banded += (f" Run again on kwok ({len(again)} repetition{'' if len(again) == 1 else 's'} of {', '.join(sorted({r.autoscaler for r, _ in again}))})"
+               f", the real stack met every trajectory target against its own first runs in {steady} of {len(again)}; "
+               f"the simulator, in each repetition's measured conditions, met them against that repetition in "
+               f"{tracked} of {len(again)}." if again else "")
     plain = (f" As a user's comparison runs the simulator (every loop starting with the load, the nominal ITL): "
              f"{len(nominal)} of {len(done)}: {', '.join(nominal) or 'none'}." if any(r.nominal for r in done) else "")
     return (f"Simulated vs real (CLUSTER=kwok, {seeds} seeds; the simulator in each real run's measured loop phase "
@@ -655,6 +762,9 @@ def main() -> int:
     ap.add_argument("--compare-only", action="store_true", help="run nothing: compare what --out holds")
     ap.add_argument("--real-from", type=Path, default=None,
                     help="take the kwok side from this earlier raw-figures JSON; run the simulator side only")
+    ap.add_argument("--repeat", type=Path, action="append", default=[], metavar="DIR",
+                    help="another kwok run of the same seeds (an earlier --out, its kwok-ts* folders; repeatable): "
+                         "each judged against the first by the same targets, the real stack's noise floor")
     ap.add_argument("--json", type=Path, default=None, help="raw figures (default: OUT/sim_vs_real.json)")
     ap.add_argument("--update-docs", action="store_true")
     ap.add_argument("--no-diagnostic", action="store_true",
@@ -702,12 +812,24 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         stored = stored_real(args.real_from)
+    for folder in args.repeat:
+        if not folder.is_dir():
+            print(f"error: --repeat {folder}: no such folder (expected an earlier --out holding kwok-ts* runs)",
+                  file=sys.stderr)
+            return 2
     if not args.compare_only and stored is None:
         run_real(sc_path, sc, labels, seeds, args.time_scale, args.out, args.reuse)
     real = real_runs(sc, labels, seeds, args.out, stored)
     if not args.compare_only:
         run_sim(sc_path, labels, seeds, real, args.out, "sim", phases=True, itl=True)
     rows = compare(sc, labels, seeds, args.out, real)
+    for folder in args.repeat:
+        add_repeat(rows, real_runs(sc, labels, seeds, folder.resolve(), None))
+    if not args.repeat and args.real_from is not None:
+        stored_rep = stored_repeats(args.real_from)
+        for row in rows:
+            row.repeats = stored_rep.get(row.autoscaler, [])
+    simulate_repeats(sc_path, sc, rows, args.out, run=not args.compare_only)
     if not args.no_diagnostic:
         diagnostics(sc_path, sc, rows, real, args.out)
         sensitivity(sc_path, sc, rows, real, args.out)
@@ -720,6 +842,10 @@ def main() -> int:
         text += ("\n\nHow far the engines' speed moves the outcome: the simulator in each real run's measured "
                  "conditions with the time per output token 1 % longer and 1 % shorter (a diagnostic, not part of "
                  "the targets):\n\n" + band_table(rows))
+    if any(r.repeats for r in rows):
+        text += ("\n\nThe real stack against itself: the same seeds run again on kwok (`--repeat`), each "
+                 "judged against the first by the targets above (the noise floor of a per-seed comparison; "
+                 "not part of the targets):\n\n" + repeat_table(rows))
     print(text + "\n\n" + line)
     raw = {"scenario": sc.name, "targets": TARGETS, "rows": [asdict(r) for r in rows], "summary": line}
     out_json = args.json or args.out / "sim_vs_real.json"

@@ -221,3 +221,67 @@ def test_a_scan_candidate_of_the_wrong_shape_is_bad_input(monkeypatch: pytest.Mo
     for bad in ("1", "1,x", "1,3"):
         with pytest.raises(ValueError, match="expected two or more comma-separated factors"):
             svr.parse_factors(bad)
+
+
+def test_the_first_scale_ups_pods_count_the_held_requests_they_took(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pods = [{"pod": "p0", "created_s": 0.0, "ready_s": 0.0},  # the initial replica: not a scale-up
+            {"pod": "a", "created_s": 100.0, "ready_s": 120.0},
+            {"pod": "b", "created_s": 100.2, "ready_s": 120.5},  # within a second of a: the same scale-up
+            {"pod": "c", "created_s": 120.0, "ready_s": 140.0},  # the next scale-up
+            {"pod": "d", "created_s": 150.0, "ready_s": None}]  # never ready
+    (tmp_path / "pods.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pods))
+    # held when their pod turned ready: a's 110 and 119.9, b's 120.2 (b ready at 120.5); not a's 125 (after),
+    # c's 130 (a later scale-up) nor p0's; a request that never reached a pod has none: 3
+    rows = {"pod": ["p0", "a", "a", "a", "b", "c", None], "arrival_s": [50.0, 110.0, 119.9, 125.0, 120.2, 130.0, 90.0]}
+    pq.write_table(pa.table(rows), tmp_path / "requests.parquet")
+    assert svr.first_take_of(tmp_path) == 3
+    (tmp_path / "pods.jsonl").write_text(json.dumps(pods[0]) + "\n")
+    assert svr.first_take_of(tmp_path) is None  # no pod was added
+
+
+def _at(seed: int, max_ready: int, replica_s: float, take: int | None = None) -> Any:
+    run = _run(seed, 1.0, replica_s)
+    run.max_ready, run.first_take = max_ready, take
+    return run
+
+
+def test_a_repeated_real_run_is_judged_against_the_first_by_the_same_targets(tmp_path: Path) -> None:
+    row = svr.Row("llmd-queue-guard", 30.0)
+    for sim, real in zip([_at(1, 6, 600.0, 14), _at(2, 6, 600.0, 100), _at(3, 6, 600.0, 89)],
+                         [_at(1, 6, 580.0, 91), _at(2, 5, 520.0, 18), _at(3, 6, 630.0, 89)], strict=True):
+        svr.add_pair(row, sim, real)
+    svr.judge(row)
+    assert row.misses == ["seed 2: max 6 vs 5"]
+    # repeated seeds 2 and 3 only (seed 1's repeat incomplete): maxima 6 and 5 against the real 5 and 6
+    rep = [_at(2, 6, 580.0, 96), _at(3, 5, 520.0, 20), _at(1, 6, 655.0)]
+    rep[2].complete = False
+    svr.add_repeat([row], {("llmd-queue-guard", r.seed): r for r in rep})
+    svr.add_repeat([row], {("hpa", 2): _at(2, 5, 520.0)})  # another autoscaler's: nothing for this row
+    assert [[r.seed for r in runs] for runs in row.repeats] == [[2, 3]]
+    # replica-s: repeat (580 + 520) / 2 = 550 against the real 575 of the same seeds: (575 - 550) / 550 = +4.5 %
+    line = svr.repeat_table([row]).splitlines()[-1]
+    assert line == ("| llmd-queue-guard | 1 | 2 | 6/5 / 5/6 / 6/6 | 550 / 575 (+4.5 %) | 1.00 / 1.00 (+0.0 %) | "
+                    "96/20 / 18/89 / 100/89 | missed: seed 2: max 6 vs 5; seed 3: max 5 vs 6 | "
+                    "missed: seed 2: max 6 vs 5 | n/a |")  # no simulator run in the repeat's conditions yet
+    # the simulator in the repeat's own conditions: maxima 6 and 5, the repeat's (replica-s 560 / 530 against
+    # 580 / 520: mean 545 against 550, +0.9 %): met against the repeat, though not against the first real runs
+    row.repeat_sims = [[_at(2, 6, 560.0), _at(3, 5, 530.0)]]
+    assert svr.repeat_table([row]).splitlines()[-1].endswith("| missed: seed 2: max 6 vs 5 | met |")
+    assert ("Run again on kwok (1 repetition of llmd-queue-guard), the real stack met every trajectory target "
+            "against its own first runs in 0 of 1; the simulator, in each repetition's measured conditions, met "
+            "them against that repetition in 1 of 1.") in svr.summary_line([row])
+    # the raw figures keep the repeats, and --real-from reads them back
+    path = tmp_path / "raw.json"
+    path.write_text(json.dumps({"rows": [svr.asdict(row)]}))
+    back = svr.stored_repeats(path)["llmd-queue-guard"]
+    assert [[r.seed for r in runs] for runs in back] == [[2, 3]] and back[0][1].first_take == 20
+
+
+def test_a_missing_repeat_folder_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "argv", ["sim_vs_real.py", "--compare-only", "--repeat", str(tmp_path / "none")])
+    assert svr.main() == 2
+    assert capsys.readouterr().err.startswith(f"error: --repeat {tmp_path / 'none'}: no such folder")
