@@ -335,8 +335,8 @@ class LocalServices:
                 if a.startswith("--config.file="):
                     argv[i] = "--config.file=" + str(self._prometheus_config(Path(a.split("=", 1)[1]), kc))
             argv.append(f"--web.listen-address={ip}:{c.ports.get('web', 9090)}")
-        elif comp == "gateway" and c.name == "gateway":
-            argv.append(f"--host={ip}")
+        elif comp == "gateway" and c.name == "gateway":  # its routing decisions kept with the run (docs/fidelity.md)
+            argv += [f"--host={ip}", f"--trace-file={self.folder / 'logs' / 'gateway-trace.jsonl'}"]
         elif comp == "wva-controller":
             argv += [f"--metrics-host={ip}", f"--kubeconfig={kc}"]
         elif comp == "prometheus-adapter":

@@ -289,6 +289,9 @@ def serve_engine(**o) -> None:  # type: ignore[no-untyped-def]
 @click.option("--time-scale", type=float, default=1.0, show_default=True, help="Divides refresh and queue waits.")
 @click.option("--queue-timeout", type=Duration("s"), default=300.0,
               help="How long a request may wait at the gateway for a ready engine (scenario time).")
+@click.option("--trace-file", default=None, type=click.Path(dir_okay=False),
+              help="Append a JSON line per routing decision (the pod, and what the picker saw of every ready pod) "
+              "and per change of the engines; the kwok harness writes one into each run's folder.")
 def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
     """The gateway: EPP-like endpoint picking, admission control, scale-from-zero queue."""
     from scalearena.harness.config.scenario import RouterSpec
@@ -310,7 +313,8 @@ def serve_router(**o) -> None:  # type: ignore[no-untyped-def]
                              time_scale=_time_scale(o["time_scale"]), queue_timeout_s=o["queue_timeout"],
                              models=tuple(o["models"]), admin_token=token, tokenizer=o["tokenizer"],
                              limits=_limits(o), admin_port=o["admin_port"], admin_host=o["admin_host"],
-                             handoff_key=read_key(o["handoff_key_file"]) if o["handoff_key_file"] else None)
+                             handoff_key=read_key(o["handoff_key_file"]) if o["handoff_key_file"] else None,
+                             trace_path=o["trace_file"])
     asyncio.run(serve(cfg))
 
 

@@ -40,8 +40,10 @@ class _Waiter:
 
 
 class FlowGate:
-    def __init__(self, router: Router, spec: Any, now: Callable[[], float]) -> None:
+    def __init__(self, router: Router, spec: Any, now: Callable[[], float],
+                 on_route: Callable[[Route, str], None] | None = None) -> None:
         self.router, self.adm, self.now = router, spec.admission, now
+        self.on_route = on_route  # told of every held request it dispatches (serve-router's --trace-file)
         self.queues: dict[str, FlowQueues] = {}
 
     def busy(self, model: str) -> bool:
@@ -76,4 +78,6 @@ class FlowGate:
                 q.pop()
                 if not head.fut.done():
                     head.fut.set_result(route)
+                    if self.on_route is not None:
+                        self.on_route(route, "flow")
                 head = q.peek()

@@ -111,6 +111,7 @@ class RouterServerConfig:
     handoff_key: bytes | None = None  # P/D: signs the hand-offs it passes to decode engines (handoff_auth.py)
     tokenizer: str | None = None
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    trace_path: str | None = None  # a JSON line per routing decision and membership change (--trace-file)
 
 
 def endpoint_entries(doc: Any) -> list[dict[str, Any]]:
@@ -179,8 +180,13 @@ class RouterServer:
         self._request_seq = 0
         self.session: aiohttp.ClientSession | None = None
         self.stopped = asyncio.Event()
+        try:  # closed in serve()
+            self._trace = open(cfg.trace_path, "a", buffering=1) if cfg.trace_path else None  # noqa: SIM115
+        except OSError as e:
+            raise UserError(f"cannot write the trace file: {e.strerror}", where=f"--trace-file {cfg.trace_path}",
+                            expected="a file path in a writable folder") from None
         flow = cfg.spec.admission.kind == "flow_control"
-        self.flow = FlowGate(self.router, cfg.spec, self.now) if flow else None
+        self.flow = FlowGate(self.router, cfg.spec, self.now, self.trace_route if self._trace else None) if flow else None
 
     def now(self) -> float:
         return (time.monotonic() - self._mono0) * self.cfg.time_scale
@@ -214,8 +220,33 @@ class RouterServer:
         for model in self.models - served - busy:
             self.metrics.forget_model(model)  # withdrawn: 404 from now on, and no series left behind
         self.models = served | (self.models & busy)
+        self._write_trace({"t": round(self.now(), 3), "ev": "endpoints",
+                           "pods": {ep.pod: ep.state for ep in self.endpoints.values()}})
         async with self._ready_changed:
             self._ready_changed.notify_all()
+
+    # -- the decision trace (--trace-file) ----------------------------------------------------------
+    def trace_route(self, route: Route, via: str) -> None:
+        """One routing decision: the pod chosen, how (``direct``, or ``flow`` for a held request), and what the
+        picker saw of every ready pod of the model: [pod, its snapshot's waiting, requests sent in this refresh
+        slot, the last scrape's waiting and running, the scrape's time]."""
+        if self._trace is None or route.pod is None:
+            return
+        model = route.pod.engine.model
+        pods = [[ep.pod, ep.routed.waiting, ep.routed.sent, ep.waiting, ep.running,
+                 None if ep.scraped_at is None else round(ep.scraped_at, 3)]
+                for ep in self.endpoints.values() if ep.routed is not None and ep.model == model]
+        self._write_trace({"t": round(self.now(), 3), "ev": "route", "via": via, "pod": route.pod.name,
+                           "held": len(self.flow.queues[model]) if self.flow and model in self.flow.queues else 0,
+                           "pods": pods})
+
+    def _write_trace(self, doc: dict[str, Any]) -> None:
+        if self._trace is not None:
+            try:
+                self._trace.write(json.dumps(doc) + "\n")
+            except OSError as e:  # a full disk ends the trace, not the gateway
+                log.warning("trace stopped: %s", e)
+                self._trace = None
 
     def _set_state(self, ep: Endpoint, state: str) -> None:
         ep.state = state
@@ -381,6 +412,7 @@ class RouterServer:
                 if route.kind == "hold" and self.flow is not None:
                     return await self.flow.wait(spec, units, deadline - time.monotonic())
                 if route.kind == "pod":
+                    self.trace_route(route, "direct")
                     return route
                 if route.kind == "reject":
                     self.metrics.requests.labels(model, "rejected").inc()
@@ -475,3 +507,5 @@ async def serve(cfg: RouterServerConfig) -> None:
     if admin is not None:
         await admin.close()
     await server.session.close()
+    if server._trace is not None:
+        server._trace.close()

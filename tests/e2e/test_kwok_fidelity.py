@@ -66,8 +66,14 @@ def test_sim_vs_real_short_version_meets_the_targets(tools_built: None, tmp_path
     # the gateway's flow-control queue reaches a kube run's timeseries (it holds requests at 5 req/s)
     ts = pq.read_table(run / "timeseries.parquet").to_pydict()
     assert max(q for q in ts["router_queue"] if q is not None) > 0
-    ttft = pq.read_table(run / "requests.parquet").to_pandas().query("status == 'ok'")["ttft_ms"]
+    records = pq.read_table(run / "requests.parquet").to_pandas()
+    ttft = records.query("status == 'ok'")["ttft_ms"]
     assert 200 <= ttft.min() < 300, ttft.describe()
+    # the gateway's decision trace is kept with the run: one route line per request it sent to an engine, and
+    # the held ones among them dispatched by flow control (``flow``): at 5 req/s it held requests, as above
+    trace = [json.loads(x) for x in (run / "kwok" / "services" / "logs" / "gateway-trace.jsonl").read_text().splitlines()]
+    routes = [x for x in trace if x["ev"] == "route"]
+    assert len(routes) >= (records["pod"].notna()).sum() and any(x["via"] == "flow" for x in routes)
     # the preset HPA at 2: upstream's 15 s policy periods -> 7.5 s -> 8 s wall (16 s of scenario time), three
     # per HPA, one HPA for the one variant; 300 s stabilisation -> 150 s and the 15 s scrape -> 7.5 s are exact
     events = json.loads((run / "summary.json").read_text())["events"]

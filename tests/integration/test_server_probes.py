@@ -477,6 +477,54 @@ def test_router_flow_control_holds_then_evicts_at_the_ttl(tmp_path: Path) -> Non
         eng.close()
 
 
+def test_router_trace_file_records_each_routing_decision_and_what_the_picker_saw(tmp_path: Path) -> None:
+    """--trace-file: one JSON line per change of the engines and per routed request. queue_threshold 1, a one-slot
+    engine: request 0 runs, 1 waits in the engine (both routed at once, ``direct``), 2 is held at the gateway and
+    dispatched (``flow``) only once the picker's snapshot of p0 reads 0 waiting, below the threshold: the line
+    shows that snapshot (0 waiting) and the one request sent in its refresh slot (this one)."""
+    eng = _start(tmp_path, "tr-engine", ["engine", "--model", "m", "--port", "0", "--max-num-seqs", "1",
+                                         "--time-to-first-token", "10ms", "--inter-token-latency", "50ms"])
+    (tmp_path / "token").write_text(TOKEN)
+    spec = {"admission": {"kind": "flow_control", "queue_threshold": 1}}
+    trace = tmp_path / "trace.jsonl"
+    rtr = _start(tmp_path, "tr-router", ["router", "--port", "0", "--model", "m", "--admin-token-file",
+                                         str(tmp_path / "token"), "--router-spec", json.dumps(spec),
+                                         "--trace-file", str(trace)])
+    try:
+        eps = {"endpoints": [{"pod": "p0", "variant": "v", "model": "m", "url": eng.url, "state": "ready"}]}
+        assert admin(rtr, "PUT", "/admin/endpoints", json=eps).status_code == 200
+        got: dict[int, int] = {}
+
+        def send(i: int) -> None:  # 6 output tokens: 10 ms + 5 x 50 ms each
+            got[i] = post(rtr.url, {"model": "m", "prompt": "a b", "max_tokens": 6}, timeout=30).status_code
+
+        arrived = (lambda: metric(eng, "vllm:num_requests_running") == 1,
+                   lambda: metric(eng, "vllm:num_requests_waiting") == 1,
+                   lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1)
+        threads = []
+        for i in range(3):
+            threads.append(threading.Thread(target=send, args=(i,)))
+            threads[-1].start()
+            assert wait_for(arrived[i], 3.0), i
+        for t in threads:
+            t.join(20)
+        assert got == {0: 200, 1: 200, 2: 200}
+        lines = [json.loads(x) for x in trace.read_text().splitlines()]
+        assert lines[0]["ev"] == "endpoints" and lines[0]["pods"] == {"p0": "ready"}
+        routes = [x for x in lines if x["ev"] == "route"]
+        assert [(x["via"], x["pod"]) for x in routes] == [("direct", "p0"), ("direct", "p0"), ("flow", "p0")]
+        (pod, snap_waiting, sent, *_scrape), = routes[2]["pods"]  # [pod, snapshot waiting, sent, scraped ...]
+        assert (pod, snap_waiting, sent) == ("p0", 0.0, 1) and routes[2]["held"] == 0
+        assert routes[0]["t"] <= routes[1]["t"] <= routes[2]["t"]
+    finally:
+        rtr.close()
+        eng.close()
+    bad = subprocess.run(CLI + ["router", "--port", "0", "--trace-file", str(tmp_path / "none" / "t.jsonl")],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith(f"error: --trace-file {tmp_path / 'none' / 't.jsonl'}: cannot write the trace file")
+
+
 def test_hostile_json_is_400_on_every_json_endpoint(tmp_path: Path, router: Server, engine: Server) -> None:
     """A body nested 100,000 deep (200 KB, under the size cap) and numbers beyond a float (1e400) were a
     500 with a traceback on each JSON endpoint: the OpenAI ones of both servers, the router's admin PUT,
