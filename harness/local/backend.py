@@ -210,6 +210,7 @@ class LocalRun:
                 str(self.router_port), "--router-spec", self.sc.router.model_dump_json(), "--time-scale",
                 repr(self.scale), "--queue-timeout", f"{self.sc.client.timeout_s}s",
                 "--admin-token-file", str(self.admin_token_file), "--handoff-key-file", str(self.handoff_key_file),
+                "--trace-file", str(self.dir / "logs" / "router-trace.jsonl"),  # its decisions, kept with the run
                 *(a for m in self.models for a in ("--model", m))]
         router = self.sup.start("router", argv)
         if not wait_for_port(self.router_port, 30.0, router.proc):

@@ -241,9 +241,11 @@ class RouterServer:
                            "pods": pods})
 
     def _write_trace(self, doc: dict[str, Any]) -> None:
+        """One line: ``t`` in the router's own scenario seconds (since it started), ``wall`` in Unix seconds (to
+        place it on a run's timeline: the run's t0_wall)."""
         if self._trace is not None:
             try:
-                self._trace.write(json.dumps(doc) + "\n")
+                self._trace.write(json.dumps({**doc, "wall": round(time.time(), 3)}) + "\n")
             except OSError as e:  # a full disk ends the trace, not the gateway
                 log.warning("trace stopped: %s", e)
                 self._trace = None

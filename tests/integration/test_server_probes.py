@@ -437,6 +437,21 @@ def test_engine_prefix_caching_hits_on_the_prompt_text(tmp_path: Path) -> None:
         s.close()
 
 
+def _one_runs_one_waits_one_held(eng: Server, rtr: Server, send: Callable[[int], None]) -> None:
+    """Three requests through a one-slot engine behind flow control (queue_threshold 1), each seen before the next
+    is sent: 0 runs, 1 waits in the engine, 2 is held at the gateway; returns when all three have ended."""
+    arrived = (lambda: metric(eng, "vllm:num_requests_running") == 1,
+               lambda: metric(eng, "vllm:num_requests_waiting") == 1,
+               lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1)
+    threads = []
+    for i in range(3):
+        threads.append(threading.Thread(target=send, args=(i,)))
+        threads[-1].start()
+        assert wait_for(arrived[i], 3.0), i
+    for t in threads:
+        t.join(20)
+
+
 def test_router_flow_control_holds_then_evicts_at_the_ttl(tmp_path: Path) -> None:
     """admission flow_control (queue_threshold 1, ttl_s 1): with the one-slot engine busy and one
     request waiting in it, a third is held at the gateway (llm_d_epp_flow_control_queue_size 1) instead
@@ -457,17 +472,7 @@ def test_router_flow_control_holds_then_evicts_at_the_ttl(tmp_path: Path) -> Non
                      headers={"x-gateway-inference-fairness-id": "t1"})
             got[i] = r.status_code
 
-        threads = []
-        # in order, each seen before the next is sent: 0 runs, 1 waits in the engine, 2 is held at the gateway
-        arrived = (lambda: metric(eng, "vllm:num_requests_running") == 1,
-                   lambda: metric(eng, "vllm:num_requests_waiting") == 1,
-                   lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1)
-        for i in range(3):
-            threads.append(threading.Thread(target=send, args=(i,)))
-            threads[-1].start()
-            assert wait_for(arrived[i], 3.0), i
-        for t in threads:
-            t.join(20)
+        _one_runs_one_waits_one_held(eng, rtr, send)
         assert got == {0: 200, 1: 200, 2: 503}
         bad = post(rtr.url, {"model": "m", "prompt": "x"}, headers={"x-scalearena-priority": "high"})
         assert_openai_error(bad, 400)
@@ -498,16 +503,7 @@ def test_router_trace_file_records_each_routing_decision_and_what_the_picker_saw
         def send(i: int) -> None:  # 6 output tokens: 10 ms + 5 x 50 ms each
             got[i] = post(rtr.url, {"model": "m", "prompt": "a b", "max_tokens": 6}, timeout=30).status_code
 
-        arrived = (lambda: metric(eng, "vllm:num_requests_running") == 1,
-                   lambda: metric(eng, "vllm:num_requests_waiting") == 1,
-                   lambda: metric(rtr, "llm_d_epp_flow_control_queue_size") == 1)
-        threads = []
-        for i in range(3):
-            threads.append(threading.Thread(target=send, args=(i,)))
-            threads[-1].start()
-            assert wait_for(arrived[i], 3.0), i
-        for t in threads:
-            t.join(20)
+        _one_runs_one_waits_one_held(eng, rtr, send)
         assert got == {0: 200, 1: 200, 2: 200}
         lines = [json.loads(x) for x in trace.read_text().splitlines()]
         assert lines[0]["ev"] == "endpoints" and lines[0]["pods"] == {"p0": "ready"}
