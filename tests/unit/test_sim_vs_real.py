@@ -270,9 +270,12 @@ def test_a_repeated_real_run_is_judged_against_the_first_by_the_same_targets(tmp
     # 580 / 520: mean 545 against 550, +0.9 %): met against the repeat, though not against the first real runs
     row.repeat_sims = [[_at(2, 6, 560.0), _at(3, 5, 530.0)]]
     assert svr.repeat_table([row]).splitlines()[-1].endswith("| missed: seed 2: max 6 vs 5 | met |")
+    # maxima: the repeat 6/5 against the real 5/6 (2 of 2 seeds differ); the simulator 6/6/6 against the real
+    # 6/5/6 (1 of 3) and 6/5 in the repeat's conditions against the repeat's 6/5 (0 of 2): 1 of 5
     assert ("Run again on kwok (1 repetition of llmd-queue-guard), the real stack met every trajectory target "
-            "against its own first runs in 0 of 1; the simulator, in each repetition's measured conditions, met "
-            "them against that repetition in 1 of 1.") in svr.summary_line([row])
+            "against its own first runs in 0 of 1 (another maximum in 2 of 2 seeds); the simulator, in each "
+            "repetition's measured conditions, met them against that repetition in 1 of 1 (another maximum than "
+            "the real run's, the first runs included, in 1 of 5 seeds).") in svr.summary_line([row])
     # the raw figures keep the repeats, and --real-from reads them back
     path = tmp_path / "raw.json"
     path.write_text(json.dumps({"rows": [svr.asdict(row)]}))
