@@ -37,7 +37,9 @@ Usage::
 ``--reuse`` keeps every complete kwok run already under ``--out`` (a group whose runs are all there is not run
 again; the simulator, deterministic and a second a run, always runs); ``--real-from`` takes the kwok side from an
 earlier run's raw figures (benchmarks/data/sim_vs_real.json) and runs the simulator only, for a change on the
-simulator's side; ``--update-docs``
+simulator's side; ``--repeat DIR`` (repeatable) reads another kwok run of the same seeds from an earlier ``--out``
+and judges it against the first by the same targets, next to the simulator run in that repeat's own measured
+conditions (``sim-repeat-<n>/``): the real stack's own noise floor; ``--update-docs``
 writes the table into docs/fidelity.md and its summary line into README.md (between their ``sim-vs-real`` markers), so no figure there is typed by hand; ``--check`` exits 1 when an
 autoscaler misses a trajectory target (replica-seconds, maximum, moves; the CI's short version,
 tests/e2e/test_kwok_fidelity.py, `make fidelity-check`), ``--check-goodput`` also when it misses the goodput target, which this host's runs do
@@ -88,7 +90,7 @@ class Run:
     phases: dict[str, Any] | None = None  # a kwok run's scrape and rule offsets (harness/kube/phases.py)
     ttft_floor_ms: float | None = None  # the TTFT of a request that waited for nothing: engine_times
     start_lag_s: float | None = None  # a kwok run's rescale -> engine container start, mean (kube/phases.py)
-    first_take: int | None = None  # held requests the pods of the first scale-up took when they turned ready
+    first_take: int | None = None  # requests held when the first scale-up's pods turned ready that they served
 
     def measured_phases(self) -> dict[str, Any]:
         """The scenario's ``phases`` that put the simulator's loops where this (real) run's were."""
@@ -302,9 +304,9 @@ def load_run(folder: Path, scale: float = 1.0) -> Run | None:
 
 
 def first_take_of(folder: Path) -> int | None:
-    """How many held requests the pods of the run's first scale-up took when they turned ready: the requests they
-    served that had arrived before they were ready (pods ready within a second of the first such pod count as one
-    scale-up). Whether the gateway's flow control hands a new pod its share of the held requests or the whole queue
+    """How many of the requests held when the run's first scale-up's pods turned ready those pods went on to serve:
+    the requests they served that had arrived before they were ready (pods ready within a second of the first such
+    pod count as one scale-up). Whether the gateway's flow control hands a new pod its share of the held requests or the whole queue
     in one refresh slot depends on whether the old pods' last snapshot read one waiting request below the saturation
     threshold (harness/sim/router.py), so this is where a run's trajectory can part from another's of the same seed.
     None when no pod was added."""

@@ -139,6 +139,7 @@ def endpoint_entries(doc: Any) -> list[dict[str, Any]]:
 MAX_ENDPOINTS = 4096  # engines in one endpoints document
 MAX_MODELS = 256  # distinct models in it: each brings ~40 /metrics series
 MAX_NAME_CHARS = 2048  # a pod, variant, model name or URL
+TRACE_MAX_BYTES = 64 * 1024 * 1024  # --trace-file: ~200 k routed requests of a 6-pod pool (~300 bytes a line)
 
 
 @dataclass(eq=False)
@@ -180,6 +181,8 @@ class RouterServer:
         self._request_seq = 0
         self.session: aiohttp.ClientSession | None = None
         self.stopped = asyncio.Event()
+        self._trace_left = TRACE_MAX_BYTES
+        self._traced_pods: dict[str, str] | None = None
         try:  # closed in serve()
             self._trace = open(cfg.trace_path, "a", buffering=1) if cfg.trace_path else None  # noqa: SIM115
         except OSError as e:
@@ -220,8 +223,10 @@ class RouterServer:
         for model in self.models - served - busy:
             self.metrics.forget_model(model)  # withdrawn: 404 from now on, and no series left behind
         self.models = served | (self.models & busy)
-        self._write_trace({"t": round(self.now(), 3), "ev": "endpoints",
-                           "pods": {ep.pod: ep.state for ep in self.endpoints.values()}})
+        states = {ep.pod: ep.state for ep in self.endpoints.values()}
+        if states != self._traced_pods:  # a change, not every re-send of the same list
+            self._traced_pods = states
+            self._write_trace({"t": round(self.now(), 3), "ev": "endpoints", "pods": states})
         async with self._ready_changed:
             self._ready_changed.notify_all()
 
@@ -242,13 +247,27 @@ class RouterServer:
 
     def _write_trace(self, doc: dict[str, Any]) -> None:
         """One line: ``t`` in the router's own scenario seconds (since it started), ``wall`` in Unix seconds (to
-        place it on a run's timeline: the run's t0_wall)."""
+        place it on a run's timeline: the run's t0_wall). At TRACE_MAX_BYTES a last line ``{"ev": "truncated"}``
+        ends it, so a long run's trace cannot fill the disk."""
+        if self._trace is None:
+            return
+        line = json.dumps({**doc, "wall": round(time.time(), 3)}) + "\n"
+        self._trace_left -= len(line)
+        if self._trace_left < 0:
+            line = json.dumps({"t": doc.get("t"), "ev": "truncated", "max_bytes": TRACE_MAX_BYTES}) + "\n"
+        try:
+            self._trace.write(line)
+        except OSError as e:  # a full disk ends the trace, not the gateway
+            log.warning("trace stopped: %s", e)
+            self._trace_left = -1
+        if self._trace_left < 0:
+            self.close_trace()
+
+    def close_trace(self) -> None:
         if self._trace is not None:
-            try:
-                self._trace.write(json.dumps({**doc, "wall": round(time.time(), 3)}) + "\n")
-            except OSError as e:  # a full disk ends the trace, not the gateway
-                log.warning("trace stopped: %s", e)
-                self._trace = None
+            with contextlib.suppress(OSError):
+                self._trace.close()
+            self._trace = None
 
     def _set_state(self, ep: Endpoint, state: str) -> None:
         ep.state = state
@@ -509,5 +528,4 @@ async def serve(cfg: RouterServerConfig) -> None:
     if admin is not None:
         await admin.close()
     await server.session.close()
-    if server._trace is not None:
-        server._trace.close()
+    server.close_trace()
