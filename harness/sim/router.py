@@ -43,7 +43,7 @@ below the threshold the pool has room, and every dispatch of the slot goes to th
 best-scored pod of its snapshot, as many as are held (a newly ready pod can take
 the whole queue); serve-router runs this picker on kwok and does the same, and
 bounding it made the simulated HPA and KEDA scale less than the real ones
-(docs/fidelity.md, "Still open").
+(docs/fidelity.md, "The one miss, and the real stack against itself").
 
 Prefill/decode disaggregation (variants of ``role: prefill`` / ``decode``), as llm-d's
 disagg-profile-handler runs its two scheduling profiles: the decode profile picks among the
